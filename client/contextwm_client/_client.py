@@ -1,0 +1,527 @@
+"""The synchronous client: typed methods over the generated ContextService stub."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from contextwm_client import _requests
+from contextwm_client._convert import (
+    from_proto_append_batch_response,
+    from_proto_append_response,
+    from_proto_conversation,
+    from_proto_enhanced_context,
+    from_proto_item,
+    from_proto_list_conversations_response,
+    from_proto_list_items_response,
+    from_proto_search_response,
+)
+from contextwm_client._exceptions import map_rpc_error
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
+from contextwm_client._types import (
+    AppendBatchResult,
+    AppendResult,
+    Conversation,
+    ConversationSettings,
+    EnhancedContext,
+    FileRef,
+    Item,
+    NewItem,
+    Page,
+    SearchResult,
+)
+
+_Response = TypeVar("_Response", bound=Message)
+
+
+class Client:
+    """A synchronous contextwm client over one gRPC channel.
+
+    Use it as a context manager, or call `close()`, to release the channel. Every method
+    raises a `ContextWMError` subclass when the call fails, never a raw `grpc.RpcError`.
+    Datetimes without a timezone are taken as UTC; returned datetimes are UTC-aware.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        namespace: str = "default",
+        timeout: float | None = 30.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        credentials: grpc.ChannelCredentials | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Opens a channel (lazily: nothing is sent before the first call).
+
+        Args:
+            target: "host:port", or "unix:/path/to.sock" for a Unix socket.
+            namespace: Namespace of calls that do not name one.
+            timeout: Deadline of each call in seconds; None waits forever.
+            channel_options: gRPC channel arguments, e.g. ("grpc.max_receive_message_length", n).
+            credentials: TLS credentials; None opens an insecure channel.
+            metadata: Metadata sent with every call, e.g. an API key.
+        """
+        options = list(channel_options)
+        if credentials is None:
+            self._channel = grpc.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        self._stub = pb_grpc.ContextServiceStub(self._channel)
+        self._namespace = namespace
+        self._timeout = timeout
+        self._metadata = tuple(metadata)
+
+    def close(self) -> None:
+        """Closes the channel; later calls fail. Closing twice is harmless."""
+        self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _ns(self, namespace: str | None) -> str:
+        return self._namespace if namespace is None else namespace
+
+    def _invoke(
+        self,
+        rpc: Callable[..., Any],
+        request: Message,
+        response_type: type[_Response],
+    ) -> _Response:
+        # The one place where gRPC errors become ContextWMError, for every method.
+        try:
+            response = rpc(request, timeout=self._timeout, metadata=self._metadata or None)
+        except grpc.RpcError as exc:
+            raise map_rpc_error(exc) from exc
+        # The stub is untyped; this check gives the response its type.
+        if not isinstance(response, response_type):
+            raise TypeError(f"expected {response_type.__name__}, got {type(response).__name__}")
+        return response
+
+    # ------------------------------------------------------------ conversations
+
+    def create_conversation(
+        self,
+        conversation_id: str,
+        *,
+        settings: ConversationSettings | None = None,
+        namespace: str | None = None,
+    ) -> Conversation:
+        """Creates a conversation with explicit settings.
+
+        Args:
+            conversation_id: Client-chosen id, 1..200 characters without control characters.
+            settings: Settings; None fields (or None) take the server defaults.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The conversation with its effective settings.
+
+        Raises:
+            AlreadyExistsError: The conversation exists already.
+            InvalidArgumentError: The id or a setting is invalid.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.create_conversation(self._ns(namespace), conversation_id, settings)
+        response = self._invoke(self._stub.CreateConversation, request, pb.Conversation)
+        return from_proto_conversation(response)
+
+    def get_conversation(
+        self, conversation_id: str, *, namespace: str | None = None
+    ) -> Conversation:
+        """Reads a conversation's effective settings and statistics.
+
+        Args:
+            conversation_id: The conversation.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The conversation.
+
+        Raises:
+            NotFoundError: No such conversation.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.get_conversation(self._ns(namespace), conversation_id)
+        response = self._invoke(self._stub.GetConversation, request, pb.Conversation)
+        return from_proto_conversation(response)
+
+    def list_conversations(
+        self, *, page_size: int = 100, page_token: str = "", namespace: str | None = None
+    ) -> Page[Conversation]:
+        """Lists one page of a namespace's conversations, ordered by id.
+
+        Args:
+            page_size: Conversations per page, 1..1000.
+            page_token: The previous page's next_page_token; empty for the first page.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The page; its next_page_token is empty on the last page.
+
+        Raises:
+            InvalidArgumentError: Bad page size or token.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.list_conversations(self._ns(namespace), page_size, page_token)
+        response = self._invoke(self._stub.ListConversations, request, pb.ListConversationsResponse)
+        return from_proto_list_conversations_response(response)
+
+    def iter_conversations(self, *, namespace: str | None = None) -> Iterator[Conversation]:
+        """Iterates over all conversations of a namespace, fetching pages as needed.
+
+        Args:
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            An iterator of conversations ordered by id.
+
+        Raises:
+            ContextWMError: When fetching a page fails (raised during iteration).
+        """
+        page_token = ""
+        while True:
+            page = self.list_conversations(page_token=page_token, namespace=namespace)
+            yield from page.items
+            if not page.next_page_token:
+                return
+            page_token = page.next_page_token
+
+    def update_conversation(
+        self,
+        conversation_id: str,
+        settings: ConversationSettings,
+        *,
+        namespace: str | None = None,
+    ) -> Conversation:
+        """Changes the settings that are not None; the rest stay as they were.
+
+        Args:
+            conversation_id: The conversation.
+            settings: The settings to change.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The conversation with its new effective settings.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: A setting is invalid.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.update_conversation(self._ns(namespace), conversation_id, settings)
+        response = self._invoke(self._stub.UpdateConversation, request, pb.Conversation)
+        return from_proto_conversation(response)
+
+    def delete_conversation(self, conversation_id: str, *, namespace: str | None = None) -> int:
+        """Deletes a conversation with all its items and vectors.
+
+        Args:
+            conversation_id: The conversation.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The number of items deleted.
+
+        Raises:
+            NotFoundError: No such conversation.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.delete_conversation(self._ns(namespace), conversation_id)
+        response = self._invoke(
+            self._stub.DeleteConversation, request, pb.DeleteConversationResponse
+        )
+        return response.deleted_items
+
+    # ------------------------------------------------------------ items
+
+    def append(
+        self,
+        conversation_id: str,
+        content: str,
+        *,
+        role: str = "user",
+        timestamp: datetime | None = None,
+        flags: Sequence[str] = (),
+        metadata: Mapping[str, str] | None = None,
+        file: FileRef | None = None,
+        idempotency_key: str | None = None,
+        namespace: str | None = None,
+    ) -> AppendResult:
+        """Appends one item; creates the conversation with defaults if it does not exist.
+
+        Args:
+            conversation_id: The conversation.
+            content: The item's text.
+            role: One of user, assistant, system, tool, file, error.
+            timestamp: Event time for historic data; server time when None. Naive means UTC.
+            flags: Importance flags: pinned (alias user_starred), error, code, question, solution.
+            metadata: String pairs returned unchanged wherever the item appears.
+            file: The file the item refers to.
+            idempotency_key: A retry with the same key returns the first result (duplicate=True).
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The item's seq, tokens and effective flags, the evicted seqs and the window.
+
+        Raises:
+            InvalidArgumentError: Bad role, flag, file kind or content.
+            ContextWMError: Any other failure of the call.
+        """
+        item = NewItem(
+            content=content,
+            role=role,
+            timestamp=timestamp,
+            flags=tuple(flags),
+            metadata=dict(metadata or {}),
+            file=file,
+            idempotency_key=idempotency_key,
+        )
+        request = _requests.append(self._ns(namespace), conversation_id, item)
+        response = self._invoke(self._stub.Append, request, pb.AppendResponse)
+        return from_proto_append_response(response)
+
+    def append_many(
+        self, conversation_id: str, items: Sequence[NewItem], *, namespace: str | None = None
+    ) -> AppendBatchResult:
+        """Appends a batch of items, all or nothing.
+
+        Args:
+            conversation_id: The conversation (created with defaults if missing).
+            items: The items, in order.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            One result per item in order, the evicted seqs and the window.
+
+        Raises:
+            InvalidArgumentError: An item is invalid; nothing was appended.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.append_batch(self._ns(namespace), conversation_id, items)
+        response = self._invoke(self._stub.AppendBatch, request, pb.AppendBatchResponse)
+        return from_proto_append_batch_response(response)
+
+    def pin(self, conversation_id: str, seq: int, *, namespace: str | None = None) -> Item:
+        """Pins an item: it is evicted only when nothing else is left.
+
+        Args:
+            conversation_id: The conversation.
+            seq: The item's seq.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The item with its flags after the change.
+
+        Raises:
+            NotFoundError: No such conversation or item.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.pin(self._ns(namespace), conversation_id, seq)
+        return from_proto_item(self._invoke(self._stub.Pin, request, pb.Item))
+
+    def unpin(self, conversation_id: str, seq: int, *, namespace: str | None = None) -> Item:
+        """Clears an item's pinned flag.
+
+        Args:
+            conversation_id: The conversation.
+            seq: The item's seq.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The item with its flags after the change.
+
+        Raises:
+            NotFoundError: No such conversation or item.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.pin(self._ns(namespace), conversation_id, seq)
+        return from_proto_item(self._invoke(self._stub.Unpin, request, pb.Item))
+
+    def list_items(
+        self,
+        conversation_id: str,
+        *,
+        page_size: int = 100,
+        page_token: str = "",
+        states: Sequence[str] = (),
+        namespace: str | None = None,
+    ) -> Page[Item]:
+        """Lists one page of a conversation's items in seq order.
+
+        Args:
+            conversation_id: The conversation.
+            page_size: Items per page, 1..1000.
+            page_token: The previous page's next_page_token; empty for the first page.
+            states: Only items in these states (window, archived, compacted, reverted); all
+                when empty.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The page; its next_page_token is empty on the last page.
+
+        Raises:
+            ValueError: A state name is unknown (checked before the call).
+            NotFoundError: No such conversation.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.list_items(
+            self._ns(namespace), conversation_id, page_size, page_token, states
+        )
+        response = self._invoke(self._stub.ListItems, request, pb.ListItemsResponse)
+        return from_proto_list_items_response(response)
+
+    def iter_items(
+        self, conversation_id: str, *, states: Sequence[str] = (), namespace: str | None = None
+    ) -> Iterator[Item]:
+        """Iterates over a conversation's items in seq order, fetching pages as needed.
+
+        Args:
+            conversation_id: The conversation.
+            states: Only items in these states; all when empty.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            An iterator of items.
+
+        Raises:
+            ValueError: A state name is unknown (raised during iteration).
+            ContextWMError: When fetching a page fails (raised during iteration).
+        """
+        page_token = ""
+        while True:
+            page = self.list_items(
+                conversation_id, page_token=page_token, states=states, namespace=namespace
+            )
+            yield from page.items
+            if not page.next_page_token:
+                return
+            page_token = page.next_page_token
+
+    # ------------------------------------------------------------ retrieval
+
+    def get_context(
+        self,
+        conversation_id: str,
+        query: str | None = None,
+        *,
+        max_tokens: int,
+        recent_share: float | None = None,
+        similarity_threshold: float | None = None,
+        max_history_items: int | None = None,
+        include_neighbors: bool | None = None,
+        mode: str | None = None,
+        time_hints: bool | None = None,
+        namespace: str | None = None,
+    ) -> EnhancedContext:
+        """Returns the enhanced context: recent window plus relevant history, within a budget.
+
+        Options left None take the server defaults.
+
+        Args:
+            conversation_id: The conversation.
+            query: The question to answer; None lets the conversation's focus stand in.
+            max_tokens: Token budget of the whole rendered text (> 0).
+            recent_share: Share of the budget for the recent window, 0..1.
+            similarity_threshold: Overrides the conversation's similarity threshold.
+            max_history_items: Upper bound on history hits.
+            include_neighbors: Bring a hit's neighbouring turn along when it fits.
+            mode: "hybrid", "dense" or "lexical".
+            time_hints: Read time words in the query ("last week", "in May").
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The rendered text with the items, scores and token account behind it.
+
+        Raises:
+            ValueError: mode is not a known retrieval mode (checked before the call).
+            NotFoundError: No such conversation.
+            InvalidArgumentError: Bad budget or option.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.get_context(
+            self._ns(namespace),
+            conversation_id,
+            query,
+            max_tokens=max_tokens,
+            recent_share=recent_share,
+            similarity_threshold=similarity_threshold,
+            max_history_items=max_history_items,
+            include_neighbors=include_neighbors,
+            mode=mode,
+            time_hints=time_hints,
+        )
+        response = self._invoke(self._stub.GetContext, request, pb.EnhancedContext)
+        return from_proto_enhanced_context(response)
+
+    def search(
+        self,
+        query: str,
+        *,
+        conversation_id: str | None = None,
+        top_k: int = 10,
+        include_window: bool = False,
+        roles: Sequence[str] = (),
+        flags: Sequence[str] = (),
+        since: datetime | None = None,
+        until: datetime | None = None,
+        metadata: Mapping[str, str] | None = None,
+        mode: str | None = None,
+        similarity_threshold: float | None = None,
+        namespace: str | None = None,
+    ) -> SearchResult:
+        """Searches one conversation's archive (and optionally window), or a whole namespace.
+
+        Args:
+            query: The search text.
+            conversation_id: The conversation; None searches every conversation of the namespace.
+            top_k: Hits to return, 1..1000.
+            include_window: Search the window too, not only the archive.
+            roles: Only items with one of these roles.
+            flags: Only items carrying all of these flags.
+            since: Only items at or after this time (naive means UTC).
+            until: Only items before this time (naive means UTC).
+            metadata: Only items whose metadata has each of these pairs.
+            mode: "hybrid", "dense" or "lexical"; None is the server default.
+            similarity_threshold: Minimum cosine similarity of dense-only hits.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The hits, best first, and the time range read from the query.
+
+        Raises:
+            ValueError: mode is not a known retrieval mode (checked before the call).
+            NotFoundError: No such conversation.
+            InvalidArgumentError: Bad top_k or filter.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.search(
+            self._ns(namespace),
+            query,
+            conversation_id=conversation_id,
+            top_k=top_k,
+            include_window=include_window,
+            roles=roles,
+            flags=flags,
+            since=since,
+            until=until,
+            metadata=metadata,
+            mode=mode,
+            similarity_threshold=similarity_threshold,
+        )
+        response = self._invoke(self._stub.Search, request, pb.SearchResponse)
+        return from_proto_search_response(response)

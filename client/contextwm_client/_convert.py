@@ -1,0 +1,602 @@
+"""Conversions between the client's value types and the generated protobuf messages.
+
+`to_proto_x` builds the message `x` (named after the proto message, snake_case) from a value,
+`from_proto_x` reads it back. Both directions exist for every value type so that round trips
+can be tested and fakes can answer with real messages. Proto3 `optional` fields and message
+fields are read with `HasField`, so "unset" comes back as None rather than as 0 or "".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client._types import (
+    AppendBatchResult,
+    AppendedItem,
+    AppendResult,
+    Conversation,
+    ConversationSettings,
+    EnhancedContext,
+    FileRef,
+    Item,
+    NewItem,
+    Page,
+    ScoredItem,
+    ScoreParts,
+    ScoringWeights,
+    SearchResult,
+    TimeRange,
+    TokenAccount,
+    WindowStats,
+)
+
+_UNSPECIFIED = "unspecified"
+
+# The lower-case names the client uses for the proto enums ("_UNSPECIFIED" has none: it means
+# "not set"). A test checks that every proto value is listed.
+_ITEM_STATES: Mapping[str, pb.ItemState] = {
+    "window": pb.ITEM_STATE_WINDOW,
+    "archived": pb.ITEM_STATE_ARCHIVED,
+    "compacted": pb.ITEM_STATE_COMPACTED,
+    "reverted": pb.ITEM_STATE_REVERTED,
+}
+_CONVERSATION_STATES: Mapping[str, pb.ConversationState] = {
+    "general": pb.CONVERSATION_STATE_GENERAL,
+    "coding": pb.CONVERSATION_STATE_CODING,
+    "debugging": pb.CONVERSATION_STATE_DEBUGGING,
+    "research": pb.CONVERSATION_STATE_RESEARCH,
+}
+_RETRIEVAL_MODES: Mapping[str, pb.RetrievalMode] = {
+    "hybrid": pb.RETRIEVAL_MODE_HYBRID,
+    "dense": pb.RETRIEVAL_MODE_DENSE,
+    "lexical": pb.RETRIEVAL_MODE_LEXICAL,
+}
+_ITEM_STATE_NAMES: Mapping[int, str] = {number: name for name, number in _ITEM_STATES.items()}
+_CONVERSATION_STATE_NAMES: Mapping[int, str] = {
+    number: name for name, number in _CONVERSATION_STATES.items()
+}
+
+E = TypeVar("E")
+V = TypeVar("V")
+
+
+def _enum_value(names: Mapping[str, E], name: str, what: str) -> E:
+    # Enums cannot carry an unknown name over the wire, so this check cannot be left to the
+    # server: an unknown name fails here, before any call.
+    try:
+        return names[name]
+    except KeyError:
+        raise ValueError(f"unknown {what} {name!r}; expected one of {sorted(names)}") from None
+
+
+def _optional(message: Message, name: str, value: V) -> V | None:
+    # Proto3 `optional` and message fields: unset reads as the zero value, HasField tells.
+    return value if message.HasField(name) else None
+
+
+# ---------------------------------------------------------------- scalars and enums
+
+
+def to_proto_timestamp(value: datetime) -> Timestamp:
+    """Converts a datetime to a Timestamp; a naive datetime is taken as UTC.
+
+    Args:
+        value: The datetime.
+
+    Returns:
+        The Timestamp, with microsecond precision.
+    """
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    message = Timestamp()
+    message.FromDatetime(value)
+    return message
+
+
+def from_proto_timestamp(message: Timestamp) -> datetime:
+    """Converts a Timestamp to a timezone-aware UTC datetime (nanoseconds are truncated)."""
+    return message.ToDatetime(tzinfo=UTC)
+
+
+def to_proto_item_state(state: str) -> pb.ItemState:
+    """Converts "window", "archived", "compacted" or "reverted" to the enum.
+
+    Raises:
+        ValueError: For any other name.
+    """
+    return _enum_value(_ITEM_STATES, state, "item state")
+
+
+def from_proto_item_state(state: pb.ItemState) -> str:
+    """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
+    return _ITEM_STATE_NAMES.get(state, _UNSPECIFIED)
+
+
+def to_proto_conversation_state(state: str) -> pb.ConversationState:
+    """Converts "general", "coding", "debugging" or "research" to the enum.
+
+    Raises:
+        ValueError: For any other name.
+    """
+    return _enum_value(_CONVERSATION_STATES, state, "conversation state")
+
+
+def from_proto_conversation_state(state: pb.ConversationState) -> str:
+    """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
+    return _CONVERSATION_STATE_NAMES.get(state, _UNSPECIFIED)
+
+
+def to_proto_retrieval_mode(mode: str | None) -> pb.RetrievalMode:
+    """Converts "hybrid", "dense" or "lexical" to the enum; None leaves it to the server.
+
+    Raises:
+        ValueError: For any other name.
+    """
+    if mode is None:
+        return pb.RETRIEVAL_MODE_UNSPECIFIED
+    return _enum_value(_RETRIEVAL_MODES, mode, "retrieval mode")
+
+
+# ---------------------------------------------------------------- items
+
+
+def to_proto_file_ref(value: FileRef) -> pb.FileRef:
+    """Converts a FileRef to its message."""
+    return pb.FileRef(path=value.path, kind=value.kind)
+
+
+def from_proto_file_ref(message: pb.FileRef) -> FileRef:
+    """Converts a FileRef message to a FileRef."""
+    return FileRef(path=message.path, kind=message.kind)
+
+
+def to_proto_new_item(value: NewItem) -> pb.NewItem:
+    """Converts an item to append to its message; None fields stay unset.
+
+    Args:
+        value: The item.
+
+    Returns:
+        The message.
+    """
+    message = pb.NewItem(
+        role=value.role,
+        content=value.content,
+        flags=value.flags,
+        metadata=value.metadata,
+        idempotency_key=value.idempotency_key or "",
+    )
+    if value.timestamp is not None:
+        message.timestamp.CopyFrom(to_proto_timestamp(value.timestamp))
+    if value.file is not None:
+        message.file.CopyFrom(to_proto_file_ref(value.file))
+    return message
+
+
+def from_proto_new_item(message: pb.NewItem) -> NewItem:
+    """Converts a NewItem message back to a NewItem; unset fields become None."""
+    return NewItem(
+        content=message.content,
+        role=message.role,
+        timestamp=from_proto_timestamp(message.timestamp)
+        if message.HasField("timestamp")
+        else None,
+        flags=tuple(message.flags),
+        metadata=dict(message.metadata),
+        file=from_proto_file_ref(message.file) if message.HasField("file") else None,
+        idempotency_key=message.idempotency_key or None,
+    )
+
+
+def to_proto_item(value: Item) -> pb.Item:
+    """Converts a stored item to its message.
+
+    Raises:
+        ValueError: If the state is not a known item state.
+    """
+    message = pb.Item(
+        conversation_id=value.conversation_id,
+        seq=value.seq,
+        role=value.role,
+        content=value.content,
+        timestamp=to_proto_timestamp(value.timestamp),
+        token_count=value.token_count,
+        flags=value.flags,
+        metadata=value.metadata,
+        state=to_proto_item_state(value.state),
+    )
+    if value.file is not None:
+        message.file.CopyFrom(to_proto_file_ref(value.file))
+    return message
+
+
+def from_proto_item(message: pb.Item) -> Item:
+    """Converts an Item message to an Item."""
+    return Item(
+        conversation_id=message.conversation_id,
+        seq=message.seq,
+        role=message.role,
+        content=message.content,
+        timestamp=from_proto_timestamp(message.timestamp),
+        token_count=message.token_count,
+        flags=tuple(message.flags),
+        metadata=dict(message.metadata),
+        file=from_proto_file_ref(message.file) if message.HasField("file") else None,
+        state=from_proto_item_state(message.state),
+    )
+
+
+def to_proto_score_parts(value: ScoreParts) -> pb.ScoreParts:
+    """Converts ScoreParts to its message."""
+    return pb.ScoreParts(
+        recency=value.recency,
+        importance=value.importance,
+        similarity=value.similarity,
+        lexical=value.lexical,
+        role=value.role,
+        time=value.time,
+    )
+
+
+def from_proto_score_parts(message: pb.ScoreParts) -> ScoreParts:
+    """Converts a ScoreParts message to ScoreParts."""
+    return ScoreParts(
+        recency=message.recency,
+        importance=message.importance,
+        similarity=message.similarity,
+        lexical=message.lexical,
+        role=message.role,
+        time=message.time,
+    )
+
+
+def to_proto_scored_item(value: ScoredItem) -> pb.ScoredItem:
+    """Converts a ScoredItem to its message (neighbor_of None is sent as 0: seqs start at 1)."""
+    return pb.ScoredItem(
+        item=to_proto_item(value.item),
+        score=value.score,
+        parts=to_proto_score_parts(value.parts),
+        neighbor_of=value.neighbor_of or 0,
+    )
+
+
+def from_proto_scored_item(message: pb.ScoredItem) -> ScoredItem:
+    """Converts a ScoredItem message to a ScoredItem."""
+    return ScoredItem(
+        item=from_proto_item(message.item),
+        score=message.score,
+        parts=from_proto_score_parts(message.parts),
+        neighbor_of=message.neighbor_of or None,
+    )
+
+
+# ---------------------------------------------------------------- conversations
+
+
+def to_proto_window_stats(value: WindowStats) -> pb.WindowStats:
+    """Converts WindowStats to its message."""
+    return pb.WindowStats(
+        item_count=value.item_count,
+        token_count=value.token_count,
+        token_limit=value.token_limit,
+        item_limit=value.item_limit,
+    )
+
+
+def from_proto_window_stats(message: pb.WindowStats) -> WindowStats:
+    """Converts a WindowStats message to WindowStats."""
+    return WindowStats(
+        item_count=message.item_count,
+        token_count=message.token_count,
+        token_limit=message.token_limit,
+        item_limit=message.item_limit,
+    )
+
+
+def to_proto_scoring_weights(value: ScoringWeights) -> pb.ScoringWeights:
+    """Converts ScoringWeights to its message; None fields stay unset."""
+    return pb.ScoringWeights(
+        recency=value.recency,
+        similarity=value.similarity,
+        importance=value.importance,
+        role=value.role,
+    )
+
+
+def from_proto_scoring_weights(message: pb.ScoringWeights) -> ScoringWeights:
+    """Converts a ScoringWeights message to ScoringWeights; unset fields become None."""
+    return ScoringWeights(
+        recency=message.recency if message.HasField("recency") else None,
+        similarity=message.similarity if message.HasField("similarity") else None,
+        importance=dict(message.importance),
+        role=dict(message.role),
+    )
+
+
+def to_proto_conversation_settings(value: ConversationSettings) -> pb.ConversationSettings:
+    """Converts settings to their message; None fields stay unset (server default/unchanged)."""
+    # Passing None for a proto3 optional field leaves it unset, which is what None means here.
+    message = pb.ConversationSettings(
+        window_max_tokens=value.window_max_tokens,
+        window_max_items=value.window_max_items,
+        encoding=value.encoding,
+        recency_half_life_seconds=value.recency_half_life_seconds,
+        recency_half_life_items=value.recency_half_life_items,
+        focus_items=value.focus_items,
+        similarity_threshold=value.similarity_threshold,
+        adaptive_window=value.adaptive_window,
+        detect_importance=value.detect_importance,
+    )
+    if value.weights is not None:
+        message.weights.CopyFrom(to_proto_scoring_weights(value.weights))
+    return message
+
+
+def from_proto_conversation_settings(message: pb.ConversationSettings) -> ConversationSettings:
+    """Converts a ConversationSettings message to settings; unset fields become None."""
+    m = message
+    return ConversationSettings(
+        window_max_tokens=_optional(m, "window_max_tokens", m.window_max_tokens),
+        window_max_items=_optional(m, "window_max_items", m.window_max_items),
+        encoding=_optional(m, "encoding", m.encoding),
+        recency_half_life_seconds=_optional(
+            m, "recency_half_life_seconds", m.recency_half_life_seconds
+        ),
+        recency_half_life_items=_optional(m, "recency_half_life_items", m.recency_half_life_items),
+        focus_items=_optional(m, "focus_items", m.focus_items),
+        similarity_threshold=_optional(m, "similarity_threshold", m.similarity_threshold),
+        adaptive_window=_optional(m, "adaptive_window", m.adaptive_window),
+        detect_importance=_optional(m, "detect_importance", m.detect_importance),
+        weights=from_proto_scoring_weights(m.weights) if m.HasField("weights") else None,
+    )
+
+
+def to_proto_conversation(value: Conversation) -> pb.Conversation:
+    """Converts a Conversation to its message.
+
+    Raises:
+        ValueError: If the state is not a known conversation state.
+    """
+    message = pb.Conversation(
+        namespace=value.namespace,
+        conversation_id=value.conversation_id,
+        settings=to_proto_conversation_settings(value.settings),
+        window=to_proto_window_stats(value.window),
+        archived_items=value.archived_items,
+        total_items=value.total_items,
+        state=to_proto_conversation_state(value.state),
+        created_at=to_proto_timestamp(value.created_at),
+        last_seq=value.last_seq,
+        pending_embeddings=value.pending_embeddings,
+    )
+    if value.last_item_at is not None:
+        message.last_item_at.CopyFrom(to_proto_timestamp(value.last_item_at))
+    return message
+
+
+def from_proto_conversation(message: pb.Conversation) -> Conversation:
+    """Converts a Conversation message to a Conversation."""
+    return Conversation(
+        namespace=message.namespace,
+        conversation_id=message.conversation_id,
+        settings=from_proto_conversation_settings(message.settings),
+        window=from_proto_window_stats(message.window),
+        archived_items=message.archived_items,
+        total_items=message.total_items,
+        state=from_proto_conversation_state(message.state),
+        created_at=from_proto_timestamp(message.created_at),
+        last_item_at=from_proto_timestamp(message.last_item_at)
+        if message.HasField("last_item_at")
+        else None,
+        last_seq=message.last_seq,
+        pending_embeddings=message.pending_embeddings,
+    )
+
+
+def to_proto_list_conversations_response(
+    value: Page[Conversation],
+) -> pb.ListConversationsResponse:
+    """Converts a page of conversations to its message."""
+    return pb.ListConversationsResponse(
+        conversations=[to_proto_conversation(c) for c in value.items],
+        next_page_token=value.next_page_token,
+    )
+
+
+def from_proto_list_conversations_response(
+    message: pb.ListConversationsResponse,
+) -> Page[Conversation]:
+    """Converts a ListConversationsResponse to a page of conversations."""
+    return Page(
+        items=tuple(from_proto_conversation(c) for c in message.conversations),
+        next_page_token=message.next_page_token,
+    )
+
+
+def to_proto_list_items_response(value: Page[Item]) -> pb.ListItemsResponse:
+    """Converts a page of items to its message."""
+    return pb.ListItemsResponse(
+        items=[to_proto_item(i) for i in value.items], next_page_token=value.next_page_token
+    )
+
+
+def from_proto_list_items_response(message: pb.ListItemsResponse) -> Page[Item]:
+    """Converts a ListItemsResponse to a page of items."""
+    return Page(
+        items=tuple(from_proto_item(i) for i in message.items),
+        next_page_token=message.next_page_token,
+    )
+
+
+# ---------------------------------------------------------------- appends
+
+
+def to_proto_append_result(value: AppendedItem) -> pb.AppendResult:
+    """Converts the outcome for one appended item to its message."""
+    return pb.AppendResult(
+        seq=value.seq, token_count=value.token_count, flags=value.flags, duplicate=value.duplicate
+    )
+
+
+def from_proto_append_result(message: pb.AppendResult) -> AppendedItem:
+    """Converts an AppendResult message to the outcome for one appended item."""
+    return AppendedItem(
+        seq=message.seq,
+        token_count=message.token_count,
+        flags=tuple(message.flags),
+        duplicate=message.duplicate,
+    )
+
+
+def to_proto_append_response(value: AppendResult) -> pb.AppendResponse:
+    """Converts the outcome of a single append to its response message."""
+    return pb.AppendResponse(
+        result=pb.AppendResult(
+            seq=value.seq,
+            token_count=value.token_count,
+            flags=value.flags,
+            duplicate=value.duplicate,
+        ),
+        evicted_seqs=value.evicted_seqs,
+        window=to_proto_window_stats(value.window),
+    )
+
+
+def from_proto_append_response(message: pb.AppendResponse) -> AppendResult:
+    """Converts an AppendResponse to the outcome of a single append."""
+    return AppendResult(
+        seq=message.result.seq,
+        token_count=message.result.token_count,
+        flags=tuple(message.result.flags),
+        duplicate=message.result.duplicate,
+        evicted_seqs=tuple(message.evicted_seqs),
+        window=from_proto_window_stats(message.window),
+    )
+
+
+def to_proto_append_batch_response(value: AppendBatchResult) -> pb.AppendBatchResponse:
+    """Converts the outcome of a batch append to its response message."""
+    return pb.AppendBatchResponse(
+        results=[to_proto_append_result(r) for r in value.results],
+        evicted_seqs=value.evicted_seqs,
+        window=to_proto_window_stats(value.window),
+    )
+
+
+def from_proto_append_batch_response(message: pb.AppendBatchResponse) -> AppendBatchResult:
+    """Converts an AppendBatchResponse to the outcome of a batch append."""
+    return AppendBatchResult(
+        results=tuple(from_proto_append_result(r) for r in message.results),
+        evicted_seqs=tuple(message.evicted_seqs),
+        window=from_proto_window_stats(message.window),
+    )
+
+
+# ---------------------------------------------------------------- retrieval
+
+
+def to_proto_token_account(value: TokenAccount) -> pb.TokenAccount:
+    """Converts a TokenAccount to its message."""
+    return pb.TokenAccount(
+        budget=value.budget,
+        total=value.total,
+        recent=value.recent,
+        history=value.history,
+        query=value.query,
+        recent_omitted=value.recent_omitted,
+        encoding=value.encoding,
+    )
+
+
+def from_proto_token_account(message: pb.TokenAccount) -> TokenAccount:
+    """Converts a TokenAccount message to a TokenAccount."""
+    return TokenAccount(
+        budget=message.budget,
+        total=message.total,
+        recent=message.recent,
+        history=message.history,
+        query=message.query,
+        recent_omitted=message.recent_omitted,
+        encoding=message.encoding,
+    )
+
+
+def to_proto_time_range(value: TimeRange) -> pb.TimeRange:
+    """Converts a TimeRange to its message; an open end stays unset."""
+    message = pb.TimeRange(phrase=value.phrase)
+    if value.since is not None:
+        message.since.CopyFrom(to_proto_timestamp(value.since))
+    if value.until is not None:
+        message.until.CopyFrom(to_proto_timestamp(value.until))
+    return message
+
+
+def from_proto_time_range(message: pb.TimeRange) -> TimeRange:
+    """Converts a TimeRange message to a TimeRange; an unset end becomes None."""
+    return TimeRange(
+        since=from_proto_timestamp(message.since) if message.HasField("since") else None,
+        until=from_proto_timestamp(message.until) if message.HasField("until") else None,
+        phrase=message.phrase,
+    )
+
+
+def to_proto_enhanced_context(value: EnhancedContext) -> pb.EnhancedContext:
+    """Converts an EnhancedContext to its message.
+
+    Raises:
+        ValueError: If a state is not a known item or conversation state.
+    """
+    message = pb.EnhancedContext(
+        recent=[to_proto_scored_item(s) for s in value.recent],
+        history=[to_proto_scored_item(s) for s in value.history],
+        text=value.text,
+        query=value.query,
+        query_from_focus=value.query_from_focus,
+        tokens=to_proto_token_account(value.tokens),
+        unindexed_items=value.unindexed_items,
+        state=to_proto_conversation_state(value.state),
+    )
+    if value.time_range is not None:
+        message.time_range.CopyFrom(to_proto_time_range(value.time_range))
+    return message
+
+
+def from_proto_enhanced_context(message: pb.EnhancedContext) -> EnhancedContext:
+    """Converts an EnhancedContext message to an EnhancedContext."""
+    return EnhancedContext(
+        text=message.text,
+        recent=tuple(from_proto_scored_item(s) for s in message.recent),
+        history=tuple(from_proto_scored_item(s) for s in message.history),
+        query=message.query,
+        query_from_focus=message.query_from_focus,
+        tokens=from_proto_token_account(message.tokens),
+        time_range=from_proto_time_range(message.time_range)
+        if message.HasField("time_range")
+        else None,
+        unindexed_items=message.unindexed_items,
+        state=from_proto_conversation_state(message.state),
+    )
+
+
+def to_proto_search_response(value: SearchResult) -> pb.SearchResponse:
+    """Converts a SearchResult to its response message."""
+    message = pb.SearchResponse(hits=[to_proto_scored_item(h) for h in value.hits])
+    if value.time_range is not None:
+        message.time_range.CopyFrom(to_proto_time_range(value.time_range))
+    return message
+
+
+def from_proto_search_response(message: pb.SearchResponse) -> SearchResult:
+    """Converts a SearchResponse to a SearchResult."""
+    return SearchResult(
+        hits=tuple(from_proto_scored_item(h) for h in message.hits),
+        time_range=from_proto_time_range(message.time_range)
+        if message.HasField("time_range")
+        else None,
+    )

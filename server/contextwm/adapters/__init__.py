@@ -1,0 +1,1 @@
+"""Adapters behind the ports: SQLite store, FAISS index, embedders, token counters."""

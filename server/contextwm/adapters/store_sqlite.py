@@ -1,0 +1,576 @@
+"""The embedded Store: one SQLite file in WAL mode, FTS5 for BM25, vectors as float32 blobs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from contextwm.core.model import (
+    ConversationSettings,
+    FileRef,
+    Flag,
+    Item,
+    ItemFilter,
+    ItemState,
+    ScoringWeights,
+)
+from contextwm.errors import AlreadyExists
+from contextwm.ports.embedder import Vectors
+from contextwm.ports.store import ConversationRecord, ItemCounts, LexicalHit, PendingVector
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations (
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    token_limit INTEGER,
+    state TEXT NOT NULL DEFAULT 'general',
+    UNIQUE (namespace, conversation_id)
+);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    ts REAL NOT NULL,
+    tokens INTEGER NOT NULL,
+    flags INTEGER NOT NULL,
+    metadata TEXT,
+    file_path TEXT,
+    file_kind TEXT,
+    state INTEGER NOT NULL,
+    idem TEXT,
+    UNIQUE (conv, seq)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS items_idem ON items (conv, idem) WHERE idem IS NOT NULL;
+CREATE INDEX IF NOT EXISTS items_state ON items (conv, state, seq);
+CREATE TABLE IF NOT EXISTS vectors (
+    item INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL
+);
+-- Contentless: the text lives in items once. The tag column ("c<conversation key>") lets
+-- a MATCH narrow to one conversation inside the index instead of filtering afterwards.
+CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(
+    content, tag, content='', tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
+_ITEM_COLUMNS = (
+    "c.conversation_id, i.seq, i.role, i.content, i.ts, i.tokens, i.flags, i.metadata,"
+    " i.file_path, i.file_kind, i.state"
+)
+
+
+def _settings_to_json(settings: ConversationSettings) -> str:
+    data: dict[str, Any] = {
+        f.name: getattr(settings, f.name)
+        for f in dataclasses.fields(settings)
+        if f.name != "weights"
+    }
+    data["weights"] = {
+        "recency": settings.weights.recency,
+        "similarity": settings.weights.similarity,
+        "importance": dict(settings.weights.importance),
+        "role": dict(settings.weights.role),
+    }
+    return json.dumps(data, sort_keys=True)
+
+
+def _settings_from_json(text: str) -> ConversationSettings:
+    data = json.loads(text)
+    w = data.pop("weights")
+    weights = ScoringWeights(
+        recency=w["recency"],
+        similarity=w["similarity"],
+        importance=MappingProxyType(w["importance"]),
+        role=MappingProxyType(w["role"]),
+    )
+    known = {f.name for f in dataclasses.fields(ConversationSettings)}
+    return ConversationSettings(weights=weights, **{k: v for k, v in data.items() if k in known})
+
+
+def _item(row: Sequence[Any]) -> Item:
+    return Item(
+        conversation_id=row[0],
+        seq=row[1],
+        role=row[2],
+        content=row[3],
+        timestamp=row[4],
+        token_count=row[5],
+        flags=Flag(row[6]),
+        metadata=MappingProxyType(json.loads(row[7])) if row[7] else MappingProxyType({}),
+        file=FileRef(row[8], row[9]) if row[8] is not None else None,
+        state=ItemState(row[10]),
+    )
+
+
+def _record(row: Sequence[Any]) -> ConversationRecord:
+    return ConversationRecord(
+        key=row[0],
+        namespace=row[1],
+        conversation_id=row[2],
+        settings=_settings_from_json(row[3]),
+        created_at=row[4],
+        last_seq=row[5],
+        token_limit=row[6],
+        state=row[7],
+    )
+
+
+def _filter_sql(flt: ItemFilter | None) -> tuple[str, list[Any]]:
+    """SQL conditions on items alias i for a filter: ' AND ...' and its parameters."""
+    if flt is None or flt.empty:
+        return "", []
+    sql: list[str] = []
+    params: list[Any] = []
+    if flt.roles:
+        sql.append(f"i.role IN ({','.join('?' * len(flt.roles))})")
+        params.extend(sorted(flt.roles))
+    if flt.flags:
+        sql.append("(i.flags & ?) = ?")
+        params.extend([int(flt.flags), int(flt.flags)])
+    if flt.since is not None:
+        sql.append("i.ts >= ?")
+        params.append(flt.since)
+    if flt.until is not None:
+        sql.append("i.ts < ?")
+        params.append(flt.until)
+    for k, v in sorted(flt.metadata.items()):
+        sql.append("json_extract(i.metadata, ?) = ?")
+        # A quoted JSON path: keys may hold dots or spaces.
+        params.extend(["$." + json.dumps(k), v])
+    return " AND " + " AND ".join(sql), params
+
+
+def _fts_query(terms: Sequence[str], key: int | None) -> str:
+    # Every term is quoted, so no user text is ever parsed as FTS5 syntax.
+    body = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return f'tag:"c{key}" AND ({body})' if key is not None else body
+
+
+class SqliteStore:
+    """A Store on one SQLite file.
+
+    One write connection behind a lock (SQLite has one writer anyway); reads use a
+    connection per thread, which WAL lets run beside the writer. synchronous=NORMAL in WAL
+    mode survives a killed process (the point of the kill -9 test); "FULL" also survives
+    power loss at the cost of an fsync per commit.
+    """
+
+    def __init__(self, path: Path, *, synchronous: str = "NORMAL") -> None:
+        if synchronous not in {"NORMAL", "FULL"}:
+            raise ValueError(f"synchronous must be NORMAL or FULL, got {synchronous!r}")
+        self._path = path
+        self._synchronous = synchronous
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._writer = self._connect()
+        with self._write_lock, self._writer:
+            self._writer.executescript(_SCHEMA)
+            self._writer.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=10000")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._writer
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
+            self._writer.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        with self._write_lock:
+            self._writer.close()
+
+    # ------------------------------------------------------------ conversations
+
+    def create_conversation(
+        self, namespace: str, conversation_id: str, settings: ConversationSettings, now: float
+    ) -> ConversationRecord:
+        with self._transaction() as db:
+            try:
+                cur = db.execute(
+                    "INSERT INTO conversations (namespace, conversation_id, settings, created_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (namespace, conversation_id, _settings_to_json(settings), now),
+                )
+            except sqlite3.IntegrityError:
+                raise AlreadyExists(
+                    f"conversation {conversation_id!r} already exists in namespace {namespace!r}"
+                ) from None
+            key = cur.lastrowid
+        assert key is not None
+        return ConversationRecord(key, namespace, conversation_id, settings, now, 0, None, "general")
+
+    def get_conversation(self, namespace: str, conversation_id: str) -> ConversationRecord | None:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT id, namespace, conversation_id, settings, created_at, last_seq,"
+                " token_limit, state FROM conversations WHERE namespace = ? AND conversation_id = ?",
+                (namespace, conversation_id),
+            )
+            .fetchone()
+        )
+        return _record(row) if row else None
+
+    def conversation_record(self, key: int) -> ConversationRecord | None:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT id, namespace, conversation_id, settings, created_at, last_seq,"
+                " token_limit, state FROM conversations WHERE id = ?",
+                (key,),
+            )
+            .fetchone()
+        )
+        return _record(row) if row else None
+
+    def list_conversations(self, namespace: str, after: str, limit: int) -> list[ConversationRecord]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT id, namespace, conversation_id, settings, created_at, last_seq,"
+                " token_limit, state FROM conversations WHERE namespace = ? AND conversation_id > ?"
+                " ORDER BY conversation_id LIMIT ?",
+                (namespace, after, limit),
+            )
+            .fetchall()
+        )
+        return [_record(r) for r in rows]
+
+    def conversation_keys(self, namespace: str) -> list[tuple[int, str]]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT id, conversation_id FROM conversations WHERE namespace = ?", (namespace,)
+            )
+            .fetchall()
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def update_settings(self, key: int, settings: ConversationSettings) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE conversations SET settings = ? WHERE id = ?",
+                (_settings_to_json(settings), key),
+            )
+
+    def delete_conversation(self, key: int) -> int:
+        with self._transaction() as db:
+            rows = db.execute("SELECT id, content FROM items WHERE conv = ?", (key,)).fetchall()
+            # A contentless FTS5 table forgets a row only when told its original values.
+            db.executemany(
+                "INSERT INTO items_fts (items_fts, rowid, content, tag) VALUES ('delete', ?, ?, ?)",
+                [(r[0], r[1], f"c{key}") for r in rows],
+            )
+            db.execute("DELETE FROM conversations WHERE id = ?", (key,))
+        return len(rows)
+
+    def counts(self, key: int, model: str) -> ItemCounts:
+        db = self._reader()
+        total, archived = db.execute(
+            "SELECT count(*), coalesce(sum(state = ?), 0) FROM items WHERE conv = ?",
+            (int(ItemState.ARCHIVED), key),
+        ).fetchone()
+        embedded = db.execute(
+            "SELECT count(*) FROM items i JOIN vectors v ON v.item = i.id"
+            " WHERE i.conv = ? AND v.model = ?",
+            (key, model),
+        ).fetchone()[0]
+        return ItemCounts(total=total, archived=archived, pending_vectors=total - embedded)
+
+    # ------------------------------------------------------------ items
+
+    def find_idempotent(self, key: int, idempotency_keys: Sequence[str]) -> dict[str, Item]:
+        found: dict[str, Item] = {}
+        db = self._reader()
+        for idem in idempotency_keys:
+            row = db.execute(
+                f"SELECT {_ITEM_COLUMNS} FROM items i JOIN conversations c ON c.id = i.conv"
+                " WHERE i.conv = ? AND i.idem = ?",
+                (key, idem),
+            ).fetchone()
+            if row:
+                found[idem] = _item(row)
+        return found
+
+    def commit_append(
+        self,
+        key: int,
+        items: Sequence[Item],
+        idempotency_keys: Sequence[str | None],
+        evicted: Sequence[int],
+        token_limit: int,
+        state: str,
+    ) -> None:
+        with self._transaction() as db:
+            for item, idem in zip(items, idempotency_keys, strict=True):
+                cur = db.execute(
+                    "INSERT INTO items (conv, seq, role, content, ts, tokens, flags, metadata,"
+                    " file_path, file_kind, state, idem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        item.seq,
+                        item.role,
+                        item.content,
+                        item.timestamp,
+                        item.token_count,
+                        int(item.flags),
+                        json.dumps(dict(item.metadata)) if item.metadata else None,
+                        item.file.path if item.file else None,
+                        item.file.kind if item.file else None,
+                        int(item.state),
+                        idem,
+                    ),
+                )
+                db.execute(
+                    "INSERT INTO items_fts (rowid, content, tag) VALUES (?, ?, ?)",
+                    (cur.lastrowid, item.content, f"c{key}"),
+                )
+            if evicted:
+                db.executemany(
+                    "UPDATE items SET state = ? WHERE conv = ? AND seq = ?",
+                    [(int(ItemState.ARCHIVED), key, seq) for seq in evicted],
+                )
+            last_seq = max((i.seq for i in items), default=0)
+            db.execute(
+                "UPDATE conversations SET last_seq = max(last_seq, ?), token_limit = ?, state = ?"
+                " WHERE id = ?",
+                (last_seq, token_limit, state, key),
+            )
+
+    def set_flags(self, key: int, seq: int, flags: Flag) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE items SET flags = ? WHERE conv = ? AND seq = ?", (int(flags), key, seq)
+            )
+
+    def get_items(self, key: int, seqs: Sequence[int]) -> dict[int, Item]:
+        if not seqs:
+            return {}
+        out: dict[int, Item] = {}
+        db = self._reader()
+        # Chunked: SQLite caps the number of bound parameters.
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(
+                f"SELECT {_ITEM_COLUMNS} FROM items i JOIN conversations c ON c.id = i.conv"
+                f" WHERE i.conv = ? AND i.seq IN ({marks})",
+                (key, *chunk),
+            ).fetchall()
+            for row in rows:
+                item = _item(row)
+                out[item.seq] = item
+        return out
+
+    def list_items(
+        self, key: int, after_seq: int, limit: int, states: Sequence[ItemState]
+    ) -> list[Item]:
+        state_clause = ""
+        params: list[Any] = [key, after_seq]
+        if states:
+            state_clause = f" AND i.state IN ({','.join('?' * len(states))})"
+            params.extend(int(s) for s in states)
+        params.append(limit)
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {_ITEM_COLUMNS} FROM items i JOIN conversations c ON c.id = i.conv"
+                f" WHERE i.conv = ? AND i.seq > ?{state_clause} ORDER BY i.seq LIMIT ?",
+                params,
+            )
+            .fetchall()
+        )
+        return [_item(r) for r in rows]
+
+    def window_items(
+        self, key: int, model: str
+    ) -> list[tuple[Item, npt.NDArray[np.float32] | None]]:
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {_ITEM_COLUMNS}, v.vec FROM items i"
+                " JOIN conversations c ON c.id = i.conv"
+                " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
+                " WHERE i.conv = ? AND i.state = ? ORDER BY i.seq",
+                (model, key, int(ItemState.WINDOW)),
+            )
+            .fetchall()
+        )
+        return [
+            (_item(r), np.frombuffer(r[11], dtype=np.float32) if r[11] is not None else None)
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------ vectors
+
+    def pending_vectors(self, model: str, limit: int, after_id: int = 0) -> list[PendingVector]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.id, i.conv, i.seq, i.content FROM items i"
+                " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
+                " WHERE i.id > ? AND v.item IS NULL ORDER BY i.id LIMIT ?",
+                (model, after_id, limit),
+            )
+            .fetchall()
+        )
+        return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors (item, model, vec)"
+                " SELECT id, ?, ? FROM items WHERE conv = ? AND seq = ?",
+                [
+                    (model, np.ascontiguousarray(vec, dtype=np.float32).tobytes(), key, seq)
+                    for (key, seq), vec in zip(rows, vectors, strict=True)
+                ],
+            )
+
+    def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.seq, v.vec FROM items i JOIN vectors v ON v.item = i.id"
+                " WHERE i.conv = ? AND i.state = ? AND v.model = ? ORDER BY i.seq",
+                (key, int(ItemState.ARCHIVED), model),
+            )
+            .fetchall()
+        )
+        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            return seqs, np.zeros((0, 0), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return seqs, matrix.reshape(len(rows), -1).copy()
+
+    # ------------------------------------------------------------ lexical
+
+    def lexical_search(
+        self,
+        keys: Sequence[int],
+        terms: Sequence[str],
+        states: Sequence[ItemState],
+        limit: int,
+        flt: ItemFilter | None = None,
+    ) -> list[LexicalHit]:
+        if not terms or not keys:
+            return []
+        db = self._reader()
+        state_marks = ",".join("?" * len(states))
+        where, params = _filter_sql(flt)
+        hits: list[LexicalHit] = []
+        for key in keys:
+            # bm25() is lower-is-better and weighs the tag column 0 so it never scores.
+            rows = db.execute(
+                "SELECT i.seq, -bm25(items_fts, 1.0, 0.0) AS score FROM items_fts"
+                " JOIN items i ON i.id = items_fts.rowid"
+                f" WHERE items_fts MATCH ? AND i.state IN ({state_marks}){where}"
+                " ORDER BY score DESC LIMIT ?",
+                (_fts_query(terms, key), *(int(s) for s in states), *params, limit),
+            ).fetchall()
+            hits.extend(LexicalHit(key, r[0], r[1]) for r in rows)
+        hits.sort(key=lambda h: -h.score)
+        return hits[:limit]
+
+    def filtered_seqs(
+        self, key: int, flt: ItemFilter, states: Sequence[ItemState], limit: int
+    ) -> npt.NDArray[np.int64]:
+        """Seqs of the newest items (up to limit) in these states that match the filter."""
+        where, params = _filter_sql(flt)
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT i.seq FROM items i WHERE i.conv = ?"
+                f" AND i.state IN ({','.join('?' * len(states))}){where}"
+                " ORDER BY i.seq DESC LIMIT ?",
+                (key, *(int(s) for s in states), *params, limit),
+            )
+            .fetchall()
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_for(self, key: int, seqs: Sequence[int], model: str) -> dict[int, npt.NDArray[np.float32]]:
+        """Stored vectors of these items (items without one are left out)."""
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        db = self._reader()
+        for start in range(0, len(seqs), 500):
+            chunk = [int(s) for s in seqs[start : start + 500]]
+            rows = db.execute(
+                "SELECT i.seq, v.vec FROM items i JOIN vectors v ON v.item = i.id"
+                f" WHERE i.conv = ? AND v.model = ? AND i.seq IN ({','.join('?' * len(chunk))})",
+                (key, model, *chunk),
+            ).fetchall()
+            for seq, blob in rows:
+                out[seq] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def archived_ids(self, key: int, model: str) -> npt.NDArray[np.int64]:
+        """Seqs of archived items that have a vector: what the conversation's index must hold."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.seq FROM items i JOIN vectors v ON v.item = i.id"
+                " WHERE i.conv = ? AND i.state = ? AND v.model = ? ORDER BY i.seq",
+                (key, int(ItemState.ARCHIVED), model),
+            )
+            .fetchall()
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def clock_bounds(self, key: int) -> tuple[float | None, float | None]:
+        """Timestamps of the conversation's oldest and newest items."""
+        row = (
+            self._reader()
+            .execute("SELECT min(ts), max(ts) FROM items WHERE conv = ?", (key,))
+            .fetchone()
+        )
+        return row[0], row[1]

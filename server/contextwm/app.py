@@ -1,0 +1,89 @@
+"""Start-up and shutdown: builds every resource from the settings, then publishes the server."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from contextwm.adapters.faiss_index import FaissIndexFiles
+from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.core.engine import ContextEngine
+from contextwm.core.indexer import Indexer
+from contextwm.ports.embedder import Embedder
+from contextwm.settings import ServerSettings
+from contextwm.transport.server import GrpcServer
+
+log = logging.getLogger(__name__)
+
+
+def make_embedder(kind: str) -> Embedder:
+    """The embedder a setting names: the bundled MiniLM model, or a hashing one for tests."""
+    if kind == "hashing":
+        from contextwm.adapters.embedder_fake import HashingEmbedder
+
+        return HashingEmbedder()
+    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@dataclass
+class Service:
+    """A running contextwm: store, engine, indexer and gRPC server."""
+
+    settings: ServerSettings
+    store: SqliteStore
+    engine: ContextEngine
+    indexer: Indexer
+    server: GrpcServer
+    port: int
+
+    @classmethod
+    def start(cls, settings: ServerSettings, *, embedder: Embedder | None = None) -> Service:
+        """Builds everything, then binds and starts serving (a half-built service never serves).
+
+        Args:
+            settings: the server settings.
+            embedder: an already loaded embedder to share (tests load the model once).
+        """
+        import faiss
+
+        # One thread per search: for a single query vector FAISS's OpenMP split costs more
+        # than it gains (measured 14.5 ms with 2 threads against 5.5 ms with 1 at 100k items).
+        faiss.omp_set_num_threads(1)
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        embedder = embedder or make_embedder(settings.embedder)
+        store = SqliteStore(settings.data_dir / "contextwm.sqlite3", synchronous=settings.sqlite_synchronous)
+        index_dir = settings.data_dir / "indexes" / embedder.model_name
+        engine = ContextEngine(
+            store,
+            embedder,
+            FaissIndexFiles(index_dir, embedder.dimension),
+            token_counter,
+            defaults=settings.conversation,
+            limits=settings.limits,
+            index_wait_seconds=settings.index_wait_seconds,
+        )
+        indexer = Indexer(
+            engine,
+            batch_size=settings.indexer_batch_size,
+            save_interval=settings.index_save_seconds,
+        )
+        server = GrpcServer(
+            engine, workers=settings.workers, max_message_bytes=settings.max_message_bytes
+        )
+        address = (
+            f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
+        )
+        port = server.bind(address)
+        indexer.start()
+        server.start()
+        log.info("contextwm serving on %s (data in %s)", address if settings.socket else f"{settings.host}:{port}", settings.data_dir)
+        return cls(settings, store, engine, indexer, server, port)
+
+    def stop(self, grace: float | None = None) -> None:
+        """Drains calls in flight, stops the indexer, saves indexes, closes the store."""
+        self.server.stop(self.settings.grace_seconds if grace is None else grace)
+        self.indexer.stop()
+        self.store.close()

@@ -1,0 +1,1 @@
+"""The core: window, scoring, retrieval and assembly. Never imports grpc or the stubs."""

@@ -1,0 +1,829 @@
+"""The context engine: conversations, appends with eviction, retrieval, search.
+
+The one object the transport talks to. It owns the live conversation runtimes and keeps
+them consistent with the store: every change is committed before memory changes, so a crash
+at any point leaves the store as the truth to reload from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from contextwm.core.assembly import Assembled, HistoryCandidate, TokenAccount, assemble
+from contextwm.core.conversation_state import adapt_window, detect_state
+from contextwm.core.importance import detect_flags
+from contextwm.core.model import (
+    ConversationSettings,
+    ConversationState,
+    Flag,
+    Item,
+    ItemFilter,
+    ItemState,
+    NewItem,
+    ScoredItem,
+    ScoreParts,
+    SettingsPatch,
+    WindowStats,
+    apply_patch,
+)
+from contextwm.core.query_terms import query_terms
+from contextwm.core.ranking import Ranked, fuse
+from contextwm.core.runtime import ConversationRuntime
+from contextwm.core.scoring import recency
+from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
+from contextwm.core.validation import (
+    Limits,
+    check_batch,
+    check_conversation_id,
+    check_item,
+    check_item_tokens,
+    check_range,
+    namespace_of,
+    page_size_of,
+    page_token_seq,
+)
+from contextwm.core.window import Vector, Window, WindowEntry, choose_evictions
+from contextwm.errors import InvalidArgument, NotFound
+from contextwm.ports.embedder import Embedder
+from contextwm.ports.store import ConversationRecord, Store
+from contextwm.ports.tokens import TokenCounter
+from contextwm.ports.vector_index import VectorIndexFiles
+
+log = logging.getLogger(__name__)
+
+# How many candidates each ranking contributes before fusion: enough that a hit ranked
+# low by one signal but high by the other is still seen.
+CANDIDATES = 100
+# Items in a named time range found by timestamp alone when the text finds too few.
+TIME_CANDIDATES = 200
+# Added to the fused score of a hit inside the time range the query names.
+TIME_BOOST = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationInfo:
+    record: ConversationRecord
+    window: WindowStats
+    archived_items: int
+    total_items: int
+    state: ConversationState
+    last_item_at: float | None
+    last_seq: int
+    pending_embeddings: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendedItem:
+    seq: int
+    token_count: int
+    flags: Flag
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    results: tuple[AppendedItem, ...]
+    evicted: tuple[int, ...]
+    window: WindowStats
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRequest:
+    query: str | None
+    max_tokens: int
+    recent_share: float = 0.5
+    similarity_threshold: float | None = None
+    max_history_items: int = 50
+    include_neighbors: bool = True
+    mode: str = "hybrid"
+    time_hints: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class EnhancedContext:
+    recent: tuple[ScoredItem, ...]
+    history: tuple[ScoredItem, ...]
+    text: str
+    query: str
+    query_from_focus: bool
+    tokens: TokenAccount
+    time_hint: TimeHint | None
+    unindexed_items: int
+    state: ConversationState
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    conversation_id: str | None = None
+    top_k: int = 10
+    include_window: bool = False
+    filter: ItemFilter = ItemFilter()
+    mode: str = "hybrid"
+    similarity_threshold: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    hits: tuple[ScoredItem, ...]
+    time_hint: TimeHint | None
+
+
+class ContextEngine:
+    """Thread-safe. Build it, then `start()` the indexer that embeds appended items."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        index_files: VectorIndexFiles,
+        counters: Callable[[str], TokenCounter],
+        *,
+        defaults: ConversationSettings = ConversationSettings(),
+        limits: Limits = Limits(),
+        index_wait_seconds: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.index_files = index_files
+        self.counters = counters
+        self.defaults = defaults
+        self.limits = limits
+        self.index_wait_seconds = index_wait_seconds
+        self.clock = clock
+        self._runtimes: dict[tuple[str, str], ConversationRuntime] = {}
+        self._registry_lock = threading.Lock()
+        # Set by the indexer so appends can wake it.
+        self.on_append: Callable[[], None] = lambda: None
+
+    # ------------------------------------------------------------ runtimes
+
+    def _load(self, record: ConversationRecord) -> ConversationRuntime:
+        model = self.embedder.model_name
+        rows = self.store.window_items(record.key, model)
+        window = Window([WindowEntry(item, vec) for item, vec in rows])
+        first_ts, last_ts = self.store.clock_bounds(record.key)
+        counts = self.store.counts(record.key, model)
+        lock = threading.RLock()
+        return ConversationRuntime(
+            record=record,
+            window=window,
+            token_limit=record.token_limit or record.settings.window_max_tokens,
+            state=ConversationState(record.state),
+            last_seq=record.last_seq,
+            first_ts=first_ts,
+            last_ts=last_ts,
+            pending=counts.pending_vectors,
+            lock=lock,
+            indexed=threading.Condition(lock),
+        )
+
+    def runtime(self, namespace: str, conversation_id: str, *, create: bool = False) -> ConversationRuntime:
+        """The live runtime of a conversation, loaded from the store on first use.
+
+        Raises:
+            NotFound: when it does not exist and create is False.
+        """
+        ns = namespace_of(namespace)
+        check_conversation_id(conversation_id)
+        with self._registry_lock:
+            rt = self._runtimes.get((ns, conversation_id))
+            if rt is not None:
+                return rt
+            record = self.store.get_conversation(ns, conversation_id)
+            if record is None:
+                if not create:
+                    raise NotFound(
+                        f"conversation {conversation_id!r} not found in namespace {ns!r}"
+                    )
+                record = self.store.create_conversation(
+                    ns, conversation_id, self.defaults, self.clock()
+                )
+            rt = self._load(record)
+            self._runtimes[(ns, conversation_id)] = rt
+            return rt
+
+    def runtime_by_key(self, key: int) -> ConversationRuntime | None:
+        """A loaded runtime by store key (the indexer's way in); None if not loaded."""
+        with self._registry_lock:
+            for rt in self._runtimes.values():
+                if rt.key == key:
+                    return rt
+        return None
+
+    def _locked(self, namespace: str, conversation_id: str) -> ConversationRuntime:
+        rt = self.runtime(namespace, conversation_id)
+        rt.lock.acquire()
+        if rt.deleted:
+            rt.lock.release()
+            raise NotFound(f"conversation {conversation_id!r} was deleted")
+        return rt
+
+    def _index(self, rt: ConversationRuntime) -> None:
+        """Makes rt.index hold exactly the archived, embedded items (caller holds rt.lock).
+
+        A saved file is used only when its ids equal what the store says; a missing, stale or
+        corrupt file is rebuilt from the stored vectors, which are the truth.
+        """
+        if rt.index is not None:
+            return
+        expected = self.store.archived_ids(rt.key, self.embedder.model_name)
+        index = self.index_files.load(rt.key)
+        if index is not None and np.array_equal(np.sort(index.ids()), expected):
+            rt.index = index
+            return
+        if index is not None:
+            log.warning("index of conversation %s is stale or corrupt; rebuilding", rt.key)
+        index = self.index_files.new()
+        seqs, vectors = self.store.archived_vectors(rt.key, self.embedder.model_name)
+        index.add(seqs.tolist(), vectors)
+        rt.index = index
+        rt.index_dirty = True
+
+    # ------------------------------------------------------------ conversations
+
+    def create_conversation(
+        self, namespace: str, conversation_id: str, patch: SettingsPatch
+    ) -> ConversationInfo:
+        ns = namespace_of(namespace)
+        check_conversation_id(conversation_id)
+        settings = apply_patch(self.defaults, patch)
+        self.counters(settings.encoding)  # fail before storing if the encoding cannot load
+        with self._registry_lock:
+            record = self.store.create_conversation(ns, conversation_id, settings, self.clock())
+        return self.get_conversation(ns, record.conversation_id)
+
+    def get_conversation(self, namespace: str, conversation_id: str) -> ConversationInfo:
+        rt = self._locked(namespace, conversation_id)
+        try:
+            return self._info(rt)
+        finally:
+            rt.lock.release()
+
+    def _info(self, rt: ConversationRuntime) -> ConversationInfo:
+        counts = self.store.counts(rt.key, self.embedder.model_name)
+        return ConversationInfo(
+            record=rt.record,
+            window=rt.stats(),
+            archived_items=counts.archived,
+            total_items=counts.total,
+            state=rt.state,
+            last_item_at=rt.last_ts,
+            last_seq=rt.last_seq,
+            pending_embeddings=rt.pending,
+        )
+
+    def list_conversations(
+        self, namespace: str, page_size: int, page_token: str
+    ) -> tuple[list[ConversationInfo], str]:
+        ns = namespace_of(namespace)
+        size = page_size_of(page_size, self.limits)
+        records = self.store.list_conversations(ns, page_token, size + 1)
+        infos: list[ConversationInfo] = []
+        for record in records[:size]:
+            try:
+                infos.append(self.get_conversation(ns, record.conversation_id))
+            except NotFound:  # deleted while we listed
+                continue
+        more = len(records) > size
+        return infos, (records[size - 1].conversation_id if more else "")
+
+    def update_conversation(
+        self, namespace: str, conversation_id: str, patch: SettingsPatch
+    ) -> ConversationInfo:
+        rt = self._locked(namespace, conversation_id)
+        try:
+            settings = apply_patch(rt.record.settings, patch)
+            if settings.encoding != rt.record.settings.encoding and rt.last_seq > 0:
+                raise InvalidArgument(
+                    "encoding cannot change once a conversation has items (their token"
+                    " counts were made with the old one)"
+                )
+            self.store.update_settings(rt.key, settings)
+            rt.record = dataclasses.replace(rt.record, settings=settings)
+            if not settings.adaptive_window or patch.window_max_tokens is not None:
+                rt.token_limit = settings.window_max_tokens
+            self._evict_to_fit(rt)
+            return self._info(rt)
+        finally:
+            rt.lock.release()
+
+    def delete_conversation(self, namespace: str, conversation_id: str) -> int:
+        rt = self._locked(namespace, conversation_id)
+        try:
+            deleted = self.store.delete_conversation(rt.key)
+            rt.deleted = True
+            rt.index = None
+            self.index_files.delete(rt.key)
+            rt.indexed.notify_all()
+        finally:
+            rt.lock.release()
+        with self._registry_lock:
+            self._runtimes.pop((rt.record.namespace, rt.record.conversation_id), None)
+        return deleted
+
+    # ------------------------------------------------------------ appends
+
+    def append(
+        self, namespace: str, conversation_id: str, items: Sequence[NewItem]
+    ) -> AppendOutcome:
+        """Appends items all or nothing, evicting what no longer fits.
+
+        Raises:
+            InvalidArgument, ResourceExhausted: for bad or oversized items; nothing is stored.
+        """
+        check_batch(len(items), sum(len(i.content.encode()) for i in items), self.limits)
+        for n, item in enumerate(items):
+            check_item(item, self.limits, n if len(items) > 1 else None)
+        keys = [i.idempotency_key for i in items if i.idempotency_key]
+        if len(keys) != len(set(keys)):
+            raise InvalidArgument("two items in one batch share an idempotency_key")
+        rt = self.runtime(namespace, conversation_id, create=True)
+        with rt.lock:
+            if rt.deleted:
+                raise NotFound(f"conversation {conversation_id!r} was deleted")
+            return self._append_locked(rt, items, keys)
+
+    def _append_locked(
+        self, rt: ConversationRuntime, items: Sequence[NewItem], keys: list[str]
+    ) -> AppendOutcome:
+        settings = rt.record.settings
+        counter = self.counters(settings.encoding)
+        seen = self.store.find_idempotent(rt.key, keys) if keys else {}
+        now = self.clock()
+        new: list[Item] = []
+        idems: list[str | None] = []
+        results: list[AppendedItem] = []
+        for n, it in enumerate(items):
+            if it.idempotency_key and it.idempotency_key in seen:
+                old = seen[it.idempotency_key]
+                results.append(AppendedItem(old.seq, old.token_count, old.flags, True))
+                continue
+            tokens = counter.count(it.content)
+            check_item_tokens(tokens, self.limits, n if len(items) > 1 else None)
+            flags = it.flags
+            if settings.detect_importance:
+                flags |= detect_flags(it.role, it.content)
+            item = Item(
+                conversation_id=rt.record.conversation_id,
+                seq=rt.last_seq + len(new) + 1,
+                role=it.role,
+                content=it.content,
+                timestamp=it.timestamp if it.timestamp is not None else now,
+                token_count=tokens,
+                flags=flags,
+                metadata=dict(it.metadata),
+                file=it.file,
+                state=ItemState.WINDOW,
+            )
+            new.append(item)
+            idems.append(it.idempotency_key)
+            results.append(AppendedItem(item.seq, tokens, flags, False))
+        if not new:
+            return AppendOutcome(tuple(results), (), rt.stats())
+
+        # Tentatively apply to memory, decide evictions, commit, and undo memory on failure.
+        saved = (rt.last_seq, rt.first_ts, rt.last_ts, rt.token_limit, rt.state)
+        for item in new:
+            rt.window.add(WindowEntry(item))
+        rt.last_seq = new[-1].seq
+        newest = max(i.timestamp for i in new)
+        rt.last_ts = newest if rt.last_ts is None else max(rt.last_ts, newest)
+        oldest = min(i.timestamp for i in new)
+        rt.first_ts = oldest if rt.first_ts is None else min(rt.first_ts, oldest)
+        recent_texts = [e.item.content for e in rt.window.newest(10)]
+        rt.state = detect_state(recent_texts)
+        if settings.adaptive_window:
+            rt.token_limit = adapt_window(
+                settings.window_max_tokens, rt.token_limit, recent_texts, rt.state
+            )
+        evictions = choose_evictions(
+            rt.window,
+            token_limit=rt.token_limit,
+            item_limit=settings.window_max_items,
+            settings=settings,
+            clock=rt.clock(),
+            focus=rt.window.focus_vector(settings.focus_items),
+        )
+        evicted = [e.seq for e in evictions]
+        try:
+            self.store.commit_append(
+                rt.key, new, idems, evicted, rt.token_limit, rt.state.value
+            )
+        except BaseException:
+            for item in new:
+                rt.window.remove(item.seq)
+            rt.last_seq, rt.first_ts, rt.last_ts, rt.token_limit, rt.state = saved
+            raise
+        self._archive(rt, evicted)
+        rt.pending += len(new)
+        self.on_append()
+        return AppendOutcome(tuple(results), tuple(evicted), rt.stats())
+
+    def _archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
+        """Moves committed evictions out of the window and into the index (rt.lock held).
+        Items whose vector has not arrived yet are indexed by the indexer when it does."""
+        ids: list[int] = []
+        vectors: list[Vector] = []
+        for seq in seqs:
+            entry = rt.window.remove(seq)
+            if entry.vector is not None:
+                ids.append(seq)
+                vectors.append(entry.vector)
+        if ids and rt.index is not None:
+            rt.index.add(ids, np.stack(vectors))
+            rt.index_dirty = True
+
+    def _evict_to_fit(self, rt: ConversationRuntime) -> list[int]:
+        """Evicts until the window fits its limits again (after a settings change)."""
+        settings = rt.record.settings
+        evicted = [
+            e.seq
+            for e in choose_evictions(
+                rt.window,
+                token_limit=rt.token_limit,
+                item_limit=settings.window_max_items,
+                settings=settings,
+                clock=rt.clock(),
+                focus=rt.window.focus_vector(settings.focus_items),
+            )
+        ]
+        if evicted:
+            self.store.commit_append(rt.key, [], [], evicted, rt.token_limit, rt.state.value)
+            self._archive(rt, evicted)
+        return evicted
+
+    def apply_vectors(self, key: int, seqs: Sequence[int], vectors: Vector) -> None:
+        """Stores freshly computed vectors and puts them where they belong: on the window
+        entry, or into the index for items already archived. Called by the indexer."""
+        rt = self.runtime_by_key(key)
+        if rt is None:
+            record = self.store.conversation_record(key)
+            if record is None:
+                return  # deleted meanwhile
+            rt = self.runtime(record.namespace, record.conversation_id)
+        with rt.lock:
+            if rt.deleted:
+                return
+            self.store.put_vectors(self.embedder.model_name, [(key, s) for s in seqs], vectors)
+            archived_ids: list[int] = []
+            archived_vecs: list[Vector] = []
+            for seq, vec in zip(seqs, vectors, strict=True):
+                entry = rt.window.get(seq)
+                if entry is not None:
+                    entry.vector = vec
+                else:
+                    # Not in the window means archived: no other state exists yet.
+                    archived_ids.append(seq)
+                    archived_vecs.append(vec)
+            if archived_ids and rt.index is not None:
+                rt.index.add(archived_ids, np.stack(archived_vecs))
+                rt.index_dirty = True
+            rt.pending = max(0, rt.pending - len(seqs))
+            if rt.pending == 0:
+                rt.indexed.notify_all()
+
+    # ------------------------------------------------------------ items
+
+    def set_pinned(self, namespace: str, conversation_id: str, seq: int, pinned: bool) -> Item:
+        rt = self._locked(namespace, conversation_id)
+        try:
+            item = self.store.get_items(rt.key, [seq]).get(seq)
+            if item is None:
+                raise NotFound(f"conversation {conversation_id!r} has no item with seq {seq}")
+            flags = item.flags | Flag.PINNED if pinned else item.flags & ~Flag.PINNED
+            self.store.set_flags(rt.key, seq, flags)
+            item = dataclasses.replace(item, flags=flags)
+            entry = rt.window.get(seq)
+            if entry is not None:
+                entry.item = item
+            return item
+        finally:
+            rt.lock.release()
+
+    def list_items(
+        self,
+        namespace: str,
+        conversation_id: str,
+        page_size: int,
+        page_token: str,
+        states: Sequence[ItemState],
+    ) -> tuple[list[Item], str]:
+        size = page_size_of(page_size, self.limits)
+        after = page_token_seq(page_token)
+        rt = self.runtime(namespace, conversation_id)
+        items = self.store.list_items(rt.key, after, size + 1, states)
+        more = len(items) > size
+        return items[:size], (str(items[size - 1].seq) if more else "")
+
+    # ------------------------------------------------------------ retrieval
+
+    def _wait_indexed(self, rt: ConversationRuntime) -> None:
+        """Read-your-writes for dense search: wait (bounded) until appended items are embedded."""
+        deadline = time.monotonic() + self.index_wait_seconds
+        with rt.indexed:
+            while rt.pending > 0 and not rt.deleted:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                rt.indexed.wait(left)
+
+    def get_context(
+        self, namespace: str, conversation_id: str, request: ContextRequest
+    ) -> EnhancedContext:
+        """The recent window plus relevant history under request.max_tokens.
+
+        Raises:
+            InvalidArgument: bad options, or a budget that cannot hold the query.
+            NotFound: no such conversation.
+        """
+        check_range("max_tokens", request.max_tokens, 1, self.limits.max_budget_tokens)
+        check_range("recent_share", request.recent_share, 0.0, 1.0)
+        check_range("max_history_items", request.max_history_items, 0, self.limits.max_top_k)
+        if request.similarity_threshold is not None:
+            check_range("similarity_threshold", request.similarity_threshold, -1.0, 1.0)
+        rt = self.runtime(namespace, conversation_id)
+        self._wait_indexed(rt)
+        settings = rt.record.settings
+        counter = self.counters(settings.encoding)
+        query = (request.query or "").strip() or None
+        hint = self._hint(rt, query) if (query and request.time_hints) else None
+        search_text = strip_time_phrase(query, hint) if (query and hint) else query
+        query_vec = self._embed_query(search_text) if search_text else None
+        with rt.lock:
+            if rt.deleted:
+                raise NotFound(f"conversation {conversation_id!r} was deleted")
+            focus = rt.window.focus_vector(settings.focus_items)
+            if query is None:
+                focus_text = "\n".join(e.item.content for e in rt.window.newest(settings.focus_items))
+                search_text, query_vec = focus_text, focus
+            window = self._scored_window(rt, focus)
+            threshold = (
+                settings.similarity_threshold
+                if request.similarity_threshold is None
+                else request.similarity_threshold
+            )
+            ranked = self._rank(
+                rt,
+                query_vec,
+                search_text or "",
+                states=(ItemState.ARCHIVED, ItemState.WINDOW),
+                threshold=threshold,
+                mode=request.mode,
+                hint=hint,
+                flt=None,
+                limit=max(CANDIDATES, request.max_history_items),
+            )
+            candidates = self._candidates(
+                rt, ranked[: request.max_history_items * 2], request, hint
+            )
+            unindexed = rt.pending
+            state = rt.state
+        assembled: Assembled = assemble(
+            window,
+            candidates[: request.max_history_items],
+            query=query,
+            budget=request.max_tokens,
+            recent_share=request.recent_share,
+            counter=counter,
+        )
+        return EnhancedContext(
+            recent=assembled.recent,
+            history=assembled.history,
+            text=assembled.text,
+            query=query if query is not None else (search_text or ""),
+            query_from_focus=query is None,
+            tokens=assembled.tokens,
+            time_hint=hint,
+            unindexed_items=unindexed,
+            state=state,
+        )
+
+    def _embed_query(self, text: str) -> Vector:
+        return self.embedder.embed([text])[0]
+
+    def _hint(self, rt: ConversationRuntime, query: str) -> TimeHint | None:
+        if rt.last_ts is None:
+            return None
+
+        def locate(event: str) -> datetime | None:
+            terms = query_terms(event)
+            hits = self.store.lexical_search(
+                [rt.key], terms, (ItemState.WINDOW, ItemState.ARCHIVED), 1
+            )
+            if not hits:
+                return None
+            item = self.store.get_items(rt.key, [hits[0].seq]).get(hits[0].seq)
+            return datetime.fromtimestamp(item.timestamp, UTC) if item else None
+
+        return parse_time_hint(
+            query,
+            datetime.fromtimestamp(rt.last_ts, UTC),
+            locate_event=locate,
+            first=datetime.fromtimestamp(rt.first_ts, UTC) if rt.first_ts is not None else None,
+        )
+
+    def _scored_window(self, rt: ConversationRuntime, focus: Vector | None) -> list[ScoredItem]:
+        scores = rt.window.scores(rt.record.settings, rt.clock(), focus)
+        return [
+            ScoredItem(e.item, scores[e.item.seq][0], scores[e.item.seq][1]) for e in rt.window
+        ]
+
+    def _rank(
+        self,
+        rt: ConversationRuntime,
+        query_vec: Vector | None,
+        text: str,
+        *,
+        states: Sequence[ItemState],
+        threshold: float,
+        mode: str,
+        hint: TimeHint | None,
+        flt: ItemFilter | None,
+        limit: int,
+    ) -> list[Ranked]:
+        """Fused dense + lexical candidates from the archive (and window, if in states)."""
+        allowed: np.ndarray | None = None
+        if flt is not None and not flt.empty:
+            allowed = self.store.filtered_seqs(rt.key, flt, states, 1_000_000)
+        dense: dict[int, float] = {}
+        if query_vec is not None and mode != "lexical":
+            if ItemState.ARCHIVED in states:
+                self._index(rt)
+                assert rt.index is not None
+                sims, ids = rt.index.search(query_vec, limit, allowed)
+                dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
+            if ItemState.WINDOW in states:
+                allowed_set = set(allowed.tolist()) if allowed is not None else None
+                for e in rt.window:
+                    if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
+                        dense[e.item.seq] = float(np.dot(e.vector, query_vec))
+        lexical: dict[int, float] = {}
+        if mode != "dense":
+            terms = query_terms(text)
+            for hit in self.store.lexical_search([rt.key], terms, states, limit, flt):
+                lexical[hit.seq] = hit.score
+        if hint is not None and (hint.since is not None or hint.until is not None):
+            in_range = ItemFilter(since=_ts(hint.since), until=_ts(hint.until))
+            if flt is not None:
+                in_range = dataclasses.replace(flt, since=in_range.since, until=in_range.until)
+            seqs = self.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
+            missing = [s for s in seqs if s not in dense]
+            if query_vec is not None and missing:
+                for seq, vec in self.store.vectors_for(rt.key, missing, self.embedder.model_name).items():
+                    dense[seq] = float(np.dot(vec, query_vec))
+        return fuse(dense, lexical, threshold=threshold, mode=mode)
+
+    def _candidates(
+        self,
+        rt: ConversationRuntime,
+        ranked: Sequence[Ranked],
+        request: ContextRequest,
+        hint: TimeHint | None,
+    ) -> list[HistoryCandidate]:
+        """Scored history hits with their neighbouring turns, best first (rt.lock held)."""
+        hits = self._scored(rt, ranked, hint)
+        if not request.include_neighbors:
+            return [HistoryCandidate(h) for h in hits]
+        wanted: dict[int, int] = {}
+        for h in hits:
+            if h.item.role == "user":
+                wanted[h.item.seq] = h.item.seq + 1
+            elif h.item.role == "assistant":
+                wanted[h.item.seq] = h.item.seq - 1
+        neighbors = self._items(rt, list(set(wanted.values())))
+        out: list[HistoryCandidate] = []
+        for h in hits:
+            n = neighbors.get(wanted.get(h.item.seq, -1))
+            if n is not None and {n.role, h.item.role} == {"user", "assistant"}:
+                out.append(HistoryCandidate(h, ScoredItem(n, h.score, ScoreParts(), h.item.seq)))
+            else:
+                out.append(HistoryCandidate(h))
+        return out
+
+    def _items(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Item]:
+        """Items by seq, from the window where possible, else from the store (rt.lock held)."""
+        out: dict[int, Item] = {}
+        missing: list[int] = []
+        for seq in seqs:
+            entry = rt.window.get(seq)
+            if entry is not None:
+                out[seq] = entry.item
+            else:
+                missing.append(seq)
+        out.update(self.store.get_items(rt.key, missing))
+        return out
+
+    def _scored(
+        self, rt: ConversationRuntime, ranked: Sequence[Ranked], hint: TimeHint | None
+    ) -> list[ScoredItem]:
+        items = self._items(rt, [r.seq for r in ranked])
+        settings = rt.record.settings
+        clock = rt.clock()
+        since, until = (_ts(hint.since), _ts(hint.until)) if hint else (None, None)
+        out: list[ScoredItem] = []
+        for r in ranked:
+            item = items.get(r.seq)
+            if item is None:
+                continue
+            in_range = hint is not None and (since is not None or until is not None) and (
+                (since is None or item.timestamp >= since)
+                and (until is None or item.timestamp < until)
+            )
+            parts = ScoreParts(
+                recency=recency(settings, clock, item.timestamp, item.seq),
+                importance=settings.weights.importance_of(item.flags),
+                similarity=r.similarity,
+                lexical=r.lexical,
+                role=settings.weights.role.get(item.role, 0.0),
+                time=1.0 if in_range else 0.0,
+            )
+            score = r.score + (TIME_BOOST if in_range else 0.0)
+            if hint is not None and hint.prefer_recent:
+                score += TIME_BOOST * parts.recency
+            if hint is not None and hint.prefer_oldest and rt.last_seq > 0:
+                score += TIME_BOOST * (1.0 - item.seq / rt.last_seq)
+            out.append(ScoredItem(item, score, parts))
+        out.sort(key=lambda s: (-s.score, s.item.seq))
+        return out
+
+    def search(self, namespace: str, request: SearchRequest) -> SearchOutcome:
+        """Hybrid search over one conversation or every conversation of a namespace.
+
+        Raises:
+            InvalidArgument: bad options. NotFound: a named conversation that does not exist.
+        """
+        ns = namespace_of(namespace)
+        check_range("top_k", request.top_k, 1, self.limits.max_top_k)
+        if not request.query.strip():
+            raise InvalidArgument("query is empty")
+        if request.conversation_id:
+            runtimes = [self.runtime(ns, request.conversation_id)]
+        else:
+            runtimes = [self.runtime(ns, cid) for _, cid in self.store.conversation_keys(ns)]
+        states = (ItemState.ARCHIVED, ItemState.WINDOW) if request.include_window else (
+            ItemState.ARCHIVED,
+        )
+        query = request.query.strip()
+        first_hint: TimeHint | None = None
+        query_vec_cache: dict[str, Vector] = {}
+        hits: list[ScoredItem] = []
+        for rt in runtimes:
+            self._wait_indexed(rt)
+            hint = self._hint(rt, query)
+            first_hint = first_hint or hint
+            text = strip_time_phrase(query, hint) if hint else query
+            if text not in query_vec_cache:
+                query_vec_cache[text] = self._embed_query(text)
+            with rt.lock:
+                if rt.deleted:
+                    continue
+                settings = rt.record.settings
+                threshold = (
+                    settings.similarity_threshold
+                    if request.similarity_threshold is None
+                    else request.similarity_threshold
+                )
+                ranked = self._rank(
+                    rt,
+                    query_vec_cache[text],
+                    text,
+                    states=states,
+                    threshold=threshold,
+                    mode=request.mode,
+                    hint=hint,
+                    flt=request.filter,
+                    limit=max(CANDIDATES, request.top_k),
+                )
+                scored = self._scored(rt, ranked[: request.top_k * 2], hint)
+            hits.extend(s for s in scored if request.filter.matches(s.item))
+        hits.sort(key=lambda s: (-s.score, s.item.conversation_id, s.item.seq))
+        return SearchOutcome(tuple(hits[: request.top_k]), first_hint)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def save_indexes(self) -> int:
+        """Writes every changed index file; returns how many were written."""
+        with self._registry_lock:
+            runtimes = list(self._runtimes.values())
+        written = 0
+        for rt in runtimes:
+            with rt.lock:
+                if rt.index is not None and rt.index_dirty and not rt.deleted:
+                    self.index_files.save(rt.key, rt.index)
+                    rt.index_dirty = False
+                    written += 1
+        return written
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None

@@ -1,0 +1,295 @@
+"""Value types of the core: items, flags, states, conversation settings and scores."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from contextwm.errors import InvalidArgument
+
+ROLES: frozenset[str] = frozenset({"user", "assistant", "system", "tool", "file", "error"})
+FILE_KINDS: frozenset[str] = frozenset({"read", "write", "mention"})
+ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
+
+
+class Flag(enum.IntFlag):
+    """Importance flags, stored as a bitmask."""
+
+    NONE = 0
+    PINNED = 1
+    ERROR = 2
+    CODE = 4
+    QUESTION = 8
+    SOLUTION = 16
+
+
+# "user_starred" is the seed's name for pinned; both are accepted, "pinned" is returned.
+FLAG_BY_NAME: Mapping[str, Flag] = MappingProxyType(
+    {
+        "pinned": Flag.PINNED,
+        "user_starred": Flag.PINNED,
+        "error": Flag.ERROR,
+        "code": Flag.CODE,
+        "question": Flag.QUESTION,
+        "solution": Flag.SOLUTION,
+    }
+)
+FLAG_NAMES: tuple[tuple[Flag, str], ...] = (
+    (Flag.PINNED, "pinned"),
+    (Flag.ERROR, "error"),
+    (Flag.CODE, "code"),
+    (Flag.QUESTION, "question"),
+    (Flag.SOLUTION, "solution"),
+)
+
+
+def parse_flags(names: Iterable[str]) -> Flag:
+    """Turns flag names into a bitmask.
+
+    Raises:
+        InvalidArgument: for a name that is not a known flag.
+    """
+    flags = Flag.NONE
+    for name in names:
+        try:
+            flags |= FLAG_BY_NAME[name.strip().lower()]
+        except KeyError:
+            known = ", ".join(sorted(FLAG_BY_NAME))
+            raise InvalidArgument(f"unknown importance flag {name!r}; known flags: {known}") from None
+    return flags
+
+
+def flag_names(flags: Flag) -> tuple[str, ...]:
+    """The names of the flags set in a bitmask, in a fixed order."""
+    return tuple(name for flag, name in FLAG_NAMES if flags & flag)
+
+
+class ItemState(enum.IntEnum):
+    """Every item is in exactly one state; the values are stored."""
+
+    WINDOW = 1
+    ARCHIVED = 2
+    COMPACTED = 3
+    REVERTED = 4
+
+
+class ConversationState(enum.Enum):
+    """What the conversation is about, detected from its recent items (seed 004)."""
+
+    GENERAL = "general"
+    CODING = "coding"
+    DEBUGGING = "debugging"
+    RESEARCH = "research"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    path: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewItem:
+    """An item as a client sends it, validated by the engine."""
+
+    role: str
+    content: str
+    timestamp: float | None = None
+    flags: Flag = Flag.NONE
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    file: FileRef | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A stored item. Timestamps are Unix seconds (UTC) throughout the core."""
+
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    timestamp: float
+    token_count: int
+    flags: Flag
+    metadata: Mapping[str, str]
+    file: FileRef | None
+    state: ItemState
+
+
+DEFAULT_IMPORTANCE: Mapping[str, float] = MappingProxyType(
+    {"pinned": 0.8, "error": 0.6, "code": 0.4, "question": 0.5, "solution": 0.7}
+)
+DEFAULT_ROLE_BIAS: Mapping[str, float] = MappingProxyType(
+    {"user": 0.3, "assistant": 0.2, "error": 0.4, "file": 0.1, "system": 0.1, "tool": 0.0}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringWeights:
+    """Weights of the relevance score; defaults from seed 004."""
+
+    recency: float = 0.3
+    similarity: float = 0.4
+    importance: Mapping[str, float] = field(default_factory=lambda: DEFAULT_IMPORTANCE)
+    role: Mapping[str, float] = field(default_factory=lambda: DEFAULT_ROLE_BIAS)
+
+    def importance_of(self, flags: Flag) -> float:
+        return sum(self.importance.get(name, 0.0) for name in flag_names(flags))
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSettings:
+    """Effective per-conversation settings; every field has a default."""
+
+    window_max_tokens: int = 8000
+    window_max_items: int = 100
+    encoding: str = "cl100k_base"
+    recency_half_life_seconds: float = 86400.0
+    recency_half_life_items: float = 50.0
+    focus_items: int = 3
+    similarity_threshold: float = 0.3
+    adaptive_window: bool = False
+    detect_importance: bool = True
+    weights: ScoringWeights = ScoringWeights()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightsPatch:
+    recency: float | None = None
+    similarity: float | None = None
+    importance: Mapping[str, float] = field(default_factory=dict)
+    role: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsPatch:
+    """Settings as a request states them: None leaves a field as it is."""
+
+    window_max_tokens: int | None = None
+    window_max_items: int | None = None
+    encoding: str | None = None
+    recency_half_life_seconds: float | None = None
+    recency_half_life_items: float | None = None
+    focus_items: int | None = None
+    similarity_threshold: float | None = None
+    adaptive_window: bool | None = None
+    detect_importance: bool | None = None
+    weights: WeightsPatch | None = None
+
+
+def _check_range(name: str, value: float, low: float, high: float) -> None:
+    if not (math.isfinite(value) and low <= value <= high):
+        raise InvalidArgument(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+
+
+def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> ConversationSettings:
+    """Returns base with the patch's set fields applied, after validating them.
+
+    Raises:
+        InvalidArgument: naming the first field out of range.
+    """
+    changes: dict[str, object] = {}
+    for f in dataclasses.fields(SettingsPatch):
+        value = getattr(patch, f.name)
+        if value is not None and f.name != "weights":
+            changes[f.name] = value
+    merged = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+    _check_range("window_max_tokens", merged.window_max_tokens, 1, 10_000_000)
+    _check_range("window_max_items", merged.window_max_items, 1, 1_000_000)
+    if merged.encoding not in ENCODINGS:
+        raise InvalidArgument(
+            f"unknown encoding {merged.encoding!r}; supported: {', '.join(ENCODINGS)}"
+        )
+    _check_range("recency_half_life_seconds", merged.recency_half_life_seconds, 1e-3, 1e12)
+    _check_range("recency_half_life_items", merged.recency_half_life_items, 0, 1e12)
+    _check_range("focus_items", merged.focus_items, 1, 1000)
+    _check_range("similarity_threshold", merged.similarity_threshold, -1.0, 1.0)
+    if patch.weights is not None:
+        merged = dataclasses.replace(merged, weights=_apply_weights(merged.weights, patch.weights))
+    return merged
+
+
+def _apply_weights(base: ScoringWeights, patch: WeightsPatch) -> ScoringWeights:
+    for name, value in (("recency", patch.recency), ("similarity", patch.similarity)):
+        if value is not None:
+            _check_range(f"weights.{name}", value, 0.0, 100.0)
+    for key, value in patch.importance.items():
+        if key not in FLAG_BY_NAME:
+            raise InvalidArgument(f"weights.importance: unknown flag {key!r}")
+        _check_range(f"weights.importance[{key}]", value, -100.0, 100.0)
+    for key, value in patch.role.items():
+        if key not in ROLES:
+            raise InvalidArgument(f"weights.role: unknown role {key!r}")
+        _check_range(f"weights.role[{key}]", value, -100.0, 100.0)
+    importance = dict(base.importance)
+    for key, value in patch.importance.items():
+        importance["pinned" if key == "user_starred" else key] = value
+    return ScoringWeights(
+        recency=base.recency if patch.recency is None else patch.recency,
+        similarity=base.similarity if patch.similarity is None else patch.similarity,
+        importance=MappingProxyType(importance),
+        role=MappingProxyType({**base.role, **patch.role}),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreParts:
+    """Why an item scored what it did; parts that do not apply are 0."""
+
+    recency: float = 0.0
+    importance: float = 0.0
+    similarity: float = 0.0
+    lexical: float = 0.0
+    role: float = 0.0
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredItem:
+    item: Item
+    score: float
+    parts: ScoreParts
+    neighbor_of: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    item_count: int
+    token_count: int
+    token_limit: int
+    item_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Conditions an item must meet; empty fields do not restrict."""
+
+    roles: frozenset[str] = frozenset()
+    flags: Flag = Flag.NONE
+    since: float | None = None
+    until: float | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return (
+            not self.roles
+            and not self.flags
+            and self.since is None
+            and self.until is None
+            and not self.metadata
+        )
+
+    def matches(self, item: Item) -> bool:
+        return (
+            (not self.roles or item.role in self.roles)
+            and (item.flags & self.flags) == self.flags
+            and (self.since is None or item.timestamp >= self.since)
+            and (self.until is None or item.timestamp < self.until)
+            and all(item.metadata.get(k) == v for k, v in self.metadata.items())
+        )

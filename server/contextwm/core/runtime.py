@@ -1,0 +1,49 @@
+"""The in-memory state of one live conversation: window, clock, index, pending embeddings."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from contextwm.core.model import ConversationState, WindowStats
+from contextwm.core.scoring import Clock
+from contextwm.core.window import Window
+from contextwm.ports.store import ConversationRecord
+from contextwm.ports.vector_index import VectorIndex
+
+
+@dataclass(slots=True)
+class ConversationRuntime:
+    """Guarded by `lock`, which every reader and writer of the fields below holds.
+
+    Lock order: a runtime's lock before the store's write lock, never the other way round.
+    """
+
+    record: ConversationRecord
+    window: Window
+    token_limit: int
+    state: ConversationState
+    last_seq: int
+    first_ts: float | None
+    last_ts: float | None
+    pending: int
+    lock: threading.RLock
+    indexed: threading.Condition
+    index: VectorIndex | None = None
+    index_dirty: bool = False
+    deleted: bool = False
+
+    @property
+    def key(self) -> int:
+        return self.record.key
+
+    def clock(self) -> Clock:
+        return Clock(now=self.last_ts if self.last_ts is not None else 0.0, last_seq=self.last_seq)
+
+    def stats(self) -> WindowStats:
+        return WindowStats(
+            item_count=len(self.window),
+            token_count=self.window.tokens,
+            token_limit=self.token_limit,
+            item_limit=self.record.settings.window_max_items,
+        )

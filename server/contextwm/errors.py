@@ -1,0 +1,71 @@
+"""Domain errors that carry their status, so the core needs no grpc.
+
+The transport's error interceptor is the one place that turns these into gRPC statuses;
+anything else escaping the core becomes INTERNAL with a log line.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "AlreadyExists",
+    "ContextWMError",
+    "ErrorCode",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "NotFound",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "Unavailable",
+]
+
+
+class ErrorCode(enum.Enum):
+    """Named like grpc.StatusCode members, which the transport looks up by name."""
+
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    NOT_FOUND = "NOT_FOUND"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    FAILED_PRECONDITION = "FAILED_PRECONDITION"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
+class ContextWMError(Exception):
+    """Base of the errors a caller can act on; the message is shown to them verbatim."""
+
+    code: ErrorCode = ErrorCode.FAILED_PRECONDITION
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(ContextWMError):
+    code = ErrorCode.INVALID_ARGUMENT
+
+
+class NotFound(ContextWMError):
+    code = ErrorCode.NOT_FOUND
+
+
+class AlreadyExists(ContextWMError):
+    code = ErrorCode.ALREADY_EXISTS
+
+
+class ResourceExhausted(ContextWMError):
+    code = ErrorCode.RESOURCE_EXHAUSTED
+
+
+class FailedPrecondition(ContextWMError):
+    code = ErrorCode.FAILED_PRECONDITION
+
+
+class PermissionDenied(ContextWMError):
+    code = ErrorCode.PERMISSION_DENIED
+
+
+class Unavailable(ContextWMError):
+    code = ErrorCode.UNAVAILABLE

@@ -1,0 +1,1 @@
+"""Small interfaces the core depends on; adapters in contextwm.adapters implement them."""

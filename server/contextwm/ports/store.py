@@ -1,0 +1,117 @@
+"""The Store port: durable conversations, items, vectors and lexical search."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from contextwm.core.model import ConversationSettings, Flag, Item, ItemState
+from contextwm.ports.embedder import Vectors
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """A stored conversation; key is the store's own id, used by every other call."""
+
+    key: int
+    namespace: str
+    conversation_id: str
+    settings: ConversationSettings
+    created_at: float
+    last_seq: int
+    token_limit: int | None
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemCounts:
+    total: int
+    archived: int
+    pending_vectors: int
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHit:
+    conversation_key: int
+    seq: int
+    score: float  # BM25, higher is better
+
+
+@dataclass(frozen=True, slots=True)
+class PendingVector:
+    """An item that has no vector for the current model yet."""
+
+    item_id: int
+    conversation_key: int
+    seq: int
+    text: str
+
+
+class Store(Protocol):
+    """Everything here is durable once the call returns. Safe to call from several threads."""
+
+    def close(self) -> None: ...
+
+    def create_conversation(
+        self, namespace: str, conversation_id: str, settings: ConversationSettings, now: float
+    ) -> ConversationRecord: ...
+
+    def get_conversation(self, namespace: str, conversation_id: str) -> ConversationRecord | None: ...
+
+    def list_conversations(
+        self, namespace: str, after: str, limit: int
+    ) -> list[ConversationRecord]: ...
+
+    def conversation_keys(self, namespace: str) -> list[tuple[int, str]]: ...
+
+    def update_settings(self, key: int, settings: ConversationSettings) -> None: ...
+
+    def delete_conversation(self, key: int) -> int: ...
+
+    def counts(self, key: int, model: str) -> ItemCounts: ...
+
+    def find_idempotent(self, key: int, idempotency_keys: Sequence[str]) -> dict[str, Item]: ...
+
+    def commit_append(
+        self,
+        key: int,
+        items: Sequence[Item],
+        idempotency_keys: Sequence[str | None],
+        evicted: Sequence[int],
+        token_limit: int,
+        state: str,
+    ) -> None:
+        """Inserts items and archives the evicted seqs in one transaction."""
+        ...
+
+    def set_flags(self, key: int, seq: int, flags: Flag) -> None: ...
+
+    def get_items(self, key: int, seqs: Sequence[int]) -> dict[int, Item]: ...
+
+    def list_items(
+        self, key: int, after_seq: int, limit: int, states: Sequence[ItemState]
+    ) -> list[Item]: ...
+
+    def window_items(self, key: int, model: str) -> list[tuple[Item, npt.NDArray[np.float32] | None]]:
+        """Items in the window, in seq order, with their vectors where written."""
+        ...
+
+    def pending_vectors(self, model: str, limit: int, after_id: int = 0) -> list[PendingVector]:
+        """Items without a vector for model, in id order, with ids above after_id."""
+        ...
+
+    def put_vectors(
+        self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors
+    ) -> None:
+        """Stores one vector per (conversation key, seq); rows of deleted items are skipped."""
+        ...
+
+    def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]: ...
+
+    def lexical_search(
+        self, keys: Sequence[int], terms: Sequence[str], states: Sequence[ItemState], limit: int
+    ) -> list[LexicalHit]: ...

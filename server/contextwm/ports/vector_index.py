@@ -1,0 +1,51 @@
+"""The VectorIndex port: inner-product search over one conversation's archived vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from contextwm.ports.embedder import Vectors
+
+
+class VectorIndex(Protocol):
+    """Ids are item seqs. Not thread-safe: callers hold the conversation's lock."""
+
+    @property
+    def size(self) -> int: ...
+
+    def add(self, ids: Sequence[int], vectors: Vectors) -> None: ...
+
+    def remove(self, ids: Sequence[int]) -> None: ...
+
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.int64] | None = None
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Top k by inner product among allowed ids (all when None): (scores, ids), best first."""
+        ...
+
+    def ids(self) -> npt.NDArray[np.int64]:
+        """Every id in the index."""
+        ...
+
+    def save(self, path: Path) -> None:
+        """Writes the index atomically."""
+        ...
+
+
+class VectorIndexFiles(Protocol):
+    """Where each conversation's index lives between runs; the store stays the truth."""
+
+    def new(self) -> VectorIndex: ...
+
+    def load(self, key: int) -> VectorIndex | None:
+        """The saved index, or None when missing or unreadable."""
+        ...
+
+    def save(self, key: int, index: VectorIndex) -> None: ...
+
+    def delete(self, key: int) -> None: ...

@@ -1,0 +1,62 @@
+"""`contextwm serve`: flags, signal handling and the wait for shutdown (the entry point)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+
+from contextwm.settings import SettingsError, load_settings
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of `contextwm serve`; each overrides the config file and environment."""
+    parser.add_argument("--config", type=Path, help="TOML settings file")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on; 0 picks one (default 50051)")
+    parser.add_argument("--socket", help="listen on this Unix socket instead of a port")
+    parser.add_argument("--data-dir", type=Path, help="where the SQLite file and indexes live")
+    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--embedder", choices=["minilm", "hashing"], help="minilm (default) or hashing (tests only)"
+    )
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Serves until SIGTERM or SIGINT, then drains in-flight calls and exits 0."""
+    try:
+        settings = load_settings(
+            args.config,
+            os.environ,
+            {
+                "host": args.host,
+                "port": args.port,
+                "socket": args.socket,
+                "data_dir": args.data_dir,
+                "log_level": args.log_level,
+                "embedder": args.embedder,
+            },
+        )
+    except SettingsError as exc:
+        print(f"error: {exc}", flush=True)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    from contextwm.app import Service
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    service = Service.start(settings)
+    # Tests and supervisors read this line to learn the bound port.
+    print(f"contextwm listening on port {service.port}", flush=True)
+    stop.wait()
+    logging.getLogger(__name__).info("shutting down: draining calls in flight")
+    service.stop()
+    return 0

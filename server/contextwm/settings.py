@@ -1,0 +1,156 @@
+"""Server settings: one frozen object, loaded at the edge from a TOML file, then the
+environment (CONTEXTWM_*), then command-line flags; passed down through constructors."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contextwm.core.model import ConversationSettings, SettingsPatch, WeightsPatch, apply_patch
+from contextwm.core.validation import Limits
+from contextwm.errors import InvalidArgument
+
+ENV_PREFIX = "CONTEXTWM_"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Everything the service reads at start-up. See README "Settings" for each field."""
+
+    host: str = "127.0.0.1"
+    port: int = 50051
+    socket: str | None = None
+    data_dir: Path = Path("contextwm-data")
+    workers: int = 16
+    log_level: str = "info"
+    sqlite_synchronous: str = "NORMAL"
+    embedder: str = "minilm"
+    index_wait_seconds: float = 5.0
+    indexer_batch_size: int = 32
+    index_save_seconds: float = 30.0
+    grace_seconds: float = 10.0
+    max_message_bytes: int = 64 * 1024 * 1024
+    conversation: ConversationSettings = ConversationSettings()
+    limits: Limits = field(default_factory=Limits)
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message names it and where it came from."""
+
+
+def _coerce(name: str, value: Any, target: Any, source: str) -> Any:
+    """Turns a TOML or environment value into the field's type."""
+    kind = target if isinstance(target, type) else type(target)
+    try:
+        if kind is bool and isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+                raise ValueError(value)
+            return lowered in {"1", "true", "yes", "on"}
+        if kind is Path:
+            return Path(value)
+        if target is None or kind is type(None):
+            return str(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{source}: {name} = {value!r} is not a valid {kind.__name__}") from None
+
+
+def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> ServerSettings:
+    top: dict[str, Any] = {}
+    conversation: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "conversation" and isinstance(value, Mapping):
+            conversation.update(value)
+        elif key == "limits" and isinstance(value, Mapping):
+            limits.update(value)
+        elif key in ServerSettings.__dataclass_fields__ and key not in {"conversation", "limits"}:
+            current = getattr(settings, key)
+            target = type(current) if current is not None else str
+            top[key] = _coerce(key, value, target, source)
+        else:
+            raise SettingsError(f"{source}: unknown setting {key!r}")
+    new_limits = settings.limits
+    if limits:
+        fields = {f.name: f for f in dataclasses.fields(Limits)}
+        changes = {}
+        for k, v in limits.items():
+            if k not in fields:
+                raise SettingsError(f"{source}: unknown setting limits.{k}")
+            changes[k] = _coerce(f"limits.{k}", v, type(getattr(new_limits, k)), source)
+        new_limits = dataclasses.replace(new_limits, **changes)
+    new_conversation = settings.conversation
+    if conversation:
+        new_conversation = _conversation(new_conversation, conversation, source)
+    return dataclasses.replace(settings, **top, limits=new_limits, conversation=new_conversation)
+
+
+def _conversation(
+    base: ConversationSettings, values: Mapping[str, Any], source: str
+) -> ConversationSettings:
+    fields = {f.name for f in dataclasses.fields(SettingsPatch)} - {"weights"}
+    patch: dict[str, Any] = {}
+    weights: WeightsPatch | None = None
+    for k, v in values.items():
+        if k == "weights" and isinstance(v, Mapping):
+            weights = WeightsPatch(
+                recency=v.get("recency"),
+                similarity=v.get("similarity"),
+                importance=dict(v.get("importance", {})),
+                role=dict(v.get("role", {})),
+            )
+        elif k in fields:
+            patch[k] = _coerce(f"conversation.{k}", v, type(getattr(base, k)), source)
+        else:
+            raise SettingsError(f"{source}: unknown setting conversation.{k}")
+    try:
+        return apply_patch(base, SettingsPatch(**patch, weights=weights))
+    except InvalidArgument as exc:
+        raise SettingsError(f"{source}: conversation.{exc.message}") from None
+
+
+def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """CONTEXTWM_PORT=1 -> port; CONTEXTWM_LIMITS__MAX_ITEM_TOKENS=5 -> limits.max_item_tokens."""
+    out: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or name == f"{ENV_PREFIX}TARGET":
+            continue  # CONTEXTWM_TARGET belongs to the CLI's client commands
+        path = name[len(ENV_PREFIX) :].lower().split("__")
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return out
+
+
+def load_settings(
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> ServerSettings:
+    """File, then environment, then flags; later sources win.
+
+    Raises:
+        SettingsError: naming the setting and its source.
+    """
+    settings = ServerSettings()
+    if config_file is not None:
+        try:
+            data = tomllib.loads(config_file.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsError(f"cannot read config file {config_file}: {exc}") from None
+        settings = _merge(settings, data, str(config_file))
+    if environ:
+        settings = _merge(settings, _from_environment(environ), "environment")
+    if overrides:
+        settings = _merge(settings, {k: v for k, v in overrides.items() if v is not None}, "flags")
+    if settings.sqlite_synchronous not in {"NORMAL", "FULL"}:
+        raise SettingsError("sqlite_synchronous must be NORMAL or FULL")
+    if settings.embedder not in {"minilm", "hashing"}:
+        raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
+    return settings

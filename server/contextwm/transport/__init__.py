@@ -1,0 +1,1 @@
+"""The gRPC transport: servicers, converters and interceptors. The only package importing grpc."""

@@ -1,0 +1,254 @@
+"""Converters between protobuf messages and core values: to_proto_x / from_proto_x."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from types import MappingProxyType
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from contextwm.core.assembly import TokenAccount
+from contextwm.core.engine import ConversationInfo, EnhancedContext
+from contextwm.core.model import (
+    ConversationSettings,
+    ConversationState,
+    FileRef,
+    Item,
+    ItemFilter,
+    ItemState,
+    NewItem,
+    ScoredItem,
+    SettingsPatch,
+    WeightsPatch,
+    WindowStats,
+    flag_names,
+    parse_flags,
+)
+from contextwm.core.timehints import TimeHint
+from contextwm.errors import InvalidArgument
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+
+_STATE_TO_PROTO = {
+    ItemState.WINDOW: pb.ITEM_STATE_WINDOW,
+    ItemState.ARCHIVED: pb.ITEM_STATE_ARCHIVED,
+    ItemState.COMPACTED: pb.ITEM_STATE_COMPACTED,
+    ItemState.REVERTED: pb.ITEM_STATE_REVERTED,
+}
+_STATE_FROM_PROTO = {v: k for k, v in _STATE_TO_PROTO.items()}
+_CONVERSATION_STATE = {
+    ConversationState.GENERAL: pb.CONVERSATION_STATE_GENERAL,
+    ConversationState.CODING: pb.CONVERSATION_STATE_CODING,
+    ConversationState.DEBUGGING: pb.CONVERSATION_STATE_DEBUGGING,
+    ConversationState.RESEARCH: pb.CONVERSATION_STATE_RESEARCH,
+}
+_MODES = {
+    pb.RETRIEVAL_MODE_UNSPECIFIED: "hybrid",
+    pb.RETRIEVAL_MODE_HYBRID: "hybrid",
+    pb.RETRIEVAL_MODE_DENSE: "dense",
+    pb.RETRIEVAL_MODE_LEXICAL: "lexical",
+}
+
+
+def to_proto_timestamp(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    whole = int(seconds // 1)
+    ts.seconds = whole
+    ts.nanos = int(round((seconds - whole) * 1e9)) % 1_000_000_000
+    return ts
+
+
+def from_proto_timestamp(ts: Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def to_proto_datetime(moment: datetime) -> Timestamp:
+    return to_proto_timestamp(moment.timestamp())
+
+
+def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
+    def opt(name: str) -> object | None:
+        return getattr(msg, name) if msg.HasField(name) else None
+
+    weights = None
+    if msg.HasField("weights"):
+        w = msg.weights
+        weights = WeightsPatch(
+            recency=w.recency if w.HasField("recency") else None,
+            similarity=w.similarity if w.HasField("similarity") else None,
+            importance=dict(w.importance),
+            role=dict(w.role),
+        )
+    return SettingsPatch(
+        window_max_tokens=opt("window_max_tokens"),  # type: ignore[arg-type]
+        window_max_items=opt("window_max_items"),  # type: ignore[arg-type]
+        encoding=opt("encoding"),  # type: ignore[arg-type]
+        recency_half_life_seconds=opt("recency_half_life_seconds"),  # type: ignore[arg-type]
+        recency_half_life_items=opt("recency_half_life_items"),  # type: ignore[arg-type]
+        focus_items=opt("focus_items"),  # type: ignore[arg-type]
+        similarity_threshold=opt("similarity_threshold"),  # type: ignore[arg-type]
+        adaptive_window=opt("adaptive_window"),  # type: ignore[arg-type]
+        detect_importance=opt("detect_importance"),  # type: ignore[arg-type]
+        weights=weights,
+    )
+
+
+def to_proto_settings(s: ConversationSettings) -> pb.ConversationSettings:
+    return pb.ConversationSettings(
+        window_max_tokens=s.window_max_tokens,
+        window_max_items=s.window_max_items,
+        encoding=s.encoding,
+        recency_half_life_seconds=s.recency_half_life_seconds,
+        recency_half_life_items=s.recency_half_life_items,
+        focus_items=s.focus_items,
+        similarity_threshold=s.similarity_threshold,
+        adaptive_window=s.adaptive_window,
+        detect_importance=s.detect_importance,
+        weights=pb.ScoringWeights(
+            recency=s.weights.recency,
+            similarity=s.weights.similarity,
+            importance=dict(s.weights.importance),
+            role=dict(s.weights.role),
+        ),
+    )
+
+
+def from_proto_new_item(msg: pb.NewItem) -> NewItem:
+    """Raises InvalidArgument for unknown flags; the engine checks everything else."""
+    return NewItem(
+        role=msg.role,
+        content=msg.content,
+        timestamp=from_proto_timestamp(msg.timestamp) if msg.HasField("timestamp") else None,
+        flags=parse_flags(msg.flags),
+        metadata=MappingProxyType(dict(msg.metadata)),
+        file=FileRef(msg.file.path, msg.file.kind) if msg.HasField("file") else None,
+        idempotency_key=msg.idempotency_key or None,
+    )
+
+
+def to_proto_item(item: Item) -> pb.Item:
+    msg = pb.Item(
+        conversation_id=item.conversation_id,
+        seq=item.seq,
+        role=item.role,
+        content=item.content,
+        timestamp=to_proto_timestamp(item.timestamp),
+        token_count=item.token_count,
+        flags=flag_names(item.flags),
+        metadata=dict(item.metadata),
+        state=_STATE_TO_PROTO[item.state],
+    )
+    if item.file is not None:
+        msg.file.CopyFrom(pb.FileRef(path=item.file.path, kind=item.file.kind))
+    return msg
+
+
+def to_proto_window(w: WindowStats) -> pb.WindowStats:
+    return pb.WindowStats(
+        item_count=w.item_count,
+        token_count=w.token_count,
+        token_limit=w.token_limit,
+        item_limit=w.item_limit,
+    )
+
+
+def to_proto_conversation(info: ConversationInfo) -> pb.Conversation:
+    msg = pb.Conversation(
+        namespace=info.record.namespace,
+        conversation_id=info.record.conversation_id,
+        settings=to_proto_settings(info.record.settings),
+        window=to_proto_window(info.window),
+        archived_items=info.archived_items,
+        total_items=info.total_items,
+        state=_CONVERSATION_STATE[info.state],
+        created_at=to_proto_timestamp(info.record.created_at),
+        last_seq=info.last_seq,
+        pending_embeddings=info.pending_embeddings,
+    )
+    if info.last_item_at is not None:
+        msg.last_item_at.CopyFrom(to_proto_timestamp(info.last_item_at))
+    return msg
+
+
+def to_proto_scored(s: ScoredItem) -> pb.ScoredItem:
+    p = s.parts
+    return pb.ScoredItem(
+        item=to_proto_item(s.item),
+        score=s.score,
+        parts=pb.ScoreParts(
+            recency=p.recency,
+            importance=p.importance,
+            similarity=p.similarity,
+            lexical=p.lexical,
+            role=p.role,
+            time=p.time,
+        ),
+        neighbor_of=s.neighbor_of or 0,
+    )
+
+
+def to_proto_time_range(hint: TimeHint | None) -> pb.TimeRange | None:
+    if hint is None:
+        return None
+    msg = pb.TimeRange(phrase=hint.phrase)
+    if hint.since is not None:
+        msg.since.CopyFrom(to_proto_datetime(hint.since))
+    if hint.until is not None:
+        msg.until.CopyFrom(to_proto_datetime(hint.until))
+    return msg
+
+
+def to_proto_tokens(t: TokenAccount) -> pb.TokenAccount:
+    return pb.TokenAccount(
+        budget=t.budget,
+        total=t.total,
+        recent=t.recent,
+        history=t.history,
+        query=t.query,
+        recent_omitted=t.recent_omitted,
+        encoding=t.encoding,
+    )
+
+
+def to_proto_context(ctx: EnhancedContext) -> pb.EnhancedContext:
+    return pb.EnhancedContext(
+        recent=[to_proto_scored(s) for s in ctx.recent],
+        history=[to_proto_scored(s) for s in ctx.history],
+        text=ctx.text,
+        query=ctx.query,
+        query_from_focus=ctx.query_from_focus,
+        tokens=to_proto_tokens(ctx.tokens),
+        time_range=to_proto_time_range(ctx.time_hint),
+        unindexed_items=ctx.unindexed_items,
+        state=_CONVERSATION_STATE[ctx.state],
+    )
+
+
+def from_proto_mode(mode: int) -> str:
+    try:
+        return _MODES[mode]
+    except KeyError:
+        raise InvalidArgument(f"unknown retrieval mode {mode}") from None
+
+
+def from_proto_states(states: Iterable[int]) -> list[ItemState]:
+    out: list[ItemState] = []
+    for s in states:
+        if s not in _STATE_FROM_PROTO:
+            raise InvalidArgument(f"unknown item state {s}")
+        out.append(_STATE_FROM_PROTO[s])
+    return out
+
+
+def from_proto_filter(msg: pb.SearchFilter) -> ItemFilter:
+    return ItemFilter(
+        roles=frozenset(msg.roles),
+        flags=parse_flags(msg.flags),
+        since=from_proto_timestamp(msg.since) if msg.HasField("since") else None,
+        until=from_proto_timestamp(msg.until) if msg.HasField("until") else None,
+        metadata=dict(msg.metadata),
+    )
+
+
+def utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)

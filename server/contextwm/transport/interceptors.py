@@ -1,0 +1,65 @@
+"""Server interceptors: domain errors to statuses (the one place), and a log line per request."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from contextwm.errors import ContextWMError
+
+log = logging.getLogger("contextwm.requests")
+
+
+def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> None:
+    """Aborts the call with the status the exception carries; never leaks internals."""
+    if isinstance(exc, ContextWMError):
+        context.abort(grpc.StatusCode[exc.code.name], exc.message)
+    incident = uuid.uuid4().hex[:12]
+    log.error("%s failed (incident %s)", method, incident, exc_info=exc)
+    context.abort(grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see server log")
+
+
+class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Maps ContextWMError to its status and anything else to INTERNAL, and logs each call at
+    debug level with its duration and outcome."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(handler_call_details)
+        if handler is None or handler.request_streaming or handler.response_streaming:
+            # Health and reflection streams are library code; ours are all unary for now.
+            return handler
+        method: str = handler_call_details.method
+        inner = handler.unary_unary
+
+        def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
+            start = time.perf_counter()
+            outcome = "OK"
+            try:
+                return inner(request, context)
+            except ContextWMError as exc:
+                outcome = exc.code.name
+                _abort(context, exc, method)
+            except Exception as exc:  # servicers never abort themselves, so this is a bug
+                outcome = "INTERNAL"
+                _abort(context, exc, method)
+            finally:
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "%s %s %.1f ms", method, outcome, (time.perf_counter() - start) * 1e3
+                    )
+            return None  # unreachable: abort raises
+
+        return grpc.unary_unary_rpc_method_handler(
+            wrapped,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )

@@ -1,0 +1,170 @@
+"""The ContextService servicer: convert the request, call the engine, convert the response."""
+
+from __future__ import annotations
+
+import grpc
+
+from contextwm.core.engine import ContextEngine, ContextRequest, SearchRequest
+from contextwm.core.model import ROLES
+from contextwm.errors import InvalidArgument
+from contextwm.transport import convert
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
+
+
+class ContextServicer(pb_grpc.ContextServiceServicer):
+    """No business logic here; errors are mapped to statuses by the error interceptor."""
+
+    def __init__(self, engine: ContextEngine) -> None:
+        self._engine = engine
+
+    def CreateConversation(
+        self, request: pb.CreateConversationRequest, context: grpc.ServicerContext
+    ) -> pb.Conversation:
+        info = self._engine.create_conversation(
+            request.namespace,
+            request.conversation_id,
+            convert.from_proto_settings_patch(request.settings),
+        )
+        return convert.to_proto_conversation(info)
+
+    def GetConversation(
+        self, request: pb.GetConversationRequest, context: grpc.ServicerContext
+    ) -> pb.Conversation:
+        info = self._engine.get_conversation(request.namespace, request.conversation_id)
+        return convert.to_proto_conversation(info)
+
+    def ListConversations(
+        self, request: pb.ListConversationsRequest, context: grpc.ServicerContext
+    ) -> pb.ListConversationsResponse:
+        infos, token = self._engine.list_conversations(
+            request.namespace, request.page_size, request.page_token
+        )
+        return pb.ListConversationsResponse(
+            conversations=[convert.to_proto_conversation(i) for i in infos],
+            next_page_token=token,
+        )
+
+    def UpdateConversation(
+        self, request: pb.UpdateConversationRequest, context: grpc.ServicerContext
+    ) -> pb.Conversation:
+        info = self._engine.update_conversation(
+            request.namespace,
+            request.conversation_id,
+            convert.from_proto_settings_patch(request.settings),
+        )
+        return convert.to_proto_conversation(info)
+
+    def DeleteConversation(
+        self, request: pb.DeleteConversationRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteConversationResponse:
+        deleted = self._engine.delete_conversation(request.namespace, request.conversation_id)
+        return pb.DeleteConversationResponse(deleted_items=deleted)
+
+    def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendResponse:
+        if not request.HasField("item"):
+            raise InvalidArgument(f"item is required (role one of {', '.join(sorted(ROLES))})")
+        outcome = self._engine.append(
+            request.namespace, request.conversation_id, [convert.from_proto_new_item(request.item)]
+        )
+        r = outcome.results[0]
+        return pb.AppendResponse(
+            result=pb.AppendResult(
+                seq=r.seq,
+                token_count=r.token_count,
+                flags=convert.flag_names(r.flags),
+                duplicate=r.duplicate,
+            ),
+            evicted_seqs=outcome.evicted,
+            window=convert.to_proto_window(outcome.window),
+        )
+
+    def AppendBatch(
+        self, request: pb.AppendBatchRequest, context: grpc.ServicerContext
+    ) -> pb.AppendBatchResponse:
+        outcome = self._engine.append(
+            request.namespace,
+            request.conversation_id,
+            [convert.from_proto_new_item(i) for i in request.items],
+        )
+        return pb.AppendBatchResponse(
+            results=[
+                pb.AppendResult(
+                    seq=r.seq,
+                    token_count=r.token_count,
+                    flags=convert.flag_names(r.flags),
+                    duplicate=r.duplicate,
+                )
+                for r in outcome.results
+            ],
+            evicted_seqs=outcome.evicted,
+            window=convert.to_proto_window(outcome.window),
+        )
+
+    def Pin(self, request: pb.PinRequest, context: grpc.ServicerContext) -> pb.Item:
+        item = self._engine.set_pinned(request.namespace, request.conversation_id, request.seq, True)
+        return convert.to_proto_item(item)
+
+    def Unpin(self, request: pb.PinRequest, context: grpc.ServicerContext) -> pb.Item:
+        item = self._engine.set_pinned(
+            request.namespace, request.conversation_id, request.seq, False
+        )
+        return convert.to_proto_item(item)
+
+    def ListItems(
+        self, request: pb.ListItemsRequest, context: grpc.ServicerContext
+    ) -> pb.ListItemsResponse:
+        items, token = self._engine.list_items(
+            request.namespace,
+            request.conversation_id,
+            request.page_size,
+            request.page_token,
+            convert.from_proto_states(request.states),
+        )
+        return pb.ListItemsResponse(
+            items=[convert.to_proto_item(i) for i in items], next_page_token=token
+        )
+
+    def GetContext(
+        self, request: pb.GetContextRequest, context: grpc.ServicerContext
+    ) -> pb.EnhancedContext:
+        o = request.options
+        ctx = self._engine.get_context(
+            request.namespace,
+            request.conversation_id,
+            ContextRequest(
+                query=request.query or None,
+                max_tokens=request.max_tokens,
+                recent_share=o.recent_share if o.HasField("recent_share") else 0.5,
+                similarity_threshold=(
+                    o.similarity_threshold if o.HasField("similarity_threshold") else None
+                ),
+                max_history_items=o.max_history_items if o.HasField("max_history_items") else 50,
+                include_neighbors=o.include_neighbors if o.HasField("include_neighbors") else True,
+                mode=convert.from_proto_mode(o.mode),
+                time_hints=o.time_hints if o.HasField("time_hints") else True,
+            ),
+        )
+        return convert.to_proto_context(ctx)
+
+    def Search(self, request: pb.SearchRequest, context: grpc.ServicerContext) -> pb.SearchResponse:
+        outcome = self._engine.search(
+            request.namespace,
+            SearchRequest(
+                query=request.query,
+                conversation_id=request.conversation_id or None,
+                top_k=request.top_k or 10,
+                include_window=request.include_window,
+                filter=convert.from_proto_filter(request.filter),
+                mode=convert.from_proto_mode(request.mode),
+                similarity_threshold=(
+                    request.similarity_threshold
+                    if request.HasField("similarity_threshold")
+                    else None
+                ),
+            ),
+        )
+        return pb.SearchResponse(
+            hits=[convert.to_proto_scored(s) for s in outcome.hits],
+            time_range=convert.to_proto_time_range(outcome.time_hint),
+        )

@@ -1,0 +1,62 @@
+"""Shared fixtures: the real embedding model (loaded once), in-process servers on port 0."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder  # noqa: E402
+from contextwm.app import Service  # noqa: E402
+from contextwm.settings import ServerSettings  # noqa: E402
+from contextwm_client import Client  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def embedder() -> SentenceTransformerEmbedder:
+    """The bundled all-MiniLM-L6-v2, loaded once per test session (the slowest start-up)."""
+    return SentenceTransformerEmbedder()
+
+
+StartService = Callable[..., Service]
+
+
+@pytest.fixture
+def start_service(
+    tmp_path: Path, embedder: SentenceTransformerEmbedder
+) -> Iterator[StartService]:
+    """Starts real servers on loopback port 0 with a fresh SQLite file; stops them afterwards.
+
+    Keyword arguments override ServerSettings fields (conversation=..., limits=...).
+    """
+    started: list[Service] = []
+
+    def start(**overrides: Any) -> Service:
+        data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
+        settings = dataclasses.replace(
+            ServerSettings(port=0, data_dir=data_dir, grace_seconds=1.0), **overrides
+        )
+        service = Service.start(settings, embedder=embedder)
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        service.stop(grace=0)
+
+
+@pytest.fixture
+def service(start_service: StartService) -> Service:
+    return start_service()
+
+
+@pytest.fixture
+def client(service: Service) -> Iterator[Client]:
+    with Client(f"127.0.0.1:{service.port}") as c:
+        yield c
