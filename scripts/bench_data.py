@@ -22,6 +22,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TypedDict
 
 __all__ = [
+    "PARAPHRASE",
+    "RARE_WORD",
     "BenchConversation",
     "IngestItem",
     "Question",
@@ -593,7 +595,7 @@ _FAMILIES: tuple[_Family, ...] = (
             "gym locker|cubby at the fitness center",
             "bike lock|bicycle padlock",
             "garage keypad|car park entrance",
-            "office safe|safe at work",
+            "office safe|work strongbox",
             "storage unit|rented lockup",
             "suitcase lock|luggage padlock",
         ),
@@ -801,7 +803,7 @@ _FAMILIES: tuple[_Family, ...] = (
         ),
         distractors=(
             "{flag} was the feature flag for the {key}, but we removed it last sprint.",
-            "The {key} rollout is at {n} percent of users.",
+            "The {key} rollout is at {n} percent of users, flag still on.",
             "Can we turn off the {key} feature for the enterprise customers?",
         ),
         topic_words=("flag", "feature", "rollout"),
@@ -1202,9 +1204,9 @@ _FAMILIES: tuple[_Family, ...] = (
             "That sounds thoughtful. Did you get a card too?",
         ),
         distractors=(
-            "No idea what gift to get my {key} this year.",
+            "No idea what birthday gift to get my {key} this year.",
             "My {key} said they don't want another {item} for their birthday.",
-            "{name} suggested a {item} as a gift for my {key}.",
+            "{name} suggested a {item} as a birthday gift for my {key}.",
         ),
         topic_words=("birthday", "gift"),
     ),
@@ -1288,7 +1290,7 @@ _FAMILIES: tuple[_Family, ...] = (
         replies=("Thanks, I'll review it there.", "Ok. Want me to open a draft PR?"),
         distractors=(
             "The branch with the {key} conflicts with main again.",
-            "{name} started the {key} on {branch} but abandoned it.",
+            "{name} started the {key} on the {branch} branch but abandoned it.",
             "Can we squash the {key} commits before merging that branch?",
         ),
         topic_words=("branch", "main", "rebase"),
@@ -1473,7 +1475,7 @@ _FAMILIES: tuple[_Family, ...] = (
         ),
         distractors=(
             "The {key} alert graph looked weird after the deploy.",
-            "{alertname} fired for {key} at 3am, false alarm.",
+            "The {alertname} alert fired for {key} at 3am, false alarm.",
             "We need a dashboard panel and an alert for {key}.",
         ),
         topic_words=("alert", "page", "threshold"),
@@ -1522,7 +1524,7 @@ _FAMILIES: tuple[_Family, ...] = (
             "office chair|seat for my workspace",
         ),
         facts=(
-            "Tracking for the {key} is {rare}, supposedly out for delivery.",
+            "Tracking for the {key} is {rare}, supposedly arriving today.",
             "The {key} shipped; tracking is {rare}.",
         ),
         rare_questions=("What's in shipment {rare}?", "What is {rare} the tracking for?"),
@@ -1597,6 +1599,13 @@ _ASSISTANT_TAILS = (
 _USER_ACKS = (
     "Perfect, thanks.", "Great, that's what I needed.", "Okay, good to know.",
     "Thanks, noted.", "Makes sense, thank you.", "Got it.",
+)  # fmt: skip
+_OPENERS = (
+    "Good question.", "That's a common problem.", "Fair point.", "Makes sense.",
+    "Okay, a few thoughts.", "Short answer: it depends.", "I've seen this a lot.",
+    "Here's how I'd approach it.", "Two things come to mind.", "Honestly, that's reasonable.",
+    "Right.", "Happy to help with that.", "Good instinct.", "That tracks.", "Sure.", "Ah, yes.",
+    "Let's think it through.", "Understandable.",
 )  # fmt: skip
 _CLOSERS = (
     "Want me to put that on the list?", "Let me know how it goes.",
@@ -2059,6 +2068,9 @@ def _filler(rng: random.Random, topic: _Topic, role: str) -> str:
     parts: list[str] = []
     if role == USER and rng.random() < 0.2:
         parts.append(rng.choice(_LEADS))
+    elif role == ASSISTANT and rng.random() < 0.6:
+        # Assistant sentences carry few slots; openers keep whole turns from repeating.
+        parts.append(rng.choice(_OPENERS))
     for template in rng.sample(sentences, k=4):
         parts.append(_fill(rng, template))
         if sum(map(_tokens, parts)) >= target:
@@ -2119,7 +2131,7 @@ class _Plant:
 @functools.cache
 def _vocabulary() -> str:
     """All fixed template and pool text, lower case: a rare core must not occur in it."""
-    texts: list[str] = [*_LEADS, *_TAILS, *_ASSISTANT_TAILS, *_USER_ACKS, *_CLOSERS]
+    texts: list[str] = [*_LEADS, *_TAILS, *_ASSISTANT_TAILS, *_USER_ACKS, *_OPENERS, *_CLOSERS]
     for pool in _POOLS.values():
         texts.extend(pool)
     for topic in _TOPICS:
@@ -2268,7 +2280,7 @@ def generate_conversation(
             continue
         role = USER if index % 2 == 0 else ASSISTANT
         # Users stay on a topic for a few exchanges; an assistant answers the user's topic.
-        follows_filler = index > 0 and builders[index - 1] is not None and not used[index - 1]
+        follows_filler = index > 0 and not used[index - 1]
         if (role == USER or not follows_filler) and rng.random() < 0.45:
             topic = rng.choice(_TOPICS)
         builders[index] = functools.partial(_filler, rng, topic, role)

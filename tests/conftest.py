@@ -14,6 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder  # noqa: E402
 from contextwm.app import Service  # noqa: E402
+from contextwm.ports.embedder import Embedder  # noqa: E402
 from contextwm.settings import ServerSettings  # noqa: E402
 from contextwm_client import Client  # noqa: E402
 
@@ -33,16 +34,17 @@ def start_service(
 ) -> Iterator[StartService]:
     """Starts real servers on loopback port 0 with a fresh SQLite file; stops them afterwards.
 
-    Keyword arguments override ServerSettings fields (conversation=..., limits=...).
+    Keyword arguments override ServerSettings fields (conversation=..., limits=...), except
+    `model`, an Embedder instance to use instead of the shared one.
     """
     started: list[Service] = []
 
-    def start(**overrides: Any) -> Service:
+    def start(*, model: Embedder | None = None, **overrides: Any) -> Service:
         data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
         settings = dataclasses.replace(
             ServerSettings(port=0, data_dir=data_dir, grace_seconds=1.0), **overrides
         )
-        service = Service.start(settings, embedder=embedder)
+        service = Service.start(settings, embedder=model or embedder)
         started.append(service)
         return service
 

@@ -54,7 +54,12 @@ class Service:
         faiss.omp_set_num_threads(1)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         embedder = embedder or make_embedder(settings.embedder)
-        store = SqliteStore(settings.data_dir / "contextwm.sqlite3", synchronous=settings.sqlite_synchronous)
+        # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
+        embedder.embed(["warm-up"])
+        token_counter(settings.conversation.encoding).count("warm-up")
+        store = SqliteStore(
+            settings.data_dir / "contextwm.sqlite3", synchronous=settings.sqlite_synchronous
+        )
         index_dir = settings.data_dir / "indexes" / embedder.model_name
         engine = ContextEngine(
             store,
@@ -79,7 +84,8 @@ class Service:
         port = server.bind(address)
         indexer.start()
         server.start()
-        log.info("contextwm serving on %s (data in %s)", address if settings.socket else f"{settings.host}:{port}", settings.data_dir)
+        where = address if settings.socket else f"{settings.host}:{port}"
+        log.info("contextwm serving on %s (data in %s)", where, settings.data_dir)
         return cls(settings, store, engine, indexer, server, port)
 
     def stop(self, grace: float | None = None) -> None:

@@ -56,7 +56,10 @@ def run_serve(args: argparse.Namespace) -> int:
     service = Service.start(settings)
     # Tests and supervisors read this line to learn the bound port.
     print(f"contextwm listening on port {service.port}", flush=True)
-    stop.wait()
+    # Wake up now and then: the kernel may deliver SIGTERM to a gRPC thread, and Python runs
+    # handlers only when the main thread gets back to bytecode; a bare wait() could sleep forever.
+    while not stop.wait(0.5):
+        pass
     logging.getLogger(__name__).info("shutting down: draining calls in flight")
     service.stop()
     return 0

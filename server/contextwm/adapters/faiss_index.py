@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from contextwm.ports.embedder import Vectors
+
+log = logging.getLogger(__name__)
 
 
 class FaissIndex:
@@ -97,7 +100,8 @@ class FaissIndexFiles:
             return None
         try:
             return FaissIndex.load(path, self._dim)
-        except ValueError:
+        except ValueError as exc:
+            log.warning("%s; rebuilding it from stored vectors", exc)
             return None
 
     def save(self, key: int, index: FaissIndex) -> None:  # type: ignore[override]

@@ -242,7 +242,7 @@ class ContextEngine:
             rt.index = index
             return
         if index is not None:
-            log.warning("index of conversation %s is stale or corrupt; rebuilding", rt.key)
+            log.warning("index of conversation %s is stale; rebuilding it from stored vectors", rt.key)
         index = self.index_files.new()
         seqs, vectors = self.store.archived_vectors(rt.key, self.embedder.model_name)
         index.add(seqs.tolist(), vectors)
@@ -690,7 +690,11 @@ class ContextEngine:
         request: ContextRequest,
         hint: TimeHint | None,
     ) -> list[HistoryCandidate]:
-        """Scored history hits with their neighbouring turns, best first (rt.lock held)."""
+        """Scored history hits with their neighbouring turns, best first (rt.lock held).
+
+        A user turn's neighbour is the assistant turn after it, an assistant turn's the user
+        turn before it: a hit on a question brings its answer, a hit on an answer its question.
+        """
         hits = self._scored(rt, ranked, hint)
         if not request.include_neighbors:
             return [HistoryCandidate(h) for h in hits]
@@ -701,13 +705,16 @@ class ContextEngine:
             elif h.item.role == "assistant":
                 wanted[h.item.seq] = h.item.seq - 1
         neighbors = self._items(rt, list(set(wanted.values())))
+        by_seq = {h.item.seq: h for h in hits}
         out: list[HistoryCandidate] = []
         for h in hits:
             n = neighbors.get(wanted.get(h.item.seq, -1))
-            if n is not None and {n.role, h.item.role} == {"user", "assistant"}:
-                out.append(HistoryCandidate(h, ScoredItem(n, h.score, ScoreParts(), h.item.seq)))
-            else:
+            if n is None or {n.role, h.item.role} != {"user", "assistant"}:
                 out.append(HistoryCandidate(h))
+                continue
+            own = by_seq.get(n.seq)
+            parts = own.parts if own is not None else self._parts(rt, n, None, hint)
+            out.append(HistoryCandidate(h, ScoredItem(n, h.score, parts, h.item.seq)))
         return out
 
     def _items(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Item]:
@@ -723,31 +730,31 @@ class ContextEngine:
         out.update(self.store.get_items(rt.key, missing))
         return out
 
+    def _parts(
+        self, rt: ConversationRuntime, item: Item, ranked: Ranked | None, hint: TimeHint | None
+    ) -> ScoreParts:
+        settings = rt.record.settings
+        return ScoreParts(
+            recency=recency(settings, rt.clock(), item.timestamp, item.seq),
+            importance=settings.weights.importance_of(item.flags),
+            similarity=ranked.similarity if ranked else 0.0,
+            lexical=ranked.lexical if ranked else 0.0,
+            role=settings.weights.role.get(item.role, 0.0),
+            time=1.0 if hint is not None and _in_range(hint, item.timestamp) else 0.0,
+        )
+
     def _scored(
         self, rt: ConversationRuntime, ranked: Sequence[Ranked], hint: TimeHint | None
     ) -> list[ScoredItem]:
+        """Ranked candidates as scored items; the time the query names moves hits up."""
         items = self._items(rt, [r.seq for r in ranked])
-        settings = rt.record.settings
-        clock = rt.clock()
-        since, until = (_ts(hint.since), _ts(hint.until)) if hint else (None, None)
         out: list[ScoredItem] = []
         for r in ranked:
             item = items.get(r.seq)
             if item is None:
                 continue
-            in_range = hint is not None and (since is not None or until is not None) and (
-                (since is None or item.timestamp >= since)
-                and (until is None or item.timestamp < until)
-            )
-            parts = ScoreParts(
-                recency=recency(settings, clock, item.timestamp, item.seq),
-                importance=settings.weights.importance_of(item.flags),
-                similarity=r.similarity,
-                lexical=r.lexical,
-                role=settings.weights.role.get(item.role, 0.0),
-                time=1.0 if in_range else 0.0,
-            )
-            score = r.score + (TIME_BOOST if in_range else 0.0)
+            parts = self._parts(rt, item, r, hint)
+            score = r.score + TIME_BOOST * parts.time
             if hint is not None and hint.prefer_recent:
                 score += TIME_BOOST * parts.recency
             if hint is not None and hint.prefer_oldest and rt.last_seq > 0:
@@ -827,3 +834,11 @@ class ContextEngine:
 
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
+
+
+def _in_range(hint: TimeHint, timestamp: float) -> bool:
+    """Whether a timestamp falls in the range a hint names (False for a hint without one)."""
+    since, until = _ts(hint.since), _ts(hint.until)
+    if since is None and until is None:
+        return False
+    return (since is None or timestamp >= since) and (until is None or timestamp < until)

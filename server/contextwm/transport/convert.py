@@ -51,11 +51,10 @@ _MODES = {
 
 
 def to_proto_timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    whole = int(seconds // 1)
-    ts.seconds = whole
-    ts.nanos = int(round((seconds - whole) * 1e9)) % 1_000_000_000
-    return ts
+    # Core timestamps are float seconds, exact to well under a microsecond for any date
+    # up to 9999; rounding to whole microseconds gives back what the client sent.
+    micros = round(seconds * 1_000_000)
+    return Timestamp(seconds=micros // 1_000_000, nanos=(micros % 1_000_000) * 1000)
 
 
 def from_proto_timestamp(ts: Timestamp) -> float:

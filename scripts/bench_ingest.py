@@ -1,0 +1,343 @@
+"""Ingest benchmark: acknowledged-append latency and sustained ingest against raw embedding.
+
+Measures, in one run:
+
+1. raw batched embedding throughput of the service's model (SentenceTransformerEmbedder,
+   all-MiniLM-L6-v2) in this process, on a sample of the same texts, in batches of 32 (the
+   indexer's batch size) and 64, before the server starts (so nothing competes with it);
+2. single appends: `Client.append` one item at a time from several client threads over
+   several conversations (default window 100 items / 8000 tokens, so evictions happen),
+   against a `contextwm serve` subprocess (port 0, fresh temp data dir) over loopback;
+   ack latency p50/p99 of every call, and sustained ingest = items / (time from the first
+   append until `get_conversation().pending_embeddings` is 0 for every conversation);
+3. the batched path: `Client.append_many` with batches of 100, ack latency per batch and
+   its sustained rate, after the single-append backlog has drained.
+
+Texts: seeded random templates over a dozen topics, about 40 cl100k tokens each.
+Goals (issue): ack p50 <= 5 ms; sustained ingest >= 80 % of raw embedding throughput.
+
+Run:  .venv/bin/python scripts/bench_ingest.py            (full: 20,000 items, ~10-20 min)
+      .venv/bin/python scripts/bench_ingest.py --quick    (smoke run, ~1 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
+    ServerProcess,
+    TextGenerator,
+    log,
+    p50_p99,
+    print_table,
+    verdict,
+)
+from contextwm_client import Client, NewItem
+
+ACK_GOAL_MS = 5.0
+SUSTAINED_GOAL = 0.8
+
+
+@dataclass
+class Phase:
+    """One ingest phase: per-call ack latencies and the phase's wall-clock marks."""
+
+    name: str
+    items: int
+    calls: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    evicted: int = 0
+    acked_seconds: float = 0.0
+    done_seconds: float = 0.0
+    backlog_at_ack: int = 0
+    load: tuple[str, str] = ("", "")
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--items", type=int, default=20_000, help="items appended one at a time")
+    p.add_argument("--conversations", type=int, default=16, help="conversations per phase")
+    p.add_argument("--threads", type=int, default=4, help="concurrent client threads")
+    p.add_argument("--embed-sample", type=int, default=2000,
+                   help="texts embedded for the raw throughput figure")
+    p.add_argument("--batched-items", type=int, default=5000,
+                   help="items appended through append_many (0 skips the batched phase)")
+    p.add_argument("--batch-size", type=int, default=100, help="items per append_many call")
+    p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 400 items, 4 conversations, sample 128, 300 batched items")
+    args = p.parse_args()
+    if args.quick:
+        args.items = 400
+        args.conversations = 4
+        args.embed_sample = 128
+        args.batched_items = 300
+    if args.conversations < args.threads:
+        p.error("--conversations must be at least --threads")
+    return args
+
+
+def plan(
+    gen: TextGenerator, total: int, threads: int, is_user: Callable[[int], bool]
+) -> list[list[tuple[str, str]]]:
+    """(text, role) lists, one per client thread; is_user(k) gives the role of a thread's
+    k-th item, so that each conversation alternates user and assistant turns."""
+    out: list[list[tuple[str, str]]] = [[] for _ in range(threads)]
+    for i in range(total):
+        t, k = i % threads, i // threads
+        role = "user" if is_user(k) else "assistant"
+        out[t].append((gen.text(role)[0], role))
+    return out
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def raw_embedding(texts: list[str]) -> dict[int, tuple[float, float]]:
+    """items/s and seconds of embed() on chunks of 32 and 64 texts, in this process."""
+    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    embedder.embed(texts[:64])  # warm-up: first calls allocate
+    out: dict[int, tuple[float, float]] = {}
+    for batch in (32, 64):
+        t0 = time.perf_counter()
+        for start in range(0, len(texts), batch):
+            embedder.embed(texts[start : start + batch])
+        seconds = time.perf_counter() - t0
+        out[batch] = (len(texts) / seconds, seconds)
+        log(f"raw embedding, batch {batch}: {out[batch][0]:.1f} items/s")
+    del embedder
+    gc.collect()
+    return out
+
+
+def wait_embedded(client: Client, conversation_ids: list[str], timeout: float = 3600.0) -> None:
+    deadline = time.monotonic() + timeout
+    left = list(conversation_ids)
+    while left:
+        left = [c for c in left if client.get_conversation(c).pending_embeddings > 0]
+        if left and time.monotonic() > deadline:
+            raise RuntimeError(f"{len(left)} conversations still have pending embeddings")
+        if left:
+            time.sleep(0.1)
+
+
+def run_phase(
+    phase: Phase,
+    target: str,
+    conversation_ids: list[str],
+    texts: list[list[tuple[str, str]]],
+    threads: int,
+    batch_size: int | None,
+) -> None:
+    """Appends texts from `threads` clients (thread t owns every threads-th conversation),
+    then waits until every item is embedded. batch_size None means single appends."""
+    with Client(target, timeout=120.0) as admin:
+        for cid in conversation_ids:
+            admin.create_conversation(cid)
+    barrier = threading.Barrier(threads + 1)
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def worker(t: int) -> None:
+        mine = conversation_ids[t::threads]
+        items = texts[t]
+        latencies: list[float] = []
+        evicted = 0
+        calls = 0
+        try:
+            with Client(target, timeout=120.0) as client:
+                client.get_conversation(mine[0])  # opens the channel before timing
+                barrier.wait()
+                if batch_size is None:
+                    for k, (text, role) in enumerate(items):
+                        cid = mine[k % len(mine)]
+                        t0 = time.perf_counter()
+                        result = client.append(cid, text, role=role, metadata={"k": str(k)})
+                        latencies.append((time.perf_counter() - t0) * 1000)
+                        evicted += len(result.evicted_seqs)
+                        calls += 1
+                else:
+                    for b, start in enumerate(range(0, len(items), batch_size)):
+                        cid = mine[b % len(mine)]
+                        batch = [
+                            NewItem(content=text, role=role, metadata={"k": str(start + j)})
+                            for j, (text, role) in enumerate(items[start : start + batch_size])
+                        ]
+                        t0 = time.perf_counter()
+                        result_b = client.append_many(cid, batch)
+                        latencies.append((time.perf_counter() - t0) * 1000)
+                        evicted += len(result_b.evicted_seqs)
+                        calls += 1
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+            barrier.abort()
+        with lock:
+            phase.latencies_ms.extend(latencies)
+            phase.evicted += evicted
+            phase.calls += calls
+
+    workers = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    load0 = loadavg()
+    barrier.wait()
+    t_start = time.perf_counter()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+    phase.acked_seconds = time.perf_counter() - t_start
+    with Client(target, timeout=120.0) as poller:
+        phase.backlog_at_ack = sum(
+            poller.get_conversation(c).pending_embeddings for c in conversation_ids
+        )
+        wait_embedded(poller, conversation_ids)
+    phase.done_seconds = time.perf_counter() - t_start
+    phase.load = (load0, loadavg())
+
+
+def main() -> int:
+    args = parse_args()
+    began = time.perf_counter()
+    gen = TextGenerator(args.seed)
+    per_conv = args.conversations // args.threads
+    single_texts = plan(gen, args.items, args.threads, lambda k: (k // per_conv) % 2 == 0)
+    batched_texts = plan(
+        gen, args.batched_items, args.threads, lambda k: (k % args.batch_size) % 2 == 0
+    )
+
+    from contextwm.adapters.tokens_bpe import token_counter
+
+    counter = token_counter("cl100k_base")
+    flat = [text for thread in single_texts for text, _ in thread]
+    sample_tokens = [counter.count(t) for t in flat[:2000]]
+    mean_tokens = sum(sample_tokens) / len(sample_tokens)
+
+    sample = flat[: args.embed_sample]
+    raw_load0 = loadavg()
+    raw = raw_embedding(sample)
+    raw_load = (raw_load0, loadavg())
+
+    tmp = Path(tempfile.mkdtemp(prefix="cwm-bench-ingest-"))
+    data_dir = tmp / "data"
+    data_dir.mkdir()
+    server = ServerProcess(data_dir).start()
+    log(f"server pid {server.pid} port {server.port} up in {server.start_seconds:.1f} s")
+    single = Phase("append x1", args.items)
+    batched = Phase(f"append_many x{args.batch_size}", args.batched_items)
+    try:
+        # Loads the server's model and tokenizer caches outside the timed phases.
+        with Client(server.target, timeout=120.0) as client:
+            client.append("warmup", "warm up the server", role="user")
+            wait_embedded(client, ["warmup"])
+        log(f"single appends: {args.items} items, {args.threads} threads,"
+            f" {args.conversations} conversations")
+        run_phase(
+            single,
+            server.target,
+            [f"ingest-{c:03d}" for c in range(args.conversations)],
+            single_texts,
+            args.threads,
+            None,
+        )
+        log(f"single appends done: acked in {single.acked_seconds:.1f} s,"
+            f" embedded in {single.done_seconds:.1f} s")
+        if args.batched_items:
+            run_phase(
+                batched,
+                server.target,
+                [f"batch-{c:03d}" for c in range(args.conversations)],
+                batched_texts,
+                args.threads,
+                args.batch_size,
+            )
+            log(f"batched appends done: acked in {batched.acked_seconds:.1f} s,"
+                f" embedded in {batched.done_seconds:.1f} s")
+        rss = server.rss_mb()
+    finally:
+        server.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    report(args, mean_tokens, raw, raw_load, single, batched, rss)
+    log(f"total {time.perf_counter() - began:.0f} s")
+    return 0
+
+
+def report(
+    args: argparse.Namespace,
+    mean_tokens: float,
+    raw: dict[int, tuple[float, float]],
+    raw_load: tuple[str, str],
+    single: Phase,
+    batched: Phase,
+    rss: tuple[float, float],
+) -> None:
+    print("\ncontextwm ingest benchmark" + (" (--quick)" if args.quick else ""))
+    print(f"texts: seeded templates, mean {mean_tokens:.1f} cl100k tokens; server: `contextwm"
+          f" serve` subprocess, default settings (window 100 items / 8000 tokens, indexer"
+          f" batch 32); client: contextwm_client.Client over loopback, {args.threads} threads,"
+          f" {args.conversations} conversations per phase.")
+    print_table(
+        "Raw batched embedding throughput (this process, same texts, server not running)",
+        ["batch", "texts", "seconds", "items/s", "loadavg before -> after"],
+        [[b, args.embed_sample, f"{s:.1f}", f"{r:.1f}", f"{raw_load[0]} -> {raw_load[1]}"]
+         for b, (r, s) in raw.items()],
+    )
+    rows = []
+    for ph in (single, batched):
+        if not ph.latencies_ms:
+            continue
+        p50, p99 = p50_p99(ph.latencies_ms)
+        rows.append([
+            ph.name,
+            f"{ph.items:,}",
+            f"{ph.calls:,}",
+            f"{p50:.2f}",
+            f"{p99:.2f}",
+            f"{max(ph.latencies_ms):.1f}",
+            f"{ph.items / ph.acked_seconds:.0f}",
+            f"{ph.backlog_at_ack:,}",
+            f"{ph.done_seconds:.1f}",
+            f"{ph.items / ph.done_seconds:.1f}",
+            f"{ph.evicted:,}",
+            f"{ph.load[0]} -> {ph.load[1]}",
+        ])
+    print_table(
+        "Ingest through the service (ack = one call's latency; sustained = items / time from"
+        " first append until nothing is pending)",
+        ["path", "items", "calls", "ack p50 ms", "ack p99 ms", "max ms", "acked items/s",
+         "pending at last ack", "all embedded s", "sustained items/s", "evicted",
+         "loadavg before -> after"],
+        rows,
+    )
+    raw32, raw64 = raw[32][0], raw[64][0]
+    p50, p99 = p50_p99(single.latencies_ms)
+    sustained = single.items / single.done_seconds
+    goals = [
+        ["ack p50 (single appends) <= 5 ms", f"{p50:.2f} ms", verdict(p50 <= ACK_GOAL_MS)],
+        ["sustained / raw (batch 32, the indexer's)", f"{sustained / raw32:.2f}",
+         verdict(sustained >= SUSTAINED_GOAL * raw32)],
+        ["sustained / raw (batch 64)", f"{sustained / raw64:.2f}",
+         verdict(sustained >= SUSTAINED_GOAL * raw64)],
+    ]
+    if batched.latencies_ms:
+        bs = batched.items / batched.done_seconds
+        goals.append(["batched path: sustained / raw (batch 32)", f"{bs / raw32:.2f}",
+                      verdict(bs >= SUSTAINED_GOAL * raw32)])
+    print_table("Goals (sustained goal: >= 0.80)", ["goal", "measured", "verdict"], goals)
+    print(f"\nserver RSS at the end: {rss[0]:.0f} MiB (peak {rss[1]:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

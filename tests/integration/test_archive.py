@@ -1,0 +1,104 @@
+"""Point 6: evicted items keep every field, are embedded with MiniLM and indexed in FAISS,
+and embedding work from concurrent requests is batched."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+
+from conftest import StartService
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.ports.embedder import Vectors
+from contextwm_client import Client, ConversationSettings, FileRef
+
+
+def test_evicted_items_keep_all_fields_and_are_found_by_meaning(client: Client) -> None:
+    client.create_conversation("a", settings=ConversationSettings(window_max_items=2))
+    when = datetime(2024, 2, 3, 4, 5, 6, tzinfo=UTC)
+    client.append(
+        "a",
+        "My sister moved to Lisbon last spring.",
+        timestamp=when,
+        metadata={"session": "s1"},
+        file=FileRef("notes/family.md", "mention"),
+    )
+    client.append("a", "The build uses gradle with the kotlin plugin.")
+    client.append("a", "Lunch was a sandwich.")
+    (archived,) = client.list_items("a", states=["archived"]).items
+    assert archived.seq == 1
+    assert archived.content == "My sister moved to Lisbon last spring."
+    assert archived.timestamp == when
+    assert dict(archived.metadata) == {"session": "s1"}
+    assert archived.flags == ()
+    assert archived.file == FileRef("notes/family.md", "mention")
+    # No shared content words: only the embedding can connect them.
+    hits = client.search("Where does my sibling live nowadays?", conversation_id="a", mode="dense")
+    assert [h.seq for h in hits.hits] == [1]
+    assert hits.hits[0].parts.similarity > 0.3
+    assert dict(hits.hits[0].metadata) == {"session": "s1"}
+
+
+class _RecordingEmbedder:
+    """The real model, recording the size of every batch it is asked to embed."""
+
+    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+        self.inner = inner
+        self.batches: list[int] = []
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.batches.append(len(texts))
+        return self.inner.embed(texts)
+
+
+def test_concurrent_appends_are_embedded_in_batches(
+    start_service: StartService, embedder: SentenceTransformerEmbedder
+) -> None:
+    recording = _RecordingEmbedder(embedder)
+    service = start_service(model=recording)
+    target = f"127.0.0.1:{service.port}"
+
+    def writer(n: int) -> None:
+        with Client(target) as c:
+            for k in range(10):
+                c.append(f"conv-{n}", f"writer {n} says thing {k} about the weather")
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with Client(target) as c:
+        for n in range(8):
+            c.get_context(f"conv-{n}", "weather", max_tokens=100)  # waits for the indexer
+            assert c.get_conversation(f"conv-{n}").pending_embeddings == 0
+    item_batches = [b for b in recording.batches if b > 1]
+    assert sum(recording.batches) >= 80
+    assert max(recording.batches) > 1
+    assert len(item_batches) < 80  # far fewer model calls than items
+
+
+def test_archived_vectors_are_the_models_vectors(client: Client, service: object) -> None:
+    from contextwm.app import Service
+
+    assert isinstance(service, Service)
+    client.create_conversation("v", settings=ConversationSettings(window_max_items=1))
+    client.append("v", "first item about compilers")
+    client.append("v", "second item about gardening")
+    client.get_context("v", "compilers", max_tokens=100)
+    key = service.store.get_conversation("default", "v")
+    assert key is not None
+    seqs, vectors = service.store.archived_vectors(key.key, service.engine.embedder.model_name)
+    assert seqs.tolist() == [1]
+    expected = service.engine.embedder.embed(["first item about compilers"])[0]
+    assert np.allclose(vectors[0], expected, atol=1e-5)

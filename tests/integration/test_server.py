@@ -1,0 +1,94 @@
+"""Point 12: serve flags, config file and environment, health, reflection, SIGTERM, logging."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+
+from contextwm.app import Service
+from contextwm_client import Client, UnavailableError
+from server_process import ServerProcess
+
+
+def test_health_and_reflection(service: Service) -> None:
+    channel = grpc.insecure_channel(f"127.0.0.1:{service.port}")
+    health = health_pb2_grpc.HealthStub(channel)
+    for name in ("", "contextwm.v1.ContextService"):
+        status = health.Check(health_pb2.HealthCheckRequest(service=name)).status
+        assert status == health_pb2.HealthCheckResponse.SERVING
+    services = ProtoReflectionDescriptorDatabase(channel).get_services()
+    assert "contextwm.v1.ContextService" in services
+    assert "grpc.health.v1.Health" in services
+    channel.close()
+
+
+@pytest.mark.slow
+def test_socket_config_environment_debug_log_and_sigterm(tmp_path: Path) -> None:
+    config = tmp_path / "contextwm.toml"
+    config.write_text(
+        "log_level = 'debug'\n"
+        "[conversation]\nwindow_max_items = 7\nwindow_max_tokens = 123\n"
+        "[limits]\nmax_item_tokens = 50\n"
+    )
+    socket = tmp_path / "cwm.sock"
+    server = ServerProcess(
+        tmp_path / "data",
+        "--socket", str(socket), "--config", str(config),
+        env={"CONTEXTWM_CONVERSATION__WINDOW_MAX_TOKENS": "456"},  # environment beats file
+    )
+    target = f"unix:{socket}"
+    try:
+        _exercise(server, target)
+    finally:
+        server.kill()
+    log = server.log()
+    assert "/contextwm.v1.ContextService/Append OK" in log
+    assert "/contextwm.v1.ContextService/Append RESOURCE_EXHAUSTED" in log
+    assert "shutting down" in log
+    assert "Traceback" not in log
+    with Client(target) as client, pytest.raises(UnavailableError):
+        client.get_conversation("c")
+
+
+def _exercise(server: ServerProcess, target: str) -> None:
+    with Client(target) as client:
+        conv = client.create_conversation("c")
+        assert conv.settings.window_max_items == 7  # from the file
+        assert conv.settings.window_max_tokens == 456  # from the environment
+        client.append("c", "hello")
+        with pytest.raises(Exception, match="max_item_tokens"):
+            client.append("c", "word " * 60)
+        # A call in flight when SIGTERM arrives still completes (graceful drain).
+        result: dict[str, object] = {}
+
+        def slow_call() -> None:
+            result["ctx"] = client.get_context("c", "hello", max_tokens=100)
+
+        t = threading.Thread(target=slow_call)
+        t.start()
+        code = server.terminate()
+        t.join()
+    assert code == 0
+    assert "ctx" in result
+
+
+def test_bad_settings_fail_fast_with_a_clear_message(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    config = tmp_path / "bad.toml"
+    config.write_text("[conversation]\nwindow_max_items = 'many'\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "contextwm", "serve", "--config", str(config)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 2
+    assert "conversation.window_max_items" in out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr

@@ -1,0 +1,390 @@
+"""A rule-based state machine over a real ContextEngine (SQLite file, FAISS files, BPE counts,
+the hashing embedder) with the indexer driven by hand, checking the engine's invariants."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+from contextwm.adapters.embedder_fake import HashingEmbedder
+from contextwm.adapters.faiss_index import FaissIndexFiles
+from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.core.assembly import QUERY_HEADING
+from contextwm.core.engine import ContextEngine, ContextRequest
+from contextwm.core.indexer import Indexer
+from contextwm.core.model import Flag, Item, ItemState, NewItem, SettingsPatch
+from contextwm.errors import InvalidArgument
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+NS, CID = "default", "conv"
+T0 = 1_700_000_000.0
+ENCODING = "cl100k_base"
+ROLES = ["user", "assistant", "system", "tool", "file", "error"]
+WORDS = [
+    "kestrel", "deploy", "cache", "index", "Traceback", "error", "fixed", "def", "f():",
+    "return", "x;", "?", "why", "yesterday", "last week", "7", "2024", "<|endoftext|>",
+    "café", "東京", "🙂", "\n", "the", "what", "config.toml", "research", "compare",
+]  # fmt: skip
+
+# Content must not be blank (validation rejects it): start with a visible word.
+words = st.tuples(
+    st.sampled_from([w for w in WORDS if w.strip()]), st.lists(st.sampled_from(WORDS), max_size=11)
+).map(lambda t: " ".join([t[0], *t[1]]))
+# Mostly small items, some far larger than any window limit used here.
+contents = st.one_of(
+    words,
+    words,
+    st.tuples(words, st.integers(20, 180)).map(lambda t: (t[0] + " ") * t[1]),
+)
+new_items = st.builds(
+    lambda role, content, pinned, ts, idem: NewItem(
+        role=role,
+        content=content,
+        timestamp=ts,
+        flags=Flag.PINNED if pinned else Flag.NONE,
+        metadata={"k": role},
+        idempotency_key=idem,
+    ),
+    st.sampled_from(ROLES),
+    contents,
+    st.booleans(),
+    st.one_of(st.none(), st.floats(T0 - 30 * 86400, T0)),
+    st.one_of(st.none(), st.uuids().map(str)),
+)
+
+
+class EngineMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="cwm-sm-"))
+        self.now = T0
+        self.store, self.engine, self.indexer = self._build()
+        self.engine.create_conversation(
+            NS, CID, SettingsPatch(window_max_tokens=200, window_max_items=8)
+        )
+        self.appended: list[int] = []  # every seq an append acknowledged, in order
+        self.idems: dict[str, int] = {}
+
+    # ------------------------------------------------------------ plumbing
+
+    def _clock(self) -> float:
+        self.now += 7.0
+        return self.now
+
+    def _build(self) -> tuple[SqliteStore, ContextEngine, Indexer]:
+        store = SqliteStore(self.dir / "contextwm.db")
+        embedder = HashingEmbedder(32)
+        engine = ContextEngine(
+            store,
+            embedder,
+            FaissIndexFiles(self.dir / "indexes", embedder.dimension),
+            token_counter,
+            index_wait_seconds=0.0,  # no indexer thread: never wait for one
+            clock=self._clock,
+        )
+        return store, engine, Indexer(engine, batch_size=4)
+
+    def teardown(self) -> None:
+        self.store.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _rt(self):  # type: ignore[no-untyped-def]
+        return self.engine.runtime(NS, CID)
+
+    def _all_items(self) -> list[Item]:
+        items: list[Item] = []
+        token = ""
+        while True:
+            page, token = self.engine.list_items(NS, CID, 7, token, ())
+            items.extend(page)
+            if not token:
+                return items
+
+    def _window_seqs(self) -> list[int]:
+        return [e.item.seq for e in self._rt().window]
+
+    def _drain(self) -> None:
+        while self.indexer.run_once():
+            pass
+
+    # ------------------------------------------------------------ rules
+
+    def _append(self, items: list[NewItem]) -> None:
+        rt = self._rt()
+        limit_before = rt.token_limit
+        before = set(self._window_seqs())
+        sizes = {e.item.seq: e.item.token_count for e in rt.window}
+        outcome = self.engine.append(NS, CID, items)
+        assert len(outcome.results) == len(items)
+        fresh = [r.seq for r in outcome.results if not r.duplicate]
+        expected_first = (self.appended[-1] if self.appended else 0) + 1
+        assert fresh == list(range(expected_first, expected_first + len(fresh)))
+        for item, result in zip(items, outcome.results, strict=True):
+            if item.idempotency_key in self.idems:
+                assert result.duplicate and result.seq == self.idems[item.idempotency_key]
+            elif item.idempotency_key:
+                self.idems[item.idempotency_key] = result.seq
+            if item.flags & Flag.PINNED:
+                assert result.flags & Flag.PINNED
+        self.appended.extend(fresh)
+        for r in outcome.results:
+            if not r.duplicate:
+                sizes[r.seq] = r.token_count
+        # Evictions come from the window as it stood with the new items in it.
+        assert set(outcome.evicted) <= before | set(fresh)
+        window = {e.item.seq: e.item for e in self._rt().window}
+        assert not set(outcome.evicted) & set(window)
+        # A pinned item that could fit is evicted only when nothing unpinned was left.
+        stored = self.store.get_items(rt.key, list(outcome.evicted))
+        token_limit = self._rt().token_limit
+        assert token_limit == limit_before  # adaptive_window is off
+        if any(
+            stored[s].flags & Flag.PINNED and sizes[s] <= token_limit for s in outcome.evicted
+        ):
+            assert all(i.flags & Flag.PINNED for i in window.values())
+        assert outcome.window.token_count == sum(i.token_count for i in window.values())
+
+    @rule(item=new_items)
+    def append_one(self, item: NewItem) -> None:
+        self._append([item])
+
+    @rule(items=st.lists(new_items, min_size=1, max_size=6, unique_by=lambda i: i.idempotency_key or id(i)))
+    def append_batch(self, items: list[NewItem]) -> None:
+        self._append(items)
+
+    @precondition(lambda self: bool(self.idems))
+    @rule(data=st.data())
+    def append_duplicate(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(sorted(self.idems)))
+        total = len(self.appended)
+        self._append([NewItem(role="user", content="a retry", idempotency_key=key)])
+        assert len(self.appended) == total
+
+    @precondition(lambda self: bool(self.appended))
+    @rule(data=st.data(), pinned=st.booleans())
+    def pin(self, data: st.DataObject, pinned: bool) -> None:
+        seq = data.draw(st.sampled_from(self.appended))
+        item = self.engine.set_pinned(NS, CID, seq, pinned)
+        assert bool(item.flags & Flag.PINNED) == pinned
+        assert bool(self.store.get_items(self._rt().key, [seq])[seq].flags & Flag.PINNED) == pinned
+        entry = self._rt().window.get(seq)
+        if entry is not None:
+            assert bool(entry.item.flags & Flag.PINNED) == pinned
+
+    @rule(steps=st.integers(1, 3))
+    def run_indexer(self, steps: int) -> None:
+        for _ in range(steps):
+            self.indexer.run_once()
+
+    @rule()
+    def index_everything(self) -> None:
+        """Runs the indexer to completion; then the FAISS index holds exactly the archive."""
+        self._drain()
+        rt = self._rt()
+        assert rt.pending == 0
+        assert self.engine.get_conversation(NS, CID).pending_embeddings == 0
+        with rt.lock:
+            self.engine._index(rt)  # loads or rebuilds it if this runtime has none yet
+            assert rt.index is not None
+            ids = sorted(rt.index.ids().tolist())
+        archived = [i.seq for i in self._all_items() if i.state == ItemState.ARCHIVED]
+        assert ids == archived
+        # Saved and loaded again, the file holds the same ids.
+        self.engine.save_indexes()
+        if archived:
+            loaded = FaissIndexFiles(self.dir / "indexes", 32).load(rt.key)
+            assert loaded is not None
+            assert sorted(loaded.ids().tolist()) == archived
+        # Every window entry has its vector by now.
+        assert all(e.vector is not None for e in rt.window)
+
+    @rule(
+        budget=st.integers(1, 600),
+        query=st.one_of(st.none(), words, st.just("why " * 300)),
+        share=st.floats(0.0, 1.0),
+        mode=st.sampled_from(["hybrid", "dense", "lexical"]),
+        neighbours=st.booleans(),
+    )
+    def get_context(
+        self, budget: int, query: str | None, share: float, mode: str, neighbours: bool
+    ) -> None:
+        request = ContextRequest(
+            query=query,
+            max_tokens=budget,
+            recent_share=share,
+            mode=mode,
+            include_neighbors=neighbours,
+        )
+        counter = token_counter(ENCODING)
+        try:
+            ctx = self.engine.get_context(NS, CID, request)
+        except InvalidArgument:
+            assert query is not None and query.strip()
+            assert counter.count(f"{QUERY_HEADING}\n\n{query.strip()}") + 1 > budget
+            return
+        exact = counter.count(ctx.text)
+        assert exact <= budget
+        assert ctx.tokens.total == exact and ctx.tokens.encoding == ENCODING
+        seqs = [s.item.seq for s in (*ctx.recent, *ctx.history)]
+        assert len(seqs) == len(set(seqs))
+        assert set(seqs) <= set(self.appended)
+        assert {s.item.seq for s in ctx.recent} <= set(self._window_seqs())
+
+    @rule(tokens=st.integers(30, 400), items=st.integers(1, 10))
+    def update_limits(self, tokens: int, items: int) -> None:
+        info = self.engine.update_conversation(
+            NS, CID, SettingsPatch(window_max_tokens=tokens, window_max_items=items)
+        )
+        assert info.window.token_limit == tokens and info.window.item_limit == items
+        assert info.window.token_count <= tokens and info.window.item_count <= items
+
+    @rule(save=st.booleans(), corrupt=st.booleans())
+    def restart(self, save: bool, corrupt: bool) -> None:
+        """Closes the store and builds a new engine on the same files, like a process restart."""
+        before_items = self._all_items()
+        before_window = self._window_seqs()
+        before_settings = self._rt().record.settings
+        if save:
+            self.engine.save_indexes()
+        self.store.close()
+        if corrupt:
+            for path in (self.dir / "indexes").glob("*.faiss"):
+                path.write_bytes(b"garbage")
+        self.store, self.engine, self.indexer = self._build()
+        assert self._all_items() == before_items
+        assert self._window_seqs() == before_window
+        assert self._rt().record.settings == before_settings
+
+    # ------------------------------------------------------------ invariants
+
+    @invariant()
+    def window_within_limits(self) -> None:
+        rt = self._rt()
+        stats = self.engine.get_conversation(NS, CID).window
+        assert stats.token_count == rt.window.tokens == sum(e.item.token_count for e in rt.window)
+        # choose_evictions evicts pinned items too when nothing else is left, so the limits
+        # hold without exception. (The token limit is the engine's effective one; see
+        # test_token_limit_change_survives_restart for where it diverges from the setting.)
+        assert stats.token_count <= stats.token_limit
+        assert stats.item_count <= stats.item_limit == rt.record.settings.window_max_items
+
+    @invariant()
+    def every_item_in_exactly_one_state(self) -> None:
+        items = self._all_items()
+        seqs = [i.seq for i in items]
+        assert seqs == sorted(set(seqs))  # each listed once, in seq order
+        assert seqs == self.appended
+        assert {i.state for i in items} <= {ItemState.WINDOW, ItemState.ARCHIVED}
+        window = [i.seq for i in items if i.state == ItemState.WINDOW]
+        archived = [i.seq for i in items if i.state == ItemState.ARCHIVED]
+        assert window == self._window_seqs()
+        assert sorted(window + archived) == seqs
+        info = self.engine.get_conversation(NS, CID)
+        assert info.archived_items == len(archived) and info.total_items == len(seqs)
+        assert info.last_seq == (seqs[-1] if seqs else 0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_omp_thread() -> Iterator[None]:
+    """FAISS single queries spin-wait on OpenMP threads (~15 ms each on a busy 2-core box)."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    yield
+    faiss.omp_set_num_threads(before)
+
+
+EngineMachine.TestCase.settings = settings(
+    max_examples=30,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestEngineStateMachine = EngineMachine.TestCase
+
+
+# ---------------------------------------------------------------- found by the machine
+
+
+def build(directory: Path, now: list[float]) -> tuple[SqliteStore, ContextEngine]:
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    store = SqliteStore(directory / "contextwm.db")
+    embedder = HashingEmbedder(32)
+    engine = ContextEngine(
+        store,
+        embedder,
+        FaissIndexFiles(directory / "indexes", 32),
+        token_counter,
+        index_wait_seconds=0.0,
+        clock=clock,
+    )
+    return store, engine
+
+
+@pytest.mark.xfail(
+    reason="BUG: update_conversation changes rt.token_limit but persists it only when it"
+    " evicts, so after a restart the window runs on the old token limit",
+    strict=True,
+)
+def test_token_limit_change_survives_restart(tmp_path: Path) -> None:
+    now = [T0]
+    store, engine = build(tmp_path, now)
+    engine.create_conversation(NS, CID, SettingsPatch(window_max_tokens=200))
+    engine.append(NS, CID, [NewItem(role="user", content="kestrel " * 10)])  # ~10 tokens
+    # Lower the limit; the window already fits, so nothing is evicted (and nothing written).
+    engine.update_conversation(NS, CID, SettingsPatch(window_max_tokens=50))
+    store.close()
+    store, engine = build(tmp_path, now)
+    try:
+        info = engine.get_conversation(NS, CID)
+        assert info.record.settings.window_max_tokens == 50
+        assert info.window.token_limit == 50
+        engine.append(NS, CID, [NewItem(role="user", content="falcon " * 60)])
+        assert engine.get_conversation(NS, CID).window.token_count <= 50
+    finally:
+        store.close()
+
+
+def test_restart_keeps_window_index_and_pins(tmp_path: Path) -> None:
+    """A deterministic walk through the machine's main path, for a readable failure."""
+    now = [T0]
+    store, engine = build(tmp_path, now)
+    indexer = Indexer(engine)
+    engine.create_conversation(NS, CID, SettingsPatch(window_max_tokens=60, window_max_items=4))
+    engine.append(NS, CID, [NewItem(role="user", content="pinned fact", flags=Flag.PINNED)])
+    for n in range(10):
+        engine.append(NS, CID, [NewItem(role="assistant", content=f"note {n} " * 5)])
+    while indexer.run_once():
+        pass
+    rt = engine.runtime(NS, CID)
+    assert 1 in rt.window  # the pinned item stays while unpinned ones can go
+    ctx = engine.get_context(NS, CID, ContextRequest(query="note 3", max_tokens=200))
+    assert ctx.tokens.total <= 200
+    with rt.lock:
+        assert rt.index is not None
+        ids = sorted(rt.index.ids().tolist())
+    archived = [i.seq for i in store.list_items(rt.key, 0, 100, (ItemState.ARCHIVED,))]
+    assert ids == archived and archived
+    window = [e.item.seq for e in rt.window]
+    engine.save_indexes()
+    store.close()
+    store, engine = build(tmp_path, now)
+    try:
+        assert [e.item.seq for e in engine.runtime(NS, CID).window] == window
+        again = engine.get_context(NS, CID, ContextRequest(query="note 3", max_tokens=200))
+        assert again.text == ctx.text
+        assert np.array_equal(
+            np.sort(engine.index_files.load(engine.runtime(NS, CID).key).ids()), archived
+        )
+    finally:
+        store.close()

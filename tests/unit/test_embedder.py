@@ -1,0 +1,96 @@
+"""Tests for the embedders: the fast MiniLM path equals sentence-transformers' encode; the
+hashing fake is deterministic. Uses the real model (the session fixture `embedder`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from contextwm.adapters.embedder_fake import HashingEmbedder
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+
+SHORT = ["hi", "The cache was rebuilt after the model changed.", "kestrel_sync.py failed"]
+# Far more than 256 word pieces: both paths must truncate the same way.
+LONG = [
+    " ".join(f"token{n} alpha-beta/gamma" for n in range(400)),
+    "Traceback (most recent call last):\n" + "  File 'x.py', line 1, in f\n" * 200,
+]
+
+
+def check_same(embedder: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray:
+    fast = embedder.embed(texts)
+    ref = embedder.reference_embed(texts)
+    assert fast.shape == ref.shape == (len(texts), embedder.dimension)
+    assert fast.dtype == np.float32
+    assert float(np.max(np.abs(fast - ref))) < 1e-5
+    np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
+    return fast
+
+
+def test_long_texts_exceed_the_model_window(embedder: SentenceTransformerEmbedder) -> None:
+    tokenizer = embedder._tokenizer  # the premise of the LONG cases
+    assert all(len(tokenizer(t)["input_ids"]) > 256 for t in LONG)
+
+
+def test_fast_path_equals_reference_short(embedder: SentenceTransformerEmbedder) -> None:
+    check_same(embedder, SHORT)
+
+
+def test_fast_path_equals_reference_long(embedder: SentenceTransformerEmbedder) -> None:
+    check_same(embedder, LONG)
+
+
+def test_fast_path_equals_reference_mixed_batch_in_input_order(
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    # Lengths deliberately unsorted: embed() sorts by length internally and must put the
+    # rows back where they came from (encode() returns rows in input order).
+    texts = [SHORT[0], LONG[1], "<|endoftext|> é 🙂", SHORT[1], SHORT[2]]
+    fast = check_same(embedder, texts)
+    # Padding inside a mixed batch changes nothing: a row equals the text embedded alone.
+    alone = embedder.embed([SHORT[1]])[0]
+    assert float(np.max(np.abs(alone - fast[3]))) < 1e-5
+
+
+def test_batches_larger_than_batch_size(
+    embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedder, "_batch_size", 4)
+    texts = [f"note {n}: " + "word " * (n % 7) for n in range(11)]
+    check_same(embedder, texts)
+
+
+def test_empty_input(embedder: SentenceTransformerEmbedder) -> None:
+    assert embedder.embed([]).shape == (0, embedder.dimension)
+
+
+def test_model_identity(embedder: SentenceTransformerEmbedder) -> None:
+    assert embedder.model_name == "all-MiniLM-L6-v2"
+    assert embedder.dimension == 384
+
+
+def test_similar_texts_are_closer(embedder: SentenceTransformerEmbedder) -> None:
+    a, b, c = embedder.embed(
+        ["How do I reset my password?", "I forgot my login password", "Bananas are yellow"]
+    )
+    assert float(a @ b) > float(a @ c) + 0.2
+
+
+# ---------------------------------------------------------------- hashing fake
+
+
+def test_hashing_embedder_is_deterministic() -> None:
+    texts = ["alpha beta", "Alpha BETA", "gamma", "", "!!!"]
+    one, two = HashingEmbedder(32).embed(texts), HashingEmbedder(32).embed(texts)
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(one[0], one[1])  # case-insensitive bag of words
+    np.testing.assert_allclose(np.linalg.norm(one, axis=1), 1.0, atol=1e-6)
+    assert one.shape == (5, 32) and one.dtype == np.float32
+    assert HashingEmbedder(32).model_name == "hashing-32"
+
+
+@pytest.mark.parametrize("dim", [8, 64])
+def test_hashing_embedder_shared_words_are_similar(dim: int) -> None:
+    e = HashingEmbedder(dim)
+    a, b, c = e.embed(["the kestrel sync failed", "kestrel sync failed again", "zebra"])
+    assert float(a @ b) > float(a @ c)
+    assert e.dimension == dim

@@ -1,0 +1,181 @@
+"""Tests for contextwm.settings.load_settings: precedence, nesting, tables and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from contextwm.settings import ServerSettings, SettingsError, load_settings
+
+
+def toml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "contextwm.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults() -> None:
+    s = load_settings()
+    assert s == ServerSettings()
+    assert s.conversation.window_max_tokens == 8000 and s.conversation.window_max_items == 100
+
+
+def test_precedence_file_then_environment_then_flags(tmp_path: Path) -> None:
+    config = toml(tmp_path, 'port = 1111\nhost = "filehost"\nworkers = 3\nlog_level = "debug"\n')
+    env = {"CONTEXTWM_PORT": "2222", "CONTEXTWM_HOST": "envhost", "OTHER_PORT": "9"}
+    s = load_settings(config, env, {"port": 3333, "host": None})
+    assert s.port == 3333  # flag wins
+    assert s.host == "envhost"  # a None flag is "not given"
+    assert s.workers == 3 and s.log_level == "debug"  # file values nobody overrode
+    assert load_settings(config, env).port == 2222
+    assert load_settings(config).port == 1111
+
+
+def test_environment_values_are_coerced() -> None:
+    env = {
+        "CONTEXTWM_PORT": "5",
+        "CONTEXTWM_DATA_DIR": "/tmp/x",
+        "CONTEXTWM_INDEX_WAIT_SECONDS": "0.25",
+        "CONTEXTWM_SOCKET": "/run/cwm.sock",
+        "CONTEXTWM_TARGET": "ignored:1",  # the CLI client's, not a server setting
+    }
+    s = load_settings(None, env)
+    assert s.port == 5 and s.data_dir == Path("/tmp/x") and s.index_wait_seconds == 0.25
+    assert s.socket == "/run/cwm.sock"
+
+
+def test_nested_environment_limits() -> None:
+    s = load_settings(None, {"CONTEXTWM_LIMITS__MAX_ITEM_TOKENS": "5"})
+    assert s.limits.max_item_tokens == 5
+    assert s.limits.max_batch_items == ServerSettings().limits.max_batch_items
+
+
+def test_nested_environment_conversation() -> None:
+    env = {
+        "CONTEXTWM_CONVERSATION__WINDOW_MAX_TOKENS": "400",
+        "CONTEXTWM_CONVERSATION__ADAPTIVE_WINDOW": "yes",
+        "CONTEXTWM_CONVERSATION__SIMILARITY_THRESHOLD": "0.5",
+    }
+    c = load_settings(None, env).conversation
+    assert (c.window_max_tokens, c.adaptive_window, c.similarity_threshold) == (400, True, 0.5)
+
+
+@pytest.mark.xfail(
+    reason="BUG: settings._conversation passes [conversation.weights] values from the"
+    " environment uncoerced (strings) to WeightsPatch: TypeError in _check_range",
+    strict=True,
+)
+def test_nested_environment_weights() -> None:
+    env = {
+        "CONTEXTWM_CONVERSATION__WEIGHTS__RECENCY": "0.5",
+        "CONTEXTWM_CONVERSATION__WEIGHTS__IMPORTANCE__PINNED": "2",
+    }
+    w = load_settings(None, env).conversation.weights
+    assert w.recency == 0.5 and w.importance["pinned"] == 2.0
+
+
+def test_conversation_tables(tmp_path: Path) -> None:
+    config = toml(
+        tmp_path,
+        """
+[conversation]
+window_max_tokens = 1234
+window_max_items = 20
+encoding = "o200k_base"
+adaptive_window = true
+
+[conversation.weights]
+recency = 0.1
+
+[conversation.weights.importance]
+pinned = 2.0
+
+[conversation.weights.role]
+tool = 0.05
+
+[limits]
+max_page_size = 10
+""",
+    )
+    s = load_settings(config)
+    c = s.conversation
+    assert (c.window_max_tokens, c.window_max_items, c.encoding, c.adaptive_window) == (
+        1234,
+        20,
+        "o200k_base",
+        True,
+    )
+    assert c.weights.recency == 0.1 and c.weights.similarity == 0.4
+    assert c.weights.importance["pinned"] == 2.0 and c.weights.importance["error"] == 0.6
+    assert c.weights.role["tool"] == 0.05 and c.weights.role["user"] == 0.3
+    assert s.limits.max_page_size == 10
+
+
+def test_environment_overrides_one_conversation_key_of_the_file(tmp_path: Path) -> None:
+    config = toml(tmp_path, "[conversation]\nwindow_max_tokens = 100\nwindow_max_items = 7\n")
+    c = load_settings(config, {"CONTEXTWM_CONVERSATION__WINDOW_MAX_TOKENS": "200"}).conversation
+    assert (c.window_max_tokens, c.window_max_items) == (200, 7)
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "named"),
+    [
+        ("bogus = 1\n", {}, "bogus"),
+        ("[limits]\nmax_bogus = 1\n", {}, "limits.max_bogus"),
+        ("[conversation]\nwindow_size = 1\n", {}, "conversation.window_size"),
+        ("", {"CONTEXTWM_BOGUS": "1"}, "bogus"),
+        ("", {"CONTEXTWM_LIMITS__NOPE": "1"}, "limits.nope"),
+        ("", {"CONTEXTWM_CONVERSATION__NOPE": "1"}, "conversation.nope"),
+    ],
+)
+def test_unknown_keys_raise_naming_the_key(
+    tmp_path: Path, text: str, env: dict[str, str], named: str
+) -> None:
+    with pytest.raises(SettingsError, match=named.replace(".", r"\.")):
+        load_settings(toml(tmp_path, text), env)
+
+
+@pytest.mark.xfail(
+    reason="BUG: settings._conversation reads only known keys of [conversation.weights]"
+    " (and its tables) and silently ignores the rest",
+    strict=True,
+)
+def test_unknown_weights_key_raises(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="recncy"):
+        load_settings(toml(tmp_path, "[conversation.weights]\nrecncy = 0.9\n"))
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "named"),
+    [
+        ('port = "abc"\n', {}, "port"),
+        ("", {"CONTEXTWM_PORT": "eighty"}, "port"),
+        ("", {"CONTEXTWM_LIMITS__MAX_ITEM_TOKENS": "many"}, "limits.max_item_tokens"),
+        ("[conversation]\nwindow_max_tokens = 0\n", {}, "window_max_tokens"),
+        ("[conversation]\nencoding = \"latin1\"\n", {}, "encoding"),
+        ("[conversation]\nsimilarity_threshold = 3.0\n", {}, "similarity_threshold"),
+        ("", {"CONTEXTWM_CONVERSATION__ADAPTIVE_WINDOW": "maybe"}, "adaptive_window"),
+        ("[conversation.weights.importance]\nurgent = 1.0\n", {}, "urgent"),
+        ("[conversation.weights.role]\nrobot = 1.0\n", {}, "robot"),
+        ("[conversation.weights]\nrecency = 1000.0\n", {}, "recency"),
+        ('sqlite_synchronous = "OFF"\n', {}, "sqlite_synchronous"),
+        ('embedder = "bert"\n', {}, "embedder"),
+    ],
+)
+def test_bad_values_raise_naming_the_key(
+    tmp_path: Path, text: str, env: dict[str, str], named: str
+) -> None:
+    with pytest.raises(SettingsError, match=named):
+        load_settings(toml(tmp_path, text), env)
+
+
+def test_unreadable_file_raises(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_settings(tmp_path / "missing.toml")
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_settings(toml(tmp_path, "port = \n"))
+
+
+def test_flags_are_validated_too() -> None:
+    with pytest.raises(SettingsError, match="flags"):
+        load_settings(None, None, {"no_such_flag": 1})
