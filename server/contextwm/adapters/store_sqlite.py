@@ -521,6 +521,28 @@ class SqliteStore:
         hits.sort(key=lambda h: -h.score)
         return hits[:limit]
 
+    def term_postings(
+        self,
+        key: int,
+        term: str,
+        states: Sequence[ItemState],
+        limit: int,
+        flt: ItemFilter | None = None,
+    ) -> list[int]:
+        """Seqs of up to limit items (in these states, matching flt) that contain term."""
+        where, params = _filter_sql(flt)
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.seq FROM items_fts JOIN items i ON i.id = items_fts.rowid"
+                f" WHERE items_fts MATCH ? AND i.state IN ({','.join('?' * len(states))}){where}"
+                " LIMIT ?",
+                (_fts_query([term], key), *(int(s) for s in states), *params, limit),
+            )
+            .fetchall()
+        )
+        return [r[0] for r in rows]
+
     def filtered_seqs(
         self, key: int, flt: ItemFilter, states: Sequence[ItemState], limit: int
     ) -> npt.NDArray[np.int64]:

@@ -35,7 +35,7 @@ from contextwm.core.model import (
     apply_patch,
 )
 from contextwm.core.query_terms import query_terms
-from contextwm.core.ranking import Ranked, fuse
+from contextwm.core.ranking import Ranked, fuse, rare_word_evidence
 from contextwm.core.runtime import ConversationRuntime
 from contextwm.core.scoring import recency
 from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
@@ -64,6 +64,9 @@ log = logging.getLogger(__name__)
 CANDIDATES = 100
 # Items in a named time range found by timestamp alone when the text finds too few.
 TIME_CANDIDATES = 200
+# A term in more items than this carries almost no rare-word evidence (1/df), so its
+# postings are not listed; this bounds the work per query term.
+MAX_POSTINGS = 64
 # Added to the fused score of a hit inside the time range the query names.
 TIME_BOOST = 0.5
 
@@ -668,20 +671,39 @@ class ContextEngine:
                     if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
                         dense[e.item.seq] = float(np.dot(e.vector, query_vec))
         lexical: dict[int, float] = {}
+        in_range_seqs: set[int] = set()
         if mode != "dense":
-            terms = query_terms(text)
-            for hit in self.store.lexical_search([rt.key], terms, states, limit, flt):
-                lexical[hit.seq] = hit.score
+            postings: dict[str, list[int]] = {}
+            for term in query_terms(text):
+                seqs = self.store.term_postings(rt.key, term, states, MAX_POSTINGS + 1, flt)
+                if len(seqs) <= MAX_POSTINGS:  # a longer list is a common word: no evidence
+                    postings[term] = seqs
+            lexical = rare_word_evidence(postings)
         if hint is not None and (hint.since is not None or hint.until is not None):
             in_range = ItemFilter(since=_ts(hint.since), until=_ts(hint.until))
             if flt is not None:
                 in_range = dataclasses.replace(flt, since=in_range.since, until=in_range.until)
-            seqs = self.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
-            missing = [s for s in seqs if s not in dense]
-            if query_vec is not None and missing:
-                for seq, vec in self.store.vectors_for(rt.key, missing, self.embedder.model_name).items():
-                    dense[seq] = float(np.dot(vec, query_vec))
-        return fuse(dense, lexical, threshold=threshold, mode=mode)
+            in_range_seqs = set(
+                self.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
+            )
+        if query_vec is not None and mode != "lexical":
+            # Candidates found by words or time alone: their similarity decides their rank too.
+            found = lexical.keys() | in_range_seqs
+            self._fill_similarity(rt, dense, [s for s in found if s not in dense], query_vec)
+        return fuse(dense, lexical, threshold=threshold, mode=mode, keep=in_range_seqs)
+
+    def _fill_similarity(
+        self, rt: ConversationRuntime, dense: dict[int, float], seqs: list[int], query_vec: Vector
+    ) -> None:
+        from_store: list[int] = []
+        for seq in seqs:
+            entry = rt.window.get(seq)
+            if entry is None:
+                from_store.append(seq)
+            elif entry.vector is not None:
+                dense[seq] = float(np.dot(entry.vector, query_vec))
+        for seq, vec in self.store.vectors_for(rt.key, from_store, self.embedder.model_name).items():
+            dense[seq] = float(np.dot(vec, query_vec))
 
     def _candidates(
         self,
@@ -692,19 +714,23 @@ class ContextEngine:
     ) -> list[HistoryCandidate]:
         """Scored history hits with their neighbouring turns, best first (rt.lock held).
 
-        A user turn's neighbour is the assistant turn after it, an assistant turn's the user
-        turn before it: a hit on a question brings its answer, a hit on an answer its question.
+        Only a question and its answer travel together: a user question brings the assistant
+        turn after it, an assistant turn the user question before it. A statement's neighbour
+        is usually an acknowledgement, and the budget is better spent on another hit.
         """
         hits = self._scored(rt, ranked, hint)
         if not request.include_neighbors:
             return [HistoryCandidate(h) for h in hits]
         wanted: dict[int, int] = {}
         for h in hits:
-            if h.item.role == "user":
+            if h.item.role == "user" and _asks(h.item):
                 wanted[h.item.seq] = h.item.seq + 1
             elif h.item.role == "assistant":
                 wanted[h.item.seq] = h.item.seq - 1
         neighbors = self._items(rt, list(set(wanted.values())))
+        for seq, n in list(neighbors.items()):
+            if n.role == "user" and not _asks(n):
+                del neighbors[seq]
         by_seq = {h.item.seq: h for h in hits}
         out: list[HistoryCandidate] = []
         for h in hits:
@@ -834,6 +860,11 @@ class ContextEngine:
 
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value is not None else None
+
+
+def _asks(item: Item) -> bool:
+    """Whether an item is a question, flagged or not (detection may be switched off)."""
+    return bool((item.flags | detect_flags(item.role, item.content)) & Flag.QUESTION)
 
 
 def _in_range(hint: TimeHint, timestamp: float) -> bool:

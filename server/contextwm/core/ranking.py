@@ -1,13 +1,13 @@
-"""Hybrid ranking: dense and lexical candidates fused with per-query adaptive weights."""
+"""Hybrid ranking: dense similarity and rare-word evidence, fused per candidate."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-import numpy as np
-
-from contextwm.core.model import ScoreParts
+# What agreement adds: an item that both signals find beats one that only one finds.
+AGREEMENT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,12 +20,31 @@ class Ranked:
     lexical: float
 
 
-def _spread(values: list[float]) -> float:
-    """How far the best stands out from the rest of its list (0 when there is no list)."""
-    if len(values) < 2:
-        return 0.0 if not values else 1.0
-    ordered = sorted(values, reverse=True)
-    return ordered[0] - float(np.mean(ordered[1:]))
+def rare_word_evidence(postings: Mapping[str, Sequence[int]]) -> dict[int, float]:
+    """How much of the query's rare-word evidence each item holds, in 0..1.
+
+    Args:
+        postings: for each query term, the items that contain it (complete lists; a term too
+            common to list in full should be left out, its evidence is negligible).
+
+    A term found in df items has specificity 1/df, so a name or number that occurs once
+    counts fully and a word that occurs in twenty items hardly at all. An item scores the sum
+    of squared specificities of the terms it contains over the sum of specificities of all
+    query terms the conversation contains: 1 when it holds every rare term, near 0 when it
+    shares only common words. This is what adapts the weight of lexical evidence per query:
+    a query naming a unique identifier is decided by it, a paraphrase is left to dense search.
+    BM25's logarithmic IDF cannot do that, since it scores two common words like one rare one.
+    """
+    specificity = {t: 1.0 / len(seqs) for t, seqs in postings.items() if seqs}
+    total = sum(specificity.values())
+    evidence: dict[int, float] = {}
+    for term, seqs in postings.items():
+        if term not in specificity:
+            continue
+        gain = specificity[term] ** 2 / total
+        for seq in seqs:
+            evidence[seq] = evidence.get(seq, 0.0) + gain
+    return evidence
 
 
 def fuse(
@@ -34,57 +53,38 @@ def fuse(
     *,
     threshold: float,
     mode: str = "hybrid",
+    keep: AbstractSet[int] = frozenset(),
 ) -> list[Ranked]:
-    """Ranks candidates by a weighted sum of normalised dense and lexical scores.
+    """Ranks candidates, best first.
 
     Args:
         dense: seq -> cosine similarity to the query.
-        lexical: seq -> BM25 score (higher is better).
-        threshold: minimum similarity for a candidate that only dense search found.
-        mode: "hybrid", "dense" (the seed's method) or "lexical".
+        lexical: seq -> rare-word evidence in 0..1 (see rare_word_evidence).
+        threshold: minimum similarity of a candidate without lexical evidence.
+        keep: candidates exempt from the threshold (items inside a time range the query names).
+        mode: "hybrid", "dense" (the seed's method: similarity above the threshold) or
+            "lexical".
 
-    Returns:
-        Candidates, best first.
-
-    Both lists are min-max normalised over their own candidates. The weights adapt per query:
-    each list counts in proportion to how far its best hit stands out from the rest, so a
-    rare name or number that BM25 pins down outweighs a flat dense list, and a paraphrase that
-    BM25 cannot see leaves the weight with dense search. A fixed-weight or rank-only formula
-    cannot do both, and which signal wins flips from one data set to the next.
+    In hybrid mode an item scores its stronger signal plus AGREEMENT times the weaker: both
+    signals live on 0..1, so neither needs a per-dataset weight, and an item is as relevant
+    as its best evidence.
     """
-    if mode == "dense":
-        ranked = [Ranked(s, sim, sim, 0.0) for s, sim in dense.items() if sim >= threshold]
-        return sorted(ranked, key=lambda r: (-r.score, r.seq))
-    lex_max = max(lexical.values(), default=0.0)
-    lex_norm = {s: (v / lex_max if lex_max > 0 else 0.0) for s, v in lexical.items()}
-    if mode == "lexical":
-        ranked = [Ranked(s, v, dense.get(s, 0.0), v) for s, v in lex_norm.items()]
-        return sorted(ranked, key=lambda r: (-r.score, r.seq))
-
-    sims = list(dense.values())
-    lo, hi = (min(sims), max(sims)) if sims else (0.0, 0.0)
-    dense_norm = {s: ((v - lo) / (hi - lo) if hi > lo else 1.0) for s, v in dense.items()}
-    spread_d, spread_l = _spread(list(dense_norm.values())), _spread(list(lex_norm.values()))
-    total = spread_d + spread_l
-    w_dense = spread_d / total if total > 0 else 0.5
     out: list[Ranked] = []
     for seq in dense.keys() | lexical.keys():
         sim = dense.get(seq, 0.0)
-        lex = lex_norm.get(seq, 0.0)
-        if lex == 0.0 and sim < threshold:
-            continue
-        score = w_dense * dense_norm.get(seq, 0.0) + (1.0 - w_dense) * lex
+        lex = lexical.get(seq, 0.0)
+        if mode == "dense":
+            if sim < threshold and seq not in keep:
+                continue
+            score = sim
+        elif mode == "lexical":
+            if lex <= 0.0 and seq not in keep:
+                continue
+            score = lex
+        else:
+            if lex <= 0.0 and sim < threshold and seq not in keep:
+                continue
+            score = max(sim, lex) + AGREEMENT * min(max(sim, 0.0), lex)
         out.append(Ranked(seq, score, sim, lex))
-    return sorted(out, key=lambda r: (-r.score, r.seq))
-
-
-def history_parts(ranked: Ranked, recency: float, importance: float, role: float, time: float) -> ScoreParts:
-    """The parts reported for a history hit."""
-    return ScoreParts(
-        recency=recency,
-        importance=importance,
-        similarity=ranked.similarity,
-        lexical=ranked.lexical,
-        role=role,
-        time=time,
-    )
+    out.sort(key=lambda r: (-r.score, r.seq))
+    return out

@@ -1,0 +1,58 @@
+"""Point 13: the asyncio client and the command line against a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from contextwm.app import Service
+from contextwm_client import AsyncClient, ContextWMError, NewItem, NotFoundError
+
+
+def test_async_client_round_trip(service: Service) -> None:
+    async def run() -> None:
+        async with AsyncClient(f"127.0.0.1:{service.port}") as client:
+            r = await client.append("a", "async hello", metadata={"k": "v"})
+            assert r.seq == 1
+            batch = await client.append_many("a", [NewItem("two"), NewItem("three")])
+            assert [x.seq for x in batch.results] == [2, 3]
+            results = await asyncio.gather(
+                *(client.get_context("a", "hello", max_tokens=100) for _ in range(5))
+            )
+            assert all(ctx.total_tokens <= 100 for ctx in results)
+            assert results[0].recent[0].metadata == {"k": "v"}
+            items = [i async for i in client.iter_items("a")]
+            assert [i.content for i in items] == ["async hello", "two", "three"]
+            with pytest.raises(NotFoundError) as info:
+                await client.get_conversation("missing")
+            assert info.value.code == "NOT_FOUND"
+            assert isinstance(info.value, ContextWMError)
+
+    asyncio.run(run())
+
+
+def _cli(service: Service, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "contextwm", "--target", f"127.0.0.1:{service.port}", *args],
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_cli_for_people(service: Service) -> None:
+    out = _cli(service, "append", "c", "The vault passphrase is Quillfeather.", "--meta", "turn=1")
+    assert out.returncode == 0, out.stderr
+    assert "appended seq 1" in out.stdout
+    out = _cli(service, "context", "c", "passphrase?", "--max-tokens", "100", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["recent"][0]["item"]["content"] == "The vault passphrase is Quillfeather."
+    out = _cli(service, "context", "c", "passphrase?", "--max-tokens", "100")
+    assert "# Recent Context" in out.stdout and "Quillfeather" in out.stdout
+    out = _cli(service, "get", "nope")
+    assert out.returncode == 1
+    assert out.stderr.startswith("error: NOT_FOUND")
+    assert "Traceback" not in out.stderr
