@@ -29,6 +29,7 @@ SCRIPTS_DIR = Path(__file__).resolve().parent
 
 # ------------------------------------------------------------------ texts
 
+
 def _words(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 

@@ -84,6 +84,7 @@ class Case:
     floor_search_ms: list[float] = field(default_factory=list)
     rss_before: tuple[float, float] = (0.0, 0.0)
     rss_after: tuple[float, float] = (0.0, 0.0)
+    rss_steady: float = 0.0
     save_overlapped: bool = False
 
     @property
@@ -93,25 +94,55 @@ class Case:
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--sizes", default="1000,10000,100000",
-                   help="archived items of the one-conversation cases (comma separated)")
-    p.add_argument("--conversations", type=int, default=1000,
-                   help="conversations of the many-conversations case (0 skips it)")
-    p.add_argument("--per-conversation", type=int, default=100,
-                   help="archived items per conversation in the many-conversations case")
-    p.add_argument("--multi-window", type=int, default=10,
-                   help="window items per conversation in the many-conversations case")
-    p.add_argument("--window", type=int, default=100,
-                   help="window items appended through the API in one-conversation cases")
+    p.add_argument(
+        "--sizes",
+        default="1000,10000,100000",
+        help="archived items of the one-conversation cases (comma separated)",
+    )
+    p.add_argument(
+        "--conversations",
+        type=int,
+        default=1000,
+        help="conversations of the many-conversations case (0 skips it)",
+    )
+    p.add_argument(
+        "--per-conversation",
+        type=int,
+        default=100,
+        help="archived items per conversation in the many-conversations case",
+    )
+    p.add_argument(
+        "--multi-window",
+        type=int,
+        default=10,
+        help="window items per conversation in the many-conversations case",
+    )
+    p.add_argument(
+        "--window",
+        type=int,
+        default=100,
+        help="window items appended through the API in one-conversation cases",
+    )
     p.add_argument("--queries", type=int, default=200, help="timed GetContext calls per case")
-    p.add_argument("--pool", type=int, default=5000,
-                   help="distinct texts embedded with the real model for the vectors")
-    p.add_argument("--noise", type=float, default=0.03,
-                   help="per-dimension gaussian sigma added to pool vectors")
+    p.add_argument(
+        "--pool",
+        type=int,
+        default=5000,
+        help="distinct texts embedded with the real model for the vectors",
+    )
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.03,
+        help="per-dimension gaussian sigma added to pool vectors",
+    )
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--keep", action="store_true", help="keep the temp data dir")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: sizes 1000,5000; 50 conversations; 30 queries; pool 300")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: sizes 1000,5000; 50 conversations; 30 queries; pool 300",
+    )
     args = p.parse_args()
     if args.quick:
         args.sizes = "1000,5000"
@@ -270,9 +301,7 @@ def wait_embedded(client: Client, conversation_ids: list[str], timeout: float = 
             time.sleep(0.25)
 
 
-def measure_floor(
-    case: Case, embedder: Embedder, queries: list[str], rng: random.Random
-) -> None:
+def measure_floor(case: Case, embedder: Embedder, queries: list[str], rng: random.Random) -> None:
     """p50 of embed(query) + FaissIndex.search(k=50) on an index of the case's vectors."""
     import faiss
     from contextwm.adapters.faiss_index import FaissIndex
@@ -377,8 +406,10 @@ def main() -> int:
                     cid = case.conversation_ids[0]
                     items = []
                     for w in range(case.window_via_api):
-                        role = "user" if (case.archived_per_conversation + w) % 2 == 0 else (
-                            "assistant"
+                        role = (
+                            "user"
+                            if (case.archived_per_conversation + w) % 2 == 0
+                            else ("assistant")
                         )
                         items.append(NewItem(content=gen.text(role)[0], role=role))
                     client.append_many(cid, items)
@@ -402,6 +433,7 @@ def main() -> int:
                 wall0 = time.time()
                 run_queries(case, client, queries, rng)
                 case.save_overlapped = index_saved_between(data_dir, case.keys, wall0, time.time())
+                case.rss_steady = server.rss_mb()[0]
                 p50, p99 = p50_p99(case.latencies_ms)
                 log(f"{case.name}: p50 {p50:.1f} ms p99 {p99:.1f} ms")
             rss_end = server.rss_mb()
@@ -451,25 +483,40 @@ def report(
         s50, _ = p50_p99(c.floor_search_ms)
         first = p50_p99(c.first_call_ms)[0] if len(c.first_call_ms) > 1 else c.first_call_ms[0]
         bound = 1.5 * f50 + 3.0
-        rows.append([
-            c.name,
-            f"{c.archived_total:,}",
-            len(c.latencies_ms),
-            f"{first:.0f}" + (" (p50)" if len(c.first_call_ms) > 1 else ""),
-            f"{p50:.1f}",
-            f"{p99:.1f}",
-            f"{max(c.latencies_ms):.1f}",
-            f"{f50:.1f} ({e50:.1f}+{s50:.2f})",
-            f"{bound:.1f}",
-            f"{p50 / f50:.2f}",
-            verdict(p50 <= bound),
-            f"{sum(c.history_hits) / len(c.history_hits):.1f}",
-            "yes" if c.save_overlapped else "no",
-        ])
+        rows.append(
+            [
+                c.name,
+                f"{c.archived_total:,}",
+                len(c.latencies_ms),
+                f"{first:.0f}" + (" (p50)" if len(c.first_call_ms) > 1 else ""),
+                f"{p50:.1f}",
+                f"{p99:.1f}",
+                f"{max(c.latencies_ms):.1f}",
+                f"{f50:.1f} ({e50:.1f}+{s50:.2f})",
+                f"{bound:.1f}",
+                f"{p50 / f50:.2f}",
+                verdict(p50 <= bound),
+                f"{sum(c.history_hits) / len(c.history_hits):.1f}",
+                "yes" if c.save_overlapped else "no",
+            ]
+        )
     print_table(
         "GetContext latency, ms (floor = embed + search; bound = 1.5 x floor + 3 ms)",
-        ["case", "archived", "calls", "first call", "p50", "p99", "max", "floor p50 (emb+srch)",
-         "bound", "p50/floor", "p50<=bound", "hist/call", "idx save during"],
+        [
+            "case",
+            "archived",
+            "calls",
+            "first call",
+            "p50",
+            "p99",
+            "max",
+            "floor p50 (emb+srch)",
+            "bound",
+            "p50/floor",
+            "p50<=bound",
+            "hist/call",
+            "idx save during",
+        ],
         rows,
     )
     big = [c for c in cases if len(c.conversation_ids) == 1]
@@ -478,26 +525,47 @@ def report(
         p50 = p50_p99(largest.latencies_ms)[0]
         label = f"{largest.archived_total:,}"
         note = "" if largest.archived_total >= 100_000 else " (largest size run; goal is at 100k)"
-        print(f"\nabsolute goal: p50 < 30 ms at {label} archived items: {p50:.1f} ms"
-              f" -> {verdict(p50 < 30.0)}{note}")
+        print(
+            f"\nabsolute goal: p50 < 30 ms at {label} archived items: {p50:.1f} ms"
+            f" -> {verdict(p50 < 30.0)}{note}"
+        )
     mem_rows = []
     for c in cases:
         d_rss = c.rss_after[0] - c.rss_before[0]
+        d_steady = c.rss_steady - c.rss_before[0]
         d_hwm = c.rss_after[1] - c.rss_before[1]
-        per_100k = d_rss * 100_000 / c.archived_total
-        mem_rows.append([
-            c.name, f"{c.rss_before[0]:.0f}", f"{c.rss_after[0]:.0f}", f"{d_rss:+.0f}",
-            f"{d_hwm:+.0f}", f"{per_100k:.0f}",
-        ])
+        mem_rows.append(
+            [
+                c.name,
+                f"{c.rss_before[0]:.0f}",
+                f"{c.rss_after[0]:.0f}",
+                f"{c.rss_steady:.0f}",
+                f"{d_rss:+.0f}",
+                f"{d_hwm:+.0f}",
+                f"{d_rss * 100_000 / c.archived_total:.0f}",
+                f"{d_steady * 100_000 / c.archived_total:.0f}",
+            ]
+        )
     print_table(
         f"Server RSS (MiB, /proc/{server.pid}/status) around each case's first calls"
         f" (start {rss_start[0]:.0f}, end {rss_end[0]:.0f}, peak {rss_end[1]:.0f})",
-        ["case", "RSS before", "RSS after", "delta", "peak delta", "MiB per 100k archived"],
+        [
+            "case",
+            "before",
+            "after 1st",
+            "after timed",
+            "delta 1st",
+            "peak delta",
+            "MiB/100k (1st)",
+            "MiB/100k (timed)",
+        ],
         mem_rows,
     )
-    print(f"(an exact flat index alone is {384 * 4 * 100_000 / 2**20:.0f} MiB per 100k vectors;"
-          f" one-conversation runtimes were loaded by their window appends before 'RSS before',"
-          f" the many-conversation runtimes are loaded by their first calls, so inside 'delta')")
+    print(
+        f"(an exact flat index alone is {384 * 4 * 100_000 / 2**20:.0f} MiB per 100k vectors;"
+        f" one-conversation runtimes were loaded by their window appends before 'RSS before',"
+        f" the many-conversation runtimes are loaded by their first calls, so inside 'delta')"
+    )
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder  # noqa: E402
-from contextwm.app import Service  # noqa: E402
-from contextwm.ports.embedder import Embedder  # noqa: E402
-from contextwm.settings import ServerSettings  # noqa: E402
-from contextwm_client import Client  # noqa: E402
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.app import Service
+from contextwm.ports.embedder import Embedder
+from contextwm.settings import ServerSettings
+from contextwm_client import Client
 
 
 @pytest.fixture(scope="session")
@@ -29,9 +29,7 @@ StartService = Callable[..., Service]
 
 
 @pytest.fixture
-def start_service(
-    tmp_path: Path, embedder: SentenceTransformerEmbedder
-) -> Iterator[StartService]:
+def start_service(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[StartService]:
     """Starts real servers on loopback port 0 with a fresh SQLite file; stops them afterwards.
 
     Keyword arguments override ServerSettings fields (conversation=..., limits=...), except

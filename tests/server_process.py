@@ -23,7 +23,13 @@ class ServerProcess:
         self._ready = threading.Event()
         self.port = 0
         command = [
-            sys.executable, "-m", "contextwm", "serve", "--data-dir", str(data_dir), *args,
+            sys.executable,
+            "-m",
+            "contextwm",
+            "serve",
+            "--data-dir",
+            str(data_dir),
+            *args,
         ]
         if "--socket" not in args and "--port" not in args:
             command += ["--port", "0"]

@@ -34,7 +34,7 @@ class ServerSettings:
     index_save_seconds: float = 30.0
     grace_seconds: float = 10.0
     max_message_bytes: int = 64 * 1024 * 1024
-    conversation: ConversationSettings = ConversationSettings()
+    conversation: ConversationSettings = field(default_factory=ConversationSettings)
     limits: Limits = field(default_factory=Limits)
 
 
@@ -57,7 +57,9 @@ def _coerce(name: str, value: Any, target: Any, source: str) -> Any:
             return str(value)
         return kind(value)
     except (TypeError, ValueError):
-        raise SettingsError(f"{source}: {name} = {value!r} is not a valid {kind.__name__}") from None
+        raise SettingsError(
+            f"{source}: {name} = {value!r} is not a valid {kind.__name__}"
+        ) from None
 
 
 def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> ServerSettings:
@@ -98,12 +100,7 @@ def _conversation(
     weights: WeightsPatch | None = None
     for k, v in values.items():
         if k == "weights" and isinstance(v, Mapping):
-            weights = WeightsPatch(
-                recency=v.get("recency"),
-                similarity=v.get("similarity"),
-                importance=dict(v.get("importance", {})),
-                role=dict(v.get("role", {})),
-            )
+            weights = _weights(v, source)
         elif k in fields:
             patch[k] = _coerce(f"conversation.{k}", v, type(getattr(base, k)), source)
         else:
@@ -112,6 +109,29 @@ def _conversation(
         return apply_patch(base, SettingsPatch(**patch, weights=weights))
     except InvalidArgument as exc:
         raise SettingsError(f"{source}: conversation.{exc.message}") from None
+
+
+def _weights(values: Mapping[str, Any], source: str) -> WeightsPatch:
+    """The [conversation.weights] table; every number coerced, every key checked."""
+    unknown = set(values) - {"recency", "similarity", "importance", "role"}
+    if unknown:
+        raise SettingsError(f"{source}: unknown setting conversation.weights.{min(unknown)}")
+
+    def number(name: str, value: Any) -> float:
+        return float(_coerce(f"conversation.weights.{name}", value, float, source))
+
+    def table(name: str) -> dict[str, float]:
+        entries = values.get(name, {})
+        if not isinstance(entries, Mapping):
+            raise SettingsError(f"{source}: conversation.weights.{name} must be a table")
+        return {k: number(f"{name}.{k}", v) for k, v in entries.items()}
+
+    return WeightsPatch(
+        recency=number("recency", values["recency"]) if "recency" in values else None,
+        similarity=number("similarity", values["similarity"]) if "similarity" in values else None,
+        importance=table("importance"),
+        role=table("role"),
+    )
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:

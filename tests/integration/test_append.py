@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 
 import bpe_openai
 import pytest
-
-from contextwm.core.validation import Limits
 from conftest import StartService
+from contextwm.core.validation import Limits
 from contextwm_client import (
     Client,
     ConversationSettings,
@@ -78,7 +77,9 @@ def test_idempotency_key_makes_a_retry_a_no_op(client: Client) -> None:
     assert [(r.seq, r.duplicate) for r in batch.results] == [(2, False), (1, True)]
     assert [i.content for i in client.iter_items("c")] == ["once only", "new one"]
     with pytest.raises(InvalidArgumentError, match="share an idempotency_key"):
-        client.append_many("c", [NewItem("x", idempotency_key="s"), NewItem("y", idempotency_key="s")])
+        client.append_many(
+            "c", [NewItem("x", idempotency_key="s"), NewItem("y", idempotency_key="s")]
+        )
 
 
 @pytest.mark.parametrize(
@@ -110,7 +111,9 @@ def test_limits_are_resource_exhausted_and_named(start_service: StartService) ->
 
 def test_client_flags_and_detected_flags(client: Client) -> None:
     assert client.append("c", "plain note", flags=["user_starred"]).flags == ("pinned",)
-    err = client.append("c", "Traceback (most recent call last):\nValueError: bad input", role="tool")
+    err = client.append(
+        "c", "Traceback (most recent call last):\nValueError: bad input", role="tool"
+    )
     assert "error" in err.flags
     code = client.append("c", "Try this:\n```python\nprint('hi')\n```", role="assistant")
     assert "code" in code.flags

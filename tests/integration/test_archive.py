@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
-
 from conftest import StartService
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.ports.embedder import Vectors

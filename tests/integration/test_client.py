@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from contextwm.app import Service
 from contextwm_client import AsyncClient, ContextWMError, NewItem, NotFoundError
 
@@ -38,7 +37,9 @@ def test_async_client_round_trip(service: Service) -> None:
 def _cli(service: Service, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "contextwm", "--target", f"127.0.0.1:{service.port}", *args],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

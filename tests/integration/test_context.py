@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bpe_openai
 import pytest
-
 from contextwm_client import Client, ConversationSettings, InvalidArgumentError, NewItem
 
 FILLER = [
@@ -27,7 +26,9 @@ def _conversation(client: Client, conv: str, n: int = 60, items: int = 6) -> Non
         NewItem("The billing service listens on port 8443 behind the proxy.", role="assistant"),
     ]
     for k in range(n):
-        batch.append(NewItem(f"{FILLER[k % len(FILLER)]} (note {k})", role=("user", "assistant")[k % 2]))
+        batch.append(
+            NewItem(f"{FILLER[k % len(FILLER)]} (note {k})", role=("user", "assistant")[k % 2])
+        )
     client.append_many(conv, batch)
 
 
@@ -44,7 +45,10 @@ def test_sections_budget_and_no_repeats(client: Client) -> None:
         assert not set(recent_seqs) & {s.seq for s in ctx.history}
         assert ctx.text.endswith("# Current Query\n\nwhat port is billing on?")
     ctx = client.get_context("c", "what port is billing on?", max_tokens=1000)
-    order = [ctx.text.index(h) for h in ("# Recent Context", "# Relevant Historical Context", "# Current Query")]
+    order = [
+        ctx.text.index(h)
+        for h in ("# Recent Context", "# Relevant Historical Context", "# Current Query")
+    ]
     assert order == sorted(order)
     assert ctx.tokens.recent > 0 and ctx.tokens.history > 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from contextwm.app import Service
 from contextwm_client import (
     AlreadyExistsError,

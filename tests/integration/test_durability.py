@@ -5,14 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from contextwm_client import Client, ConversationSettings, NewItem
 from server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
 
-TOPICS = ["kayaking on the fjord", "sourdough starter care", "rust borrow checker errors",
-          "tax return deadlines", "greenhouse tomato blight", "jazz piano voicings"]
+TOPICS = [
+    "kayaking on the fjord",
+    "sourdough starter care",
+    "rust borrow checker errors",
+    "tax return deadlines",
+    "greenhouse tomato blight",
+    "jazz piano voicings",
+]
 
 
 def _snapshot(client: Client, conv: str) -> tuple[list[tuple[int, str, str]], list[int]]:

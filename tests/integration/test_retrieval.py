@@ -10,7 +10,7 @@ from pathlib import Path
 from contextwm_client import Client, ConversationSettings, NewItem
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
-from bench_data import generate_conversation, ingest_items  # noqa: E402
+from bench_data import generate_conversation, ingest_items
 
 
 def _found(client: Client, conv: str, question: str, turn: int, mode: str) -> bool:
@@ -22,11 +22,16 @@ def test_hybrid_beats_dense_on_rare_words_and_keeps_paraphrases(client: Client) 
     conv = generate_conversation(7, turns=300, questions=12)
     client.append_many(
         conv.conversation_id,
-        [NewItem(i["content"], role=i["role"], timestamp=i["timestamp"], metadata=i["metadata"])
-         for i in ingest_items(conv)],
+        [
+            NewItem(i["content"], role=i["role"], timestamp=i["timestamp"], metadata=i["metadata"])
+            for i in ingest_items(conv)
+        ],
     )
     found = {
-        mode: [_found(client, conv.conversation_id, q.text, q.answer_turn, mode) for q in conv.questions]
+        mode: [
+            _found(client, conv.conversation_id, q.text, q.answer_turn, mode)
+            for q in conv.questions
+        ]
         for mode in ("dense", "hybrid")
     }
     rare = [n for n, q in enumerate(conv.questions) if q.shares_rare_word]
@@ -72,7 +77,10 @@ def test_before_an_event_uses_the_events_time(client: Client) -> None:
         "ops",
         [
             NewItem("Backups ran nightly on the old cluster.", timestamp=t0),
-            NewItem("We ran the postgres migration to the new cluster today.", timestamp=t0 + timedelta(days=3)),
+            NewItem(
+                "We ran the postgres migration to the new cluster today.",
+                timestamp=t0 + timedelta(days=3),
+            ),
             NewItem("Backups now run hourly on the new cluster.", timestamp=t0 + timedelta(days=5)),
             NewItem("Lunch order: noodles.", timestamp=t0 + timedelta(days=6)),
             NewItem("Weekly sync moved to Thursday.", timestamp=t0 + timedelta(days=7)),

@@ -5,8 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from contextwm_client import Client, ConversationSettings, InvalidArgumentError, NewItem, NotFoundError
+from contextwm_client import (
+    Client,
+    ConversationSettings,
+    InvalidArgumentError,
+    NewItem,
+    NotFoundError,
+)
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -18,14 +23,31 @@ def _fill(client: Client, conv: str, namespace: str = "default") -> None:
     client.append_many(
         conv,
         [
-            NewItem("The invoice service crashed with an OutOfMemoryError.", role="tool",
-                    timestamp=T0, metadata={"host": "a1"}),
-            NewItem("We fixed the invoice crash by raising the heap limit.", role="assistant",
-                    timestamp=T0 + timedelta(days=10), metadata={"host": "a1"}),
-            NewItem("Invoice totals are rounded to two decimals.", role="user",
-                    timestamp=T0 + timedelta(days=20), metadata={"host": "b2"}, flags=("pinned",)),
-            NewItem("Filler about the weather today.", role="user", timestamp=T0 + timedelta(days=30)),
-            NewItem("More filler about lunch.", role="assistant", timestamp=T0 + timedelta(days=31)),
+            NewItem(
+                "The invoice service crashed with an OutOfMemoryError.",
+                role="tool",
+                timestamp=T0,
+                metadata={"host": "a1"},
+            ),
+            NewItem(
+                "We fixed the invoice crash by raising the heap limit.",
+                role="assistant",
+                timestamp=T0 + timedelta(days=10),
+                metadata={"host": "a1"},
+            ),
+            NewItem(
+                "Invoice totals are rounded to two decimals.",
+                role="user",
+                timestamp=T0 + timedelta(days=20),
+                metadata={"host": "b2"},
+                flags=("pinned",),
+            ),
+            NewItem(
+                "Filler about the weather today.", role="user", timestamp=T0 + timedelta(days=30)
+            ),
+            NewItem(
+                "More filler about lunch.", role="assistant", timestamp=T0 + timedelta(days=31)
+            ),
         ],
         namespace=namespace,
     )
@@ -43,17 +65,24 @@ def test_archive_only_unless_window_is_asked_for(client: Client) -> None:
 
 def test_top_k_and_filters(client: Client) -> None:
     _fill(client, "s")
-    assert len(client.search("invoice", conversation_id="s", include_window=True, top_k=1).hits) == 1
+    assert (
+        len(client.search("invoice", conversation_id="s", include_window=True, top_k=1).hits) == 1
+    )
     by_role = client.search("invoice", conversation_id="s", include_window=True, roles=["tool"])
     assert [h.seq for h in by_role.hits] == [1]
     by_flag = client.search("invoice", conversation_id="s", include_window=True, flags=["pinned"])
     assert [h.seq for h in by_flag.hits] == [3]
     by_time = client.search(
-        "invoice", conversation_id="s", include_window=True,
-        since=T0 + timedelta(days=5), until=T0 + timedelta(days=15),
+        "invoice",
+        conversation_id="s",
+        include_window=True,
+        since=T0 + timedelta(days=5),
+        until=T0 + timedelta(days=15),
     )
     assert [h.seq for h in by_time.hits] == [2]
-    by_meta = client.search("invoice", conversation_id="s", include_window=True, metadata={"host": "a1"})
+    by_meta = client.search(
+        "invoice", conversation_id="s", include_window=True, metadata={"host": "a1"}
+    )
     assert sorted(h.seq for h in by_meta.hits) == [1, 2]
     assert all(dict(h.metadata)["host"] == "a1" for h in by_meta.hits)
 
@@ -62,7 +91,9 @@ def test_namespace_wide_search_and_isolation(client: Client) -> None:
     _fill(client, "one", namespace="tenant-a")
     _fill(client, "two", namespace="tenant-a")
     _fill(client, "other", namespace="tenant-b")
-    hits = client.search("invoice crash heap", top_k=20, include_window=True, namespace="tenant-a").hits
+    hits = client.search(
+        "invoice crash heap", top_k=20, include_window=True, namespace="tenant-a"
+    ).hits
     assert {h.item.conversation_id for h in hits} == {"one", "two"}
     b_hits = client.search("invoice crash heap", include_window=True, namespace="tenant-b").hits
     assert {h.item.conversation_id for h in b_hits} == {"other"}

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import grpc
 import pytest
+from contextwm.app import Service
+from contextwm_client import Client, UnavailableError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-
-from contextwm.app import Service
-from contextwm_client import Client, UnavailableError
 from server_process import ServerProcess
 
 
@@ -40,7 +39,10 @@ def test_socket_config_environment_debug_log_and_sigterm(tmp_path: Path) -> None
     socket = tmp_path / "cwm.sock"
     server = ServerProcess(
         tmp_path / "data",
-        "--socket", str(socket), "--config", str(config),
+        "--socket",
+        str(socket),
+        "--config",
+        str(config),
         env={"CONTEXTWM_CONVERSATION__WINDOW_MAX_TOKENS": "456"},  # environment beats file
     )
     target = f"unix:{socket}"
@@ -87,7 +89,9 @@ def test_bad_settings_fail_fast_with_a_clear_message(tmp_path: Path) -> None:
     config.write_text("[conversation]\nwindow_max_items = 'many'\n")
     out = subprocess.run(
         [sys.executable, "-m", "contextwm", "serve", "--config", str(config)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 2
     assert "conversation.window_max_items" in out.stdout + out.stderr

@@ -50,7 +50,9 @@ def expected_text(
     """The seed-004 layout, written from the spec: headings, then items in seq order."""
     sections = []
     if recent:
-        body = [f"[{s.item.role}] {s.item.content}" for s in sorted(recent, key=lambda s: s.item.seq)]
+        body = [
+            f"[{s.item.role}] {s.item.content}" for s in sorted(recent, key=lambda s: s.item.seq)
+        ]
         sections.append("\n\n".join([RECENT_HEADING, *body]))
     if history:
         body = [
@@ -95,10 +97,7 @@ def cases(draw: st.DrawFn) -> tuple[list[ScoredItem], list[HistoryCandidate], st
     n_archive = draw(st.integers(0, 10))
     seqs = list(range(1, n_archive + n_window + 1))
     roles = st.sampled_from(["user", "assistant", "tool", "system", "file", "error"])
-    items = {
-        s: scored(s, draw(TEXT), role=draw(roles), score=draw(st.floats(-2, 5)))
-        for s in seqs
-    }
+    items = {s: scored(s, draw(TEXT), role=draw(roles), score=draw(st.floats(-2, 5))) for s in seqs}
     window = [items[s] for s in seqs[n_archive:]]
     candidates = []
     # Hits are archive items best first; in the engine they may also come from the window.
@@ -202,7 +201,11 @@ def test_query_that_fits_leaves_the_rest_for_items(counter: BpeTokenCounter) -> 
     query = words(20, "question")
     section = counter.count(f"{QUERY_HEADING}\n\n{query}")
     out = assemble(
-        [scored(1, words(30))], [], query=query, budget=section + 1, recent_share=0.5,
+        [scored(1, words(30))],
+        [],
+        query=query,
+        budget=section + 1,
+        recent_share=0.5,
         counter=counter,
     )
     assert out.recent == () and out.text == f"{QUERY_HEADING}\n\n{query}"
@@ -254,9 +257,15 @@ def test_share_limits_the_window_when_history_wants_more(counter: BpeTokenCounte
 
 def test_neighbour_comes_along_when_it_fits(counter: BpeTokenCounter) -> None:
     hit = scored(5, "where did we put the kestrel config?", score=0.9)
-    answer = ScoredItem(scored(6, "in deploy/kestrel.toml", role="assistant").item, 0.9, ScoreParts(), 5)
+    answer = ScoredItem(
+        scored(6, "in deploy/kestrel.toml", role="assistant").item, 0.9, ScoreParts(), 5
+    )
     out = assemble(
-        [], [HistoryCandidate(hit, answer)], query=None, budget=200, recent_share=0.5,
+        [],
+        [HistoryCandidate(hit, answer)],
+        query=None,
+        budget=200,
+        recent_share=0.5,
         counter=counter,
     )
     assert [s.item.seq for s in out.history] == [5, 6]
@@ -266,11 +275,16 @@ def test_neighbour_comes_along_when_it_fits(counter: BpeTokenCounter) -> None:
 def test_neighbour_left_out_when_it_does_not_fit(counter: BpeTokenCounter) -> None:
     hit = scored(5, "short question?", score=0.9)
     big = ScoredItem(scored(6, words(300), role="assistant").item, 0.9, ScoreParts(), 5)
-    alone = assemble([], [HistoryCandidate(hit)], query=None, budget=200, recent_share=0.0,
-                     counter=counter)
+    alone = assemble(
+        [], [HistoryCandidate(hit)], query=None, budget=200, recent_share=0.0, counter=counter
+    )
     out = assemble(
-        [], [HistoryCandidate(hit, big)], query=None, budget=alone.tokens.total + 5,
-        recent_share=0.0, counter=counter,
+        [],
+        [HistoryCandidate(hit, big)],
+        query=None,
+        budget=alone.tokens.total + 5,
+        recent_share=0.0,
+        counter=counter,
     )
     assert [s.item.seq for s in out.history] == [5]
 
@@ -279,8 +293,14 @@ def test_neighbour_already_in_window_is_not_repeated(counter: BpeTokenCounter) -
     window = [scored(6, "the answer", role="assistant")]
     hit = scored(5, "the question?", score=0.9)
     nb = ScoredItem(window[0].item, 0.9, ScoreParts(), 5)
-    out = assemble(window, [HistoryCandidate(hit, nb)], query=None, budget=300,
-                   recent_share=0.5, counter=counter)
+    out = assemble(
+        window,
+        [HistoryCandidate(hit, nb)],
+        query=None,
+        budget=300,
+        recent_share=0.5,
+        counter=counter,
+    )
     assert [s.item.seq for s in out.recent] == [6]
     assert [s.item.seq for s in out.history] == [5]
     assert out.text.count("the answer") == 1
@@ -288,14 +308,26 @@ def test_neighbour_already_in_window_is_not_repeated(counter: BpeTokenCounter) -
 
 def test_hit_already_in_recent_is_skipped(counter: BpeTokenCounter) -> None:
     window = [scored(3, "kestrel")]
-    out = assemble(window, [HistoryCandidate(window[0])], query=None, budget=300,
-                   recent_share=0.5, counter=counter)
+    out = assemble(
+        window,
+        [HistoryCandidate(window[0])],
+        query=None,
+        budget=300,
+        recent_share=0.5,
+        counter=counter,
+    )
     assert [s.item.seq for s in out.recent] == [3] and out.history == ()
 
 
 def test_special_token_text_is_counted_as_text(counter: BpeTokenCounter) -> None:
     content = "<|endoftext|>" * 30
-    out = assemble([scored(1, content)], [], query="<|endoftext|>", budget=2000,
-                   recent_share=0.5, counter=counter)
+    out = assemble(
+        [scored(1, content)],
+        [],
+        query="<|endoftext|>",
+        budget=2000,
+        recent_share=0.5,
+        counter=counter,
+    )
     assert content in out.text
     assert out.tokens.total == counter.count(out.text) > 30

@@ -7,6 +7,7 @@ be obviously right, so agreement on random data is evidence that FAISS is used c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import faiss
@@ -104,7 +105,7 @@ def check_top_k(
     for s, i in zip(scores.tolist(), ids.tolist(), strict=True):
         assert int(i) in exact
         assert s == pytest.approx(exact[int(i)], abs=1e-5)
-    assert all(a >= b - 1e-6 for a, b in zip(scores, scores[1:], strict=False))
+    assert all(a >= b - 1e-6 for a, b in pairwise(scores))
     if len(ids):
         worst = float(scores[-1])
         returned = set(ids.tolist())

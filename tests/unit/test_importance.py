@@ -41,11 +41,6 @@ def test_error_not_detected(content: str) -> None:
     assert not detect_flags("assistant", content) & Flag.ERROR
 
 
-@pytest.mark.xfail(
-    reason="BUG: importance._ERROR's CamelCase class-name pattern is compiled with IGNORECASE,"
-    " so any word ending in 'error'/'exception' (terror) is an error",
-    strict=True,
-)
 def test_words_ending_in_error_are_not_errors() -> None:
     assert not detect_flags("user", "The new intern is a terror at ping-pong") & Flag.ERROR
 
@@ -58,7 +53,7 @@ def test_words_ending_in_error_are_not_errors() -> None:
         "def add(a, b):\n    return a + b",
         "import os\nfrom pathlib import Path",
         "const x = 1;\nlet y = 2;",
-        "fn main() {\n    println!(\"hi\");\n}",
+        'fn main() {\n    println!("hi");\n}',
         "SELECT * FROM items\nINSERT INTO t VALUES (1);",
     ],
 )

@@ -123,7 +123,13 @@ def test_seed_004_default_weights() -> None:
         "question": 0.5,
         "solution": 0.7,
     }
-    for role, bias in {"user": 0.3, "assistant": 0.2, "error": 0.4, "file": 0.1, "system": 0.1}.items():
+    for role, bias in {
+        "user": 0.3,
+        "assistant": 0.2,
+        "error": 0.4,
+        "file": 0.1,
+        "system": 0.1,
+    }.items():
         assert w.role[role] == bias
 
 

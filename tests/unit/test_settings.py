@@ -60,11 +60,6 @@ def test_nested_environment_conversation() -> None:
     assert (c.window_max_tokens, c.adaptive_window, c.similarity_threshold) == (400, True, 0.5)
 
 
-@pytest.mark.xfail(
-    reason="BUG: settings._conversation passes [conversation.weights] values from the"
-    " environment uncoerced (strings) to WeightsPatch: TypeError in _check_range",
-    strict=True,
-)
 def test_nested_environment_weights() -> None:
     env = {
         "CONTEXTWM_CONVERSATION__WEIGHTS__RECENCY": "0.5",
@@ -135,11 +130,6 @@ def test_unknown_keys_raise_naming_the_key(
         load_settings(toml(tmp_path, text), env)
 
 
-@pytest.mark.xfail(
-    reason="BUG: settings._conversation reads only known keys of [conversation.weights]"
-    " (and its tables) and silently ignores the rest",
-    strict=True,
-)
 def test_unknown_weights_key_raises(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="recncy"):
         load_settings(toml(tmp_path, "[conversation.weights]\nrecncy = 0.9\n"))
@@ -152,7 +142,7 @@ def test_unknown_weights_key_raises(tmp_path: Path) -> None:
         ("", {"CONTEXTWM_PORT": "eighty"}, "port"),
         ("", {"CONTEXTWM_LIMITS__MAX_ITEM_TOKENS": "many"}, "limits.max_item_tokens"),
         ("[conversation]\nwindow_max_tokens = 0\n", {}, "window_max_tokens"),
-        ("[conversation]\nencoding = \"latin1\"\n", {}, "encoding"),
+        ('[conversation]\nencoding = "latin1"\n', {}, "encoding"),
         ("[conversation]\nsimilarity_threshold = 3.0\n", {}, "similarity_threshold"),
         ("", {"CONTEXTWM_CONVERSATION__ADAPTIVE_WINDOW": "maybe"}, "adaptive_window"),
         ("[conversation.weights.importance]\nurgent = 1.0\n", {}, "urgent"),

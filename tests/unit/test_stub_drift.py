@@ -22,7 +22,11 @@ def test_generated_stubs_match_checked_in(tmp_path: Path) -> None:
     out = tmp_path / "generated"
     python = ROOT / ".venv" / "bin" / "python"
     result = subprocess.run(
-        [str(python if python.exists() else sys.executable), str(ROOT / "scripts" / "gen_protos"), str(out)],
+        [
+            str(python if python.exists() else sys.executable),
+            str(ROOT / "scripts" / "gen_protos"),
+            str(out),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

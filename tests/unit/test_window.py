@@ -1,9 +1,10 @@
-"""Tests for contextwm.core.window: the Window container and the eviction order of choose_evictions."""
+"""Tests for contextwm.core.window: the Window container and choose_evictions' order."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -106,9 +107,7 @@ def test_focus_vector_is_normalised_mean_of_newest_embedded() -> None:
 
 def test_unembedded_item_gets_mean_similarity_of_the_others() -> None:
     focus = unit(1, 0)
-    w = window_of(
-        make_item(1), make_item(2), make_item(3), vectors={1: unit(1, 0), 2: unit(0, 1)}
-    )
+    w = window_of(make_item(1), make_item(2), make_item(3), vectors={1: unit(1, 0), 2: unit(0, 1)})
     scores = w.scores(FLAT, Clock(T0, 3), focus)
     sims = {seq: parts.similarity for seq, (_, parts) in scores.items()}
     assert sims[1] == pytest.approx(1.0)
@@ -258,9 +257,7 @@ def test_eviction_reports_score_and_parts() -> None:
 # ---------------------------------------------------------------- property
 
 
-def reference_score(
-    cs: ConversationSettings, clock: Clock, item: Item, sim: float
-) -> float:
+def reference_score(cs: ConversationSettings, clock: Clock, item: Item, sim: float) -> float:
     """seed-004 relevance, written out from the spec rather than from scoring.py."""
     age = max(0.0, clock.now - item.timestamp)
     rec = 0.5 ** (age / cs.recency_half_life_seconds)
@@ -282,7 +279,9 @@ def reference_score(
 
 
 @st.composite
-def windows(draw: st.DrawFn) -> tuple[list[Item], dict[int, np.ndarray], np.ndarray | None, int, int]:
+def windows(
+    draw: st.DrawFn,
+) -> tuple[list[Item], dict[int, np.ndarray], np.ndarray | None, int, int]:
     n = draw(st.integers(1, 14))
     seqs = sorted(draw(st.sets(st.integers(1, 60), min_size=n, max_size=n)))
     items = []
@@ -293,7 +292,9 @@ def windows(draw: st.DrawFn) -> tuple[list[Item], dict[int, np.ndarray], np.ndar
             make_item(
                 seq,
                 draw(st.integers(1, 120)),
-                role=draw(st.sampled_from(["user", "assistant", "system", "tool", "file", "error"])),
+                role=draw(
+                    st.sampled_from(["user", "assistant", "system", "tool", "file", "error"])
+                ),
                 flags=flags,
                 timestamp=T0 + draw(st.integers(0, 3)) * 3600.0,
             )
@@ -318,7 +319,9 @@ def test_eviction_property(
     half_life_items: float,
 ) -> None:
     items, vectors, focus, token_limit, item_limit = case
-    cs = ConversationSettings(recency_half_life_items=half_life_items, recency_half_life_seconds=7200)
+    cs = ConversationSettings(
+        recency_half_life_items=half_life_items, recency_half_life_seconds=7200
+    )
     w = window_of(*items, vectors=vectors)
     clock = Clock(now=max(i.timestamp for i in items), last_seq=items[-1].seq)
     out = choose_evictions(
@@ -352,9 +355,7 @@ def test_eviction_property(
     assert rest == unpinned_rest + pinned_rest
     if pinned_rest:
         remaining_unpinned = [
-            i.seq
-            for i in items
-            if not i.flags & Flag.PINNED and i.seq not in set(seqs)
+            i.seq for i in items if not i.flags & Flag.PINNED and i.seq not in set(seqs)
         ]
         assert remaining_unpinned == []
         all_pinned = sorted(
@@ -369,12 +370,10 @@ def test_eviction_property(
     for ev in out:
         assert math.isclose(ev.score, ref[ev.seq], rel_tol=1e-6, abs_tol=1e-6)
     eps = 1e-6
-    for a, b in zip(unpinned_rest, unpinned_rest[1:], strict=False):
+    for a, b in pairwise(unpinned_rest):
         assert ref[a] <= ref[b] + eps
         if abs(ref[a] - ref[b]) <= 1e-12:
             assert a < b
-    kept_unpinned = [
-        i.seq for i in items if not i.flags & Flag.PINNED and i.seq not in set(seqs)
-    ]
+    kept_unpinned = [i.seq for i in items if not i.flags & Flag.PINNED and i.seq not in set(seqs)]
     if unpinned_rest and kept_unpinned:
         assert max(ref[s] for s in unpinned_rest) <= min(ref[s] for s in kept_unpinned) + eps

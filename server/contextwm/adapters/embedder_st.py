@@ -42,19 +42,21 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         path = model_path or bundled_model_path()
-        st = SentenceTransformer(str(path), device="cpu")
+        st: Any = SentenceTransformer(str(path), device="cpu")
         modules = [type(m).__name__ for m in st]
         pooling = st[1].get_config_dict().get("pooling_mode") if len(modules) > 1 else None
         if modules[:2] != ["Transformer", "Pooling"] or pooling != "mean":
             raise RuntimeError(f"model at {path} is not a mean-pooled transformer: {modules}")
         self._torch: Any = torch
         self._st = st
-        self._tokenizer = st.tokenizer
-        self._model = st[0].auto_model.eval()
-        self._max_length = int(st.max_seq_length)
+        self._tokenizer: Any = st.tokenizer
+        self._model: Any = st[0].auto_model.eval()
+        self._max_length = int(st.max_seq_length or 256)
         self._batch_size = batch_size
         self._name = "all-MiniLM-L6-v2" if model_path is None else path.name
-        dimension = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        dimension = (
+            getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        )
         self._dim = int(dimension() or 0)
         # HF fast tokenizers raise "Already borrowed" when one instance is used from two
         # threads at once, and two torch calls splitting 2 cores gain nothing.

@@ -6,22 +6,28 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-import faiss
+import faiss as _faiss
 import numpy as np
 import numpy.typing as npt
 
 from contextwm.ports.embedder import Vectors
+from contextwm.ports.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
+# faiss ships partial annotations that disagree with its SWIG signatures.
+faiss: Any = _faiss
 
 
 class FaissIndex:
     """A VectorIndex; ids are item seqs, vectors are unit length so inner product is cosine."""
 
-    def __init__(self, dimension: int, index: faiss.Index | None = None) -> None:
+    def __init__(self, dimension: int, index: Any = None) -> None:
         self._dim = dimension
-        self._index = index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+        self._index = (
+            index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+        )
 
     @classmethod
     def load(cls, path: Path, dimension: int) -> FaissIndex:
@@ -72,7 +78,8 @@ class FaissIndex:
 
     def ids(self) -> npt.NDArray[np.int64]:
         """Every id in the index (for consistency checks)."""
-        return faiss.vector_to_array(self._index.id_map).astype(np.int64)
+        ids: npt.NDArray[np.int64] = faiss.vector_to_array(self._index.id_map).astype(np.int64)
+        return ids
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")
@@ -104,7 +111,7 @@ class FaissIndexFiles:
             log.warning("%s; rebuilding it from stored vectors", exc)
             return None
 
-    def save(self, key: int, index: FaissIndex) -> None:  # type: ignore[override]
+    def save(self, key: int, index: VectorIndex) -> None:
         index.save(self._path(key))
 
     def delete(self, key: int) -> None:

@@ -154,16 +154,20 @@ def _filter_sql(flt: ItemFilter | None) -> tuple[str, list[Any]]:
         sql.append("i.ts < ?")
         params.append(flt.until)
     for k, v in sorted(flt.metadata.items()):
-        sql.append("json_extract(i.metadata, ?) = ?")
-        # A quoted JSON path: keys may hold dots or spaces.
-        params.extend(["$." + json.dumps(k), v])
+        # json_each compares keys as plain strings: no JSON path quoting to get wrong.
+        sql.append(
+            "EXISTS (SELECT 1 FROM json_each(i.metadata) WHERE json_each.key = ?"
+            " AND json_each.value = ?)"
+        )
+        params.extend([k, v])
     return " AND " + " AND ".join(sql), params
 
 
 def _fts_query(terms: Sequence[str], key: int | None) -> str:
     # Every term is quoted, so no user text is ever parsed as FTS5 syntax.
-    body = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    return f'tag:"c{key}" AND ({body})' if key is not None else body
+    quoted = ('"' + t.replace("\x00", "").replace('"', '""') + '"' for t in terms)
+    body = "content:(" + " OR ".join(quoted) + ")"
+    return f'tag:"c{key}" AND {body}' if key is not None else body
 
 
 class SqliteStore:
@@ -246,14 +250,17 @@ class SqliteStore:
                 ) from None
             key = cur.lastrowid
         assert key is not None
-        return ConversationRecord(key, namespace, conversation_id, settings, now, 0, None, "general")
+        return ConversationRecord(
+            key, namespace, conversation_id, settings, now, 0, None, "general"
+        )
 
     def get_conversation(self, namespace: str, conversation_id: str) -> ConversationRecord | None:
         row = (
             self._reader()
             .execute(
                 "SELECT id, namespace, conversation_id, settings, created_at, last_seq,"
-                " token_limit, state FROM conversations WHERE namespace = ? AND conversation_id = ?",
+                " token_limit, state FROM conversations"
+                " WHERE namespace = ? AND conversation_id = ?",
                 (namespace, conversation_id),
             )
             .fetchone()
@@ -272,7 +279,9 @@ class SqliteStore:
         )
         return _record(row) if row else None
 
-    def list_conversations(self, namespace: str, after: str, limit: int) -> list[ConversationRecord]:
+    def list_conversations(
+        self, namespace: str, after: str, limit: int
+    ) -> list[ConversationRecord]:
         rows = (
             self._reader()
             .execute(
@@ -295,11 +304,11 @@ class SqliteStore:
         )
         return [(r[0], r[1]) for r in rows]
 
-    def update_settings(self, key: int, settings: ConversationSettings) -> None:
+    def update_settings(self, key: int, settings: ConversationSettings, token_limit: int) -> None:
         with self._transaction() as db:
             db.execute(
-                "UPDATE conversations SET settings = ? WHERE id = ?",
-                (_settings_to_json(settings), key),
+                "UPDATE conversations SET settings = ?, token_limit = ? WHERE id = ?",
+                (_settings_to_json(settings), token_limit, key),
             )
 
     def delete_conversation(self, key: int) -> int:
@@ -354,7 +363,8 @@ class SqliteStore:
             for item, idem in zip(items, idempotency_keys, strict=True):
                 cur = db.execute(
                     "INSERT INTO items (conv, seq, role, content, ts, tokens, flags, metadata,"
-                    " file_path, file_kind, state, idem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " file_path, file_kind, state, idem)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         key,
                         item.seq,
@@ -560,7 +570,9 @@ class SqliteStore:
         )
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
-    def vectors_for(self, key: int, seqs: Sequence[int], model: str) -> dict[int, npt.NDArray[np.float32]]:
+    def vectors_for(
+        self, key: int, seqs: Sequence[int], model: str
+    ) -> dict[int, npt.NDArray[np.float32]]:
         """Stored vectors of these items (items without one are left out)."""
         out: dict[int, npt.NDArray[np.float32]] = {}
         db = self._reader()

@@ -107,7 +107,8 @@ def assemble(
     Raises:
         InvalidArgument: when the budget cannot hold the query itself.
     """
-    query_cost = counter.count(f"{QUERY_HEADING}{SEPARATOR}{query}") + 1 if query else 0
+    # Every other part is charged one separator token, which covers the one before the query.
+    query_cost = counter.count(f"{QUERY_HEADING}{SEPARATOR}{query}") if query else 0
     if query_cost > budget:
         raise InvalidArgument(
             f"max_tokens={budget} cannot hold the query itself ({query_cost} tokens with its"
@@ -139,9 +140,9 @@ def assemble(
             continue
         history[cand.hit.item.seq] = cand.hit
         n = cand.neighbor
-        if n is not None and n.item.seq not in history and n.item.seq not in recent:
-            if pool.take(pool.cost(history_line(n))):
-                history[n.item.seq] = n
+        fresh = n is not None and n.item.seq not in history and n.item.seq not in recent
+        if n is not None and fresh and pool.take(pool.cost(history_line(n))):
+            history[n.item.seq] = n
     fill_recent(pool)  # what history left over flows back to older window items
 
     text = render(list(recent.values()), list(history.values()), query)
@@ -168,7 +169,9 @@ def assemble(
             recent=counter.count(render(rec, (), None)) if rec else 0,
             history=counter.count(render((), hist, None)) if hist else 0,
             query=query_cost,
-            recent_omitted=sum(1 for s in window if s.item.seq not in recent.keys() | history.keys()),
+            recent_omitted=sum(
+                1 for s in window if s.item.seq not in recent.keys() | history.keys()
+            ),
             encoding=counter.encoding,
         ),
     )

@@ -73,7 +73,7 @@ def adapt_window(
     """Seed 004's recommended token limit: base x state multiplier x (0.5 + 2.5 x complexity),
     kept within [base/2, 4 x base] and moved by at most base/4 per step."""
     target = int(base * _TASK_MULTIPLIER[state] * (0.5 + 2.5 * complexity(recent_texts)))
-    target = max(base // 2, min(target, base * 4))
+    target = max(max(1, base // 2), min(target, base * 4))
     step = max(1, base // 4)
     if abs(target - current) > step:
         return current + step if target > current else current - step

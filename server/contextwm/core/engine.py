@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -129,7 +129,7 @@ class SearchRequest:
     conversation_id: str | None = None
     top_k: int = 10
     include_window: bool = False
-    filter: ItemFilter = ItemFilter()
+    filter: ItemFilter = field(default_factory=ItemFilter)
     mode: str = "hybrid"
     similarity_threshold: float | None = None
 
@@ -150,8 +150,8 @@ class ContextEngine:
         index_files: VectorIndexFiles,
         counters: Callable[[str], TokenCounter],
         *,
-        defaults: ConversationSettings = ConversationSettings(),
-        limits: Limits = Limits(),
+        defaults: ConversationSettings | None = None,
+        limits: Limits | None = None,
         index_wait_seconds: float = 5.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -159,8 +159,8 @@ class ContextEngine:
         self.embedder = embedder
         self.index_files = index_files
         self.counters = counters
-        self.defaults = defaults
-        self.limits = limits
+        self.defaults = defaults or ConversationSettings()
+        self.limits = limits or Limits()
         self.index_wait_seconds = index_wait_seconds
         self.clock = clock
         self._runtimes: dict[tuple[str, str], ConversationRuntime] = {}
@@ -190,7 +190,9 @@ class ContextEngine:
             indexed=threading.Condition(lock),
         )
 
-    def runtime(self, namespace: str, conversation_id: str, *, create: bool = False) -> ConversationRuntime:
+    def runtime(
+        self, namespace: str, conversation_id: str, *, create: bool = False
+    ) -> ConversationRuntime:
         """The live runtime of a conversation, loaded from the store on first use.
 
         Raises:
@@ -245,7 +247,9 @@ class ContextEngine:
             rt.index = index
             return
         if index is not None:
-            log.warning("index of conversation %s is stale; rebuilding it from stored vectors", rt.key)
+            log.warning(
+                "index of conversation %s is stale; rebuilding it from stored vectors", rt.key
+            )
         index = self.index_files.new()
         seqs, vectors = self.store.archived_vectors(rt.key, self.embedder.model_name)
         index.add(seqs.tolist(), vectors)
@@ -311,10 +315,12 @@ class ContextEngine:
                     "encoding cannot change once a conversation has items (their token"
                     " counts were made with the old one)"
                 )
-            self.store.update_settings(rt.key, settings)
-            rt.record = dataclasses.replace(rt.record, settings=settings)
+            token_limit = rt.token_limit
             if not settings.adaptive_window or patch.window_max_tokens is not None:
-                rt.token_limit = settings.window_max_tokens
+                token_limit = settings.window_max_tokens
+            self.store.update_settings(rt.key, settings, token_limit)
+            rt.record = dataclasses.replace(rt.record, settings=settings)
+            rt.token_limit = token_limit
             self._evict_to_fit(rt)
             return self._info(rt)
         finally:
@@ -419,9 +425,7 @@ class ContextEngine:
         )
         evicted = [e.seq for e in evictions]
         try:
-            self.store.commit_append(
-                rt.key, new, idems, evicted, rt.token_limit, rt.state.value
-            )
+            self.store.commit_append(rt.key, new, idems, evicted, rt.token_limit, rt.state.value)
         except BaseException:
             for item in new:
                 rt.window.remove(item.seq)
@@ -567,7 +571,9 @@ class ContextEngine:
                 raise NotFound(f"conversation {conversation_id!r} was deleted")
             focus = rt.window.focus_vector(settings.focus_items)
             if query is None:
-                focus_text = "\n".join(e.item.content for e in rt.window.newest(settings.focus_items))
+                focus_text = "\n".join(
+                    e.item.content for e in rt.window.newest(settings.focus_items)
+                )
                 search_text, query_vec = focus_text, focus
             window = self._scored_window(rt, focus)
             threshold = (
@@ -612,7 +618,8 @@ class ContextEngine:
         )
 
     def _embed_query(self, text: str) -> Vector:
-        return self.embedder.embed([text])[0]
+        vector: Vector = self.embedder.embed([text])[0]
+        return vector
 
     def _hint(self, rt: ConversationRuntime, query: str) -> TimeHint | None:
         if rt.last_ts is None:
@@ -637,9 +644,7 @@ class ContextEngine:
 
     def _scored_window(self, rt: ConversationRuntime, focus: Vector | None) -> list[ScoredItem]:
         scores = rt.window.scores(rt.record.settings, rt.clock(), focus)
-        return [
-            ScoredItem(e.item, scores[e.item.seq][0], scores[e.item.seq][1]) for e in rt.window
-        ]
+        return [ScoredItem(e.item, scores[e.item.seq][0], scores[e.item.seq][1]) for e in rt.window]
 
     def _rank(
         self,
@@ -702,7 +707,9 @@ class ContextEngine:
                 from_store.append(seq)
             elif entry.vector is not None:
                 dense[seq] = float(np.dot(entry.vector, query_vec))
-        for seq, vec in self.store.vectors_for(rt.key, from_store, self.embedder.model_name).items():
+        for seq, vec in self.store.vectors_for(
+            rt.key, from_store, self.embedder.model_name
+        ).items():
             dense[seq] = float(np.dot(vec, query_vec))
 
     def _candidates(
@@ -728,13 +735,11 @@ class ContextEngine:
             elif h.item.role == "assistant":
                 wanted[h.item.seq] = h.item.seq - 1
         neighbors = self._items(rt, list(set(wanted.values())))
-        for seq, n in list(neighbors.items()):
-            if n.role == "user" and not _asks(n):
-                del neighbors[seq]
+        neighbors = {s: n for s, n in neighbors.items() if n.role != "user" or _asks(n)}
         by_seq = {h.item.seq: h for h in hits}
         out: list[HistoryCandidate] = []
         for h in hits:
-            n = neighbors.get(wanted.get(h.item.seq, -1))
+            n: Item | None = neighbors.get(wanted.get(h.item.seq, -1))
             if n is None or {n.role, h.item.role} != {"user", "assistant"}:
                 out.append(HistoryCandidate(h))
                 continue
@@ -803,8 +808,10 @@ class ContextEngine:
             runtimes = [self.runtime(ns, request.conversation_id)]
         else:
             runtimes = [self.runtime(ns, cid) for _, cid in self.store.conversation_keys(ns)]
-        states = (ItemState.ARCHIVED, ItemState.WINDOW) if request.include_window else (
-            ItemState.ARCHIVED,
+        states = (
+            (ItemState.ARCHIVED, ItemState.WINDOW)
+            if request.include_window
+            else (ItemState.ARCHIVED,)
         )
         query = request.query.strip()
         first_hint: TimeHint | None = None

@@ -8,7 +8,7 @@ from contextwm.core.model import Flag
 
 _ERROR = re.compile(
     r"\b(error|exception|traceback|failed|failure|fatal|panic|segfault|stack trace|errno)\b"
-    r"|\b[A-Z][a-zA-Z]*(Error|Exception)\b",
+    r"|(?-i:\b[A-Z][a-zA-Z]*(Error|Exception)\b)",
     re.IGNORECASE,
 )
 _FENCE = re.compile(r"```|~~~")
@@ -42,12 +42,17 @@ def detect_flags(role: str, content: str) -> Flag:
     flags = Flag.NONE
     if role == "error" or _ERROR.search(content):
         flags |= Flag.ERROR
-    if _FENCE.search(content) or sum(1 for line in content.splitlines() if _CODE_LINE.search(line)) >= 2:
+    if (
+        _FENCE.search(content)
+        or sum(1 for line in content.splitlines() if _CODE_LINE.search(line)) >= 2
+    ):
         flags |= Flag.CODE
     if role in {"user", "assistant"}:
         stripped = content.rstrip()
-        if stripped.endswith("?") or "?\n" in content or (
-            role == "user" and len(stripped) < 300 and _QUESTION_START.match(stripped)
+        if (
+            stripped.endswith("?")
+            or "?\n" in content
+            or (role == "user" and len(stripped) < 300 and _QUESTION_START.match(stripped))
         ):
             flags |= Flag.QUESTION
         if role == "assistant" and _SOLUTION.search(content):

@@ -59,7 +59,9 @@ def parse_flags(names: Iterable[str]) -> Flag:
             flags |= FLAG_BY_NAME[name.strip().lower()]
         except KeyError:
             known = ", ".join(sorted(FLAG_BY_NAME))
-            raise InvalidArgument(f"unknown importance flag {name!r}; known flags: {known}") from None
+            raise InvalidArgument(
+                f"unknown importance flag {name!r}; known flags: {known}"
+            ) from None
     return flags
 
 

@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.core.model import ConversationSettings, Flag, Item, ItemState
+from contextwm.core.model import ConversationSettings, Flag, Item, ItemFilter, ItemState
 from contextwm.ports.embedder import Vectors
 
 
@@ -60,7 +60,11 @@ class Store(Protocol):
         self, namespace: str, conversation_id: str, settings: ConversationSettings, now: float
     ) -> ConversationRecord: ...
 
-    def get_conversation(self, namespace: str, conversation_id: str) -> ConversationRecord | None: ...
+    def get_conversation(
+        self, namespace: str, conversation_id: str
+    ) -> ConversationRecord | None: ...
+
+    def conversation_record(self, key: int) -> ConversationRecord | None: ...
 
     def list_conversations(
         self, namespace: str, after: str, limit: int
@@ -68,11 +72,17 @@ class Store(Protocol):
 
     def conversation_keys(self, namespace: str) -> list[tuple[int, str]]: ...
 
-    def update_settings(self, key: int, settings: ConversationSettings) -> None: ...
+    def update_settings(
+        self, key: int, settings: ConversationSettings, token_limit: int
+    ) -> None: ...
 
     def delete_conversation(self, key: int) -> int: ...
 
     def counts(self, key: int, model: str) -> ItemCounts: ...
+
+    def clock_bounds(self, key: int) -> tuple[float | None, float | None]:
+        """Timestamps of the conversation's oldest and newest items."""
+        ...
 
     def find_idempotent(self, key: int, idempotency_keys: Sequence[str]) -> dict[str, Item]: ...
 
@@ -96,7 +106,9 @@ class Store(Protocol):
         self, key: int, after_seq: int, limit: int, states: Sequence[ItemState]
     ) -> list[Item]: ...
 
-    def window_items(self, key: int, model: str) -> list[tuple[Item, npt.NDArray[np.float32] | None]]:
+    def window_items(
+        self, key: int, model: str
+    ) -> list[tuple[Item, npt.NDArray[np.float32] | None]]:
         """Items in the window, in seq order, with their vectors where written."""
         ...
 
@@ -104,14 +116,44 @@ class Store(Protocol):
         """Items without a vector for model, in id order, with ids above after_id."""
         ...
 
-    def put_vectors(
-        self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors
-    ) -> None:
+    def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
         """Stores one vector per (conversation key, seq); rows of deleted items are skipped."""
         ...
 
     def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]: ...
 
+    def archived_ids(self, key: int, model: str) -> npt.NDArray[np.int64]:
+        """Seqs of archived items that have a vector: what the conversation's index must hold."""
+        ...
+
+    def vectors_for(
+        self, key: int, seqs: Sequence[int], model: str
+    ) -> dict[int, npt.NDArray[np.float32]]: ...
+
+    def filtered_seqs(
+        self, key: int, flt: ItemFilter, states: Sequence[ItemState], limit: int
+    ) -> npt.NDArray[np.int64]:
+        """Seqs of the newest items (up to limit) in these states that match the filter."""
+        ...
+
+    def term_postings(
+        self,
+        key: int,
+        term: str,
+        states: Sequence[ItemState],
+        limit: int,
+        flt: ItemFilter | None = None,
+    ) -> list[int]:
+        """Seqs of up to limit items (in these states, matching flt) that contain term."""
+        ...
+
     def lexical_search(
-        self, keys: Sequence[int], terms: Sequence[str], states: Sequence[ItemState], limit: int
-    ) -> list[LexicalHit]: ...
+        self,
+        keys: Sequence[int],
+        terms: Sequence[str],
+        states: Sequence[ItemState],
+        limit: int,
+        flt: ItemFilter | None = None,
+    ) -> list[LexicalHit]:
+        """BM25-ranked items containing any of the terms."""
+        ...

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from types import MappingProxyType
 
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from contextwm.core.assembly import TokenAccount
@@ -25,9 +26,27 @@ from contextwm.core.model import (
     flag_names,
     parse_flags,
 )
+
+__all__ = [
+    "flag_names",
+    "from_proto_filter",
+    "from_proto_mode",
+    "from_proto_new_item",
+    "from_proto_settings_patch",
+    "from_proto_states",
+    "from_proto_timestamp",
+    "to_proto_context",
+    "to_proto_conversation",
+    "to_proto_item",
+    "to_proto_scored",
+    "to_proto_settings",
+    "to_proto_time_range",
+    "to_proto_timestamp",
+    "to_proto_tokens",
+    "to_proto_window",
+]
 from contextwm.core.timehints import TimeHint
 from contextwm.errors import InvalidArgument
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 
 _STATE_TO_PROTO = {
     ItemState.WINDOW: pb.ITEM_STATE_WINDOW,
@@ -35,14 +54,14 @@ _STATE_TO_PROTO = {
     ItemState.COMPACTED: pb.ITEM_STATE_COMPACTED,
     ItemState.REVERTED: pb.ITEM_STATE_REVERTED,
 }
-_STATE_FROM_PROTO = {v: k for k, v in _STATE_TO_PROTO.items()}
+_STATE_FROM_PROTO: dict[int, ItemState] = {v: k for k, v in _STATE_TO_PROTO.items()}
 _CONVERSATION_STATE = {
     ConversationState.GENERAL: pb.CONVERSATION_STATE_GENERAL,
     ConversationState.CODING: pb.CONVERSATION_STATE_CODING,
     ConversationState.DEBUGGING: pb.CONVERSATION_STATE_DEBUGGING,
     ConversationState.RESEARCH: pb.CONVERSATION_STATE_RESEARCH,
 }
-_MODES = {
+_MODES: dict[int, str] = {
     pb.RETRIEVAL_MODE_UNSPECIFIED: "hybrid",
     pb.RETRIEVAL_MODE_HYBRID: "hybrid",
     pb.RETRIEVAL_MODE_DENSE: "dense",
@@ -247,7 +266,3 @@ def from_proto_filter(msg: pb.SearchFilter) -> ItemFilter:
         until=from_proto_timestamp(msg.until) if msg.HasField("until") else None,
         metadata=dict(msg.metadata),
     )
-
-
-def utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)

@@ -24,21 +24,21 @@ def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> No
     context.abort(grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see server log")
 
 
-class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
     """Maps ContextWMError to its status and anything else to INTERNAL, and logs each call at
     debug level with its duration and outcome."""
 
     def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = continuation(handler_call_details)
         if handler is None or handler.request_streaming or handler.response_streaming:
             # Health and reflection streams are library code; ours are all unary for now.
             return handler
         method: str = handler_call_details.method
-        inner = handler.unary_unary
+        inner: Callable[[Any, grpc.ServicerContext], Any] = handler.unary_unary  # type: ignore[assignment]
 
         def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
             start = time.perf_counter()
@@ -53,9 +53,7 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
                 _abort(context, exc, method)
             finally:
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug(
-                        "%s %s %.1f ms", method, outcome, (time.perf_counter() - start) * 1e3
-                    )
+                    log.debug("%s %s %.1f ms", method, outcome, (time.perf_counter() - start) * 1e3)
             return None  # unreachable: abort raises
 
         return grpc.unary_unary_rpc_method_handler(

@@ -5,14 +5,14 @@ from __future__ import annotations
 from concurrent import futures
 
 import grpc
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from contextwm.core.engine import ContextEngine
 from contextwm.transport.interceptors import ErrorInterceptor
 from contextwm.transport.servicer import ContextServicer
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ContextService"].full_name
 

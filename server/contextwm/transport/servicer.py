@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import grpc
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 
 from contextwm.core.engine import ContextEngine, ContextRequest, SearchRequest
 from contextwm.core.model import ROLES
 from contextwm.errors import InvalidArgument
 from contextwm.transport import convert
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 
 
-class ContextServicer(pb_grpc.ContextServiceServicer):
+class ContextServicer(pb_grpc.ContextServiceServicer):  # type: ignore[misc]
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
     def __init__(self, engine: ContextEngine) -> None:
@@ -102,7 +102,9 @@ class ContextServicer(pb_grpc.ContextServiceServicer):
         )
 
     def Pin(self, request: pb.PinRequest, context: grpc.ServicerContext) -> pb.Item:
-        item = self._engine.set_pinned(request.namespace, request.conversation_id, request.seq, True)
+        item = self._engine.set_pinned(
+            request.namespace, request.conversation_id, request.seq, True
+        )
         return convert.to_proto_item(item)
 
     def Unpin(self, request: pb.PinRequest, context: grpc.ServicerContext) -> pb.Item:
