@@ -385,8 +385,11 @@ class ServerProcess:
     "contextwm listening on port N" line on stdout.
     """
 
-    def __init__(self, data_dir: Path, *, start_timeout: float = 180.0) -> None:
+    def __init__(
+        self, data_dir: Path, *, start_timeout: float = 180.0, extra_args: Sequence[str] = ()
+    ) -> None:
         self.data_dir = data_dir
+        self._extra_args = list(extra_args)
         self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
         self._start_timeout = start_timeout
         self._proc: subprocess.Popen[str] | None = None
@@ -411,6 +414,7 @@ class ServerProcess:
             else [sys.executable, "-c", "import sys, contextwm.cli as c; sys.exit(c.main())"]
         )
         cmd += ["serve", "--port", "0", "--data-dir", str(self.data_dir), "--log-level", "warning"]
+        cmd += self._extra_args
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         self._log = self.log_path.open("w")
         began = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -28,20 +29,33 @@ def counter(request: pytest.FixtureRequest) -> BpeTokenCounter:
     return token_counter(request.param)
 
 
-def scored(seq: int, content: str, *, role: str = "user", score: float = 1.0) -> ScoredItem:
+def scored(
+    seq: int,
+    content: str,
+    *,
+    role: str = "user",
+    score: float = 1.0,
+    encoding: str = "cl100k_base",
+) -> ScoredItem:
+    """A scored item whose token_count is exact for encoding, as the engine stores it."""
     item = Item(
         conversation_id="c",
         seq=seq,
         role=role,
         content=content,
         timestamp=T0 + 60.0 * seq,
-        token_count=0,
+        token_count=token_counter(encoding).count(content),
         flags=Flag.NONE,
         metadata={},
         file=None,
         state=ItemState.WINDOW,
     )
     return ScoredItem(item, score, ScoreParts())
+
+
+def recount(s: ScoredItem, counter: BpeTokenCounter) -> ScoredItem:
+    item = dataclasses.replace(s.item, token_count=counter.count(s.item.content))
+    return dataclasses.replace(s, item=item)
 
 
 def expected_text(
@@ -128,6 +142,13 @@ def test_rendered_text_never_exceeds_budget(
 ) -> None:
     window, candidates, query = case
     counter = token_counter(encoding)
+    window = [recount(s, counter) for s in window]
+    candidates = [
+        HistoryCandidate(
+            recount(c.hit, counter), recount(c.neighbor, counter) if c.neighbor else None
+        )
+        for c in candidates
+    ]
     try:
         out = assemble(
             window, candidates, query=query, budget=budget, recent_share=share, counter=counter

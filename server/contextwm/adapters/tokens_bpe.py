@@ -6,6 +6,9 @@ import functools
 
 from contextwm.errors import InvalidArgument
 
+# Texts up to this many characters are counted through a cache.
+_SHORT = 64
+
 
 class BpeTokenCounter:
     """A TokenCounter for one tiktoken-compatible encoding."""
@@ -26,6 +29,13 @@ class BpeTokenCounter:
     def count(self, text: str) -> int:
         # encode_ordinary: text like "<|endoftext|>" in user content is counted as text,
         # never rejected or treated as a control token.
+        if len(text) <= _SHORT:
+            return self._count_short(text)
+        return len(self._encoding.encode_ordinary(text))
+
+    @functools.lru_cache(maxsize=8192)  # noqa: B019 - one counter per encoding, never freed
+    def _count_short(self, text: str) -> int:
+        """Headings and line prefixes repeat on every retrieval; count each once."""
         return len(self._encoding.encode_ordinary(text))
 
 

@@ -43,13 +43,21 @@ class Assembled:
     tokens: TokenAccount
 
 
+def recent_prefix(s: ScoredItem) -> str:
+    return f"[{s.item.role}] "
+
+
+def history_prefix(s: ScoredItem) -> str:
+    when = datetime.fromtimestamp(s.item.timestamp, UTC).strftime("%Y-%m-%d %H:%M")
+    return f"[{when}] [{s.item.role}] "
+
+
 def recent_line(s: ScoredItem) -> str:
-    return f"[{s.item.role}] {s.item.content}"
+    return recent_prefix(s) + s.item.content
 
 
 def history_line(s: ScoredItem) -> str:
-    when = datetime.fromtimestamp(s.item.timestamp, UTC).strftime("%Y-%m-%d %H:%M")
-    return f"[{when}] [{s.item.role}] {s.item.content}"
+    return history_prefix(s) + s.item.content
 
 
 def render(recent: Sequence[ScoredItem], history: Sequence[ScoredItem], query: str | None) -> str:
@@ -76,6 +84,11 @@ class _Budget:
     def cost(self, text: str) -> int:
         # +1 for the separator in front of every part ("\n\n" is one token in both encodings).
         return self.counter.count(text) + 1
+
+    def line_cost(self, prefix: str, s: ScoredItem) -> int:
+        """A line's cost from the item's stored token count: no re-encoding of its content.
+        Counting prefix and content apart can only overestimate by the merge at the seam."""
+        return self.counter.count(prefix) + s.item.token_count + 1
 
     def take(self, cost: int) -> bool:
         if cost > self.left:
@@ -126,7 +139,7 @@ def assemble(
         for s in newest_first:
             if s.item.seq in recent or s.item.seq in history:
                 continue
-            cost = target.cost(recent_line(s)) + (0 if recent else heading_cost["recent"])
+            cost = target.line_cost(recent_prefix(s), s) + (0 if recent else heading_cost["recent"])
             if target.take(cost):
                 recent[s.item.seq] = s
 
@@ -135,13 +148,15 @@ def assemble(
     for cand in candidates:
         if cand.hit.item.seq in history or cand.hit.item.seq in recent:
             continue
-        cost = pool.cost(history_line(cand.hit)) + (0 if history else heading_cost["history"])
+        cost = pool.line_cost(history_prefix(cand.hit), cand.hit) + (
+            0 if history else heading_cost["history"]
+        )
         if not pool.take(cost):
             continue
         history[cand.hit.item.seq] = cand.hit
         n = cand.neighbor
         fresh = n is not None and n.item.seq not in history and n.item.seq not in recent
-        if n is not None and fresh and pool.take(pool.cost(history_line(n))):
+        if n is not None and fresh and pool.take(pool.line_cost(history_prefix(n), n)):
             history[n.item.seq] = n
     fill_recent(pool)  # what history left over flows back to older window items
 
@@ -151,7 +166,11 @@ def assemble(
     # drop the weakest part until the exact count fits (seldom more than one round).
     while total > budget and (recent or history):
         if history:
-            weakest = min(history.values(), key=lambda s: (s.score, -s.item.seq))
+            # The weakest hit goes together with the neighbours it brought.
+            hits = [s for s in history.values() if s.neighbor_of is None] or list(history.values())
+            weakest = min(hits, key=lambda s: (s.score, -s.item.seq))
+            for seq in [q for q, s in history.items() if s.neighbor_of == weakest.item.seq]:
+                del history[seq]
             del history[weakest.item.seq]
         else:
             del recent[min(recent)]

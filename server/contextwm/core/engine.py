@@ -592,9 +592,7 @@ class ContextEngine:
                 flt=None,
                 limit=max(CANDIDATES, request.max_history_items),
             )
-            candidates = self._candidates(
-                rt, ranked[: request.max_history_items * 2], request, hint
-            )
+            candidates = self._candidates(rt, ranked[: request.max_history_items], request, hint)
             unindexed = rt.pending
             state = rt.state
         assembled: Assembled = assemble(

@@ -65,9 +65,13 @@ def parse_flags(names: Iterable[str]) -> Flag:
     return flags
 
 
+_FLAG_BITS: tuple[tuple[int, str], ...] = tuple((int(f), n) for f, n in FLAG_NAMES)
+
+
 def flag_names(flags: Flag) -> tuple[str, ...]:
     """The names of the flags set in a bitmask, in a fixed order."""
-    return tuple(name for flag, name in FLAG_NAMES if flags & flag)
+    bits = int(flags)  # plain ints: IntFlag arithmetic is slow on the eviction path
+    return tuple(name for bit, name in _FLAG_BITS if bits & bit)
 
 
 class ItemState(enum.IntEnum):
@@ -139,9 +143,18 @@ class ScoringWeights:
     similarity: float = 0.4
     importance: Mapping[str, float] = field(default_factory=lambda: DEFAULT_IMPORTANCE)
     role: Mapping[str, float] = field(default_factory=lambda: DEFAULT_ROLE_BIAS)
+    # The importance of each of the 32 flag combinations, worked out once.
+    _by_flags: tuple[float, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        table = tuple(
+            sum(self.importance.get(name, 0.0) for name in flag_names(Flag(bits)))
+            for bits in range(32)
+        )
+        object.__setattr__(self, "_by_flags", table)
 
     def importance_of(self, flags: Flag) -> float:
-        return sum(self.importance.get(name, 0.0) for name in flag_names(flags))
+        return self._by_flags[int(flags) & 31]
 
 
 @dataclass(frozen=True, slots=True)
