@@ -122,8 +122,10 @@ def choose_evictions(
         oversized = e.item.token_count > token_limit
         pinned = bool(e.item.flags & Flag.PINNED)
         score = scored[e.item.seq][0]
-        # Pinned items rank by age alone.
-        return (0 if oversized else 1, 1 if pinned else 0, 0.0 if pinned else score, e.item.seq)
+        # Pinned items rank by age alone. Scores are compared at 1e-9 so that sums which only
+        # differ in rounding count as ties, and ties go to the older item.
+        rounded = 0.0 if pinned else round(score, 9)
+        return (0 if oversized else 1, 1 if pinned else 0, rounded, e.item.seq)
 
     evictions: list[Eviction] = []
     for entry in sorted(window, key=rank):
