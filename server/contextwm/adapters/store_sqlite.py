@@ -187,6 +187,9 @@ class SqliteStore:
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._writer = self._connect()
+        # Checkpoints copy the WAL into the database file and fsync it: done by maintain() on
+        # a background thread, not by whichever append happens to cross the WAL size limit.
+        self._writer.execute("PRAGMA wal_autocheckpoint=0")
         with self._write_lock, self._writer:
             self._writer.executescript(_SCHEMA)
             self._writer.execute(
@@ -223,6 +226,10 @@ class SqliteStore:
                 self._writer.execute("ROLLBACK")
                 raise
             self._writer.execute("COMMIT")
+
+    def maintain(self) -> None:
+        """Moves committed WAL pages into the database file without blocking writers."""
+        self._reader().execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def close(self) -> None:
         with self._readers_lock:

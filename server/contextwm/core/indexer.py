@@ -11,6 +11,9 @@ from contextwm.core.engine import ContextEngine
 
 log = logging.getLogger(__name__)
 
+# How often the store's housekeeping (the WAL checkpoint) runs.
+MAINTAIN_SECONDS = 1.0
+
 
 class Indexer:
     """One thread that turns pending items into vectors, oldest first.
@@ -61,7 +64,7 @@ class Indexer:
         return len(pending)
 
     def _run(self) -> None:
-        last_save = time.monotonic()
+        last_save = last_maintain = time.monotonic()
         while not self._stop.is_set():
             self._wake.clear()  # before the batch: a wake-up during it is not lost
             try:
@@ -72,8 +75,11 @@ class Indexer:
                 self._cursor = 0
                 done = 0
                 self._stop.wait(1.0)
+            if time.monotonic() - last_maintain > MAINTAIN_SECONDS:
+                self._engine.store.maintain()
+                last_maintain = time.monotonic()
             if time.monotonic() - last_save > self._save_interval:
                 self._engine.save_indexes()
-                last_save = time.monotonic()
+                last_save = last_maintain = time.monotonic()
             if done == 0:
-                self._wake.wait(timeout=self._save_interval)
+                self._wake.wait(timeout=MAINTAIN_SECONDS)

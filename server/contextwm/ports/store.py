@@ -56,6 +56,10 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    def maintain(self) -> None:
+        """Housekeeping that must not run on a request (SQLite: the WAL checkpoint)."""
+        ...
+
     def create_conversation(
         self, namespace: str, conversation_id: str, settings: ConversationSettings, now: float
     ) -> ConversationRecord: ...
