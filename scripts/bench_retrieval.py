@@ -449,6 +449,11 @@ def main() -> int:
     return 0
 
 
+def per_100k(delta_mib: float, archived: int) -> str:
+    """Scaled to 100k items; below 50k items RSS noise (tens of MiB) swamps the figure."""
+    return f"{delta_mib * 100_000 / archived:.0f}" if archived >= 50_000 else "n/a"
+
+
 def report(
     args: argparse.Namespace,
     cases: list[Case],
@@ -542,8 +547,8 @@ def report(
                 f"{c.rss_steady:.0f}",
                 f"{d_rss:+.0f}",
                 f"{d_hwm:+.0f}",
-                f"{d_rss * 100_000 / c.archived_total:.0f}",
-                f"{d_steady * 100_000 / c.archived_total:.0f}",
+                per_100k(d_rss, c.archived_total),
+                per_100k(d_steady, c.archived_total),
             ]
         )
     print_table(
@@ -563,7 +568,7 @@ def report(
     )
     print(
         f"(an exact flat index alone is {384 * 4 * 100_000 / 2**20:.0f} MiB per 100k vectors;"
-        f" one-conversation runtimes were loaded by their window appends before 'RSS before',"
+        f" one-conversation runtimes were loaded by their window appends before 'before',"
         f" the many-conversation runtimes are loaded by their first calls, so inside 'delta')"
     )
 

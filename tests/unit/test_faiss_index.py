@@ -228,7 +228,7 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     index = files.new()
     index.add(list(range(100, 150)), vecs)
     index.remove([120, 121])
-    files.save(7, index)
+    files.save(7, index.snapshot())
     assert (tmp_path / "idx" / "7.faiss").exists()
     assert not list((tmp_path / "idx").glob("*.tmp"))  # written atomically via a temp file
     loaded = files.load(7)
@@ -258,14 +258,14 @@ def test_truncated_file_loads_as_none(tmp_path: Path) -> None:
     files = FaissIndexFiles(tmp_path, DIM)
     index = files.new()
     index.add(list(range(20)), unit(np.random.default_rng(6), 20))
-    files.save(1, index)
+    files.save(1, index.snapshot())
     data = (tmp_path / "1.faiss").read_bytes()
     (tmp_path / "1.faiss").write_bytes(data[: len(data) // 2])
     assert files.load(1) is None
 
 
 def test_wrong_dimension_loads_as_none(tmp_path: Path) -> None:
-    FaissIndexFiles(tmp_path, DIM + 1).save(4, FaissIndex(DIM + 1))
+    FaissIndexFiles(tmp_path, DIM + 1).save(4, FaissIndex(DIM + 1).snapshot())
     assert FaissIndexFiles(tmp_path, DIM).load(4) is None
     with pytest.raises(ValueError, match="dimension"):
         FaissIndex.load(tmp_path / "4.faiss", DIM)

@@ -856,10 +856,13 @@ class ContextEngine:
         written = 0
         for rt in runtimes:
             with rt.lock:
-                if rt.index is not None and rt.index_dirty and not rt.deleted:
-                    self.index_files.save(rt.key, rt.index)
-                    rt.index_dirty = False
-                    written += 1
+                if rt.index is None or not rt.index_dirty or rt.deleted:
+                    continue
+                # Serialise under the lock (tens of ms at 100k items), write without it.
+                snapshot = rt.index.snapshot()
+                rt.index_dirty = False
+            self.index_files.save(rt.key, snapshot)
+            written += 1
         return written
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -32,8 +31,8 @@ class VectorIndex(Protocol):
         """Every id in the index."""
         ...
 
-    def save(self, path: Path) -> None:
-        """Writes the index atomically."""
+    def snapshot(self) -> bytes:
+        """The index serialised, for VectorIndexFiles.save."""
         ...
 
 
@@ -46,6 +45,8 @@ class VectorIndexFiles(Protocol):
         """The saved index, or None when missing or unreadable."""
         ...
 
-    def save(self, key: int, index: VectorIndex) -> None: ...
+    def save(self, key: int, snapshot: bytes) -> None:
+        """Writes a snapshot atomically (callers take it under their lock, write outside)."""
+        ...
 
     def delete(self, key: int) -> None: ...
