@@ -20,6 +20,7 @@ from contextwm.core.model import (
     ItemState,
     ScoringWeights,
 )
+from contextwm.core.ranking import rare_word_evidence
 from contextwm.errors import AlreadyExists
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,7 +86,10 @@ def new_conversation(store: SqliteStore, cid: str = "c1", ns: str = "default") -
 
 
 def search(store: SqliteStore, key: int, *terms: str, states=BOTH, flt=None, limit=50) -> list[int]:
-    return [h.seq for h in store.lexical_search([key], list(terms), states, limit, flt)]
+    """Items holding any of the terms, ranked by rare-word evidence as the engine ranks them."""
+    postings = {t: store.term_postings(key, t, states, limit, flt) for t in terms}
+    evidence = rare_word_evidence(postings)
+    return sorted(evidence, key=lambda seq: (-evidence[seq], seq))
 
 
 def unit_vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
@@ -222,7 +226,7 @@ def test_exact_rare_word_ranks_first(store: SqliteStore) -> None:
     assert search(store, key, "deploy", "zanzibar")[0] == 20
     assert search(store, key, "zanzibar") == [20]
     assert search(store, key, "nothinglikethis") == []
-    assert store.lexical_search([key], [], BOTH, 10) == []
+    assert search(store, key) == []
 
 
 def test_porter_stemming_matches_word_forms(store: SqliteStore) -> None:
@@ -244,11 +248,8 @@ def test_search_never_returns_another_conversations_items(store: SqliteStore) ->
     k1, k2 = new_conversation(store, "a"), new_conversation(store, "b")
     add(store, k1, [make_item(1, "shared word mango", conversation_id="a")])
     add(store, k2, [make_item(s, f"mango {s}", conversation_id="b") for s in range(1, 4)])
-    hits = store.lexical_search([k1], ["mango"], BOTH, 10)
-    assert [(h.conversation_key, h.seq) for h in hits] == [(k1, 1)]
-    both = store.lexical_search([k1, k2], ["mango"], BOTH, 10)
-    assert sorted((h.conversation_key, h.seq) for h in both) == [(k1, 1), (k2, 1), (k2, 2), (k2, 3)]
-    assert [h.score for h in both] == sorted((h.score for h in both), reverse=True)
+    assert store.term_postings(k1, "mango", BOTH, 10) == [1]
+    assert sorted(store.term_postings(k2, "mango", BOTH, 10)) == [1, 2, 3]
 
 
 def test_term_equal_to_the_conversation_tag_matches_nothing(store: SqliteStore) -> None:
@@ -396,8 +397,8 @@ def test_metadata_filter_key_with_a_double_quote(store: SqliteStore) -> None:
 def test_fts_syntax_in_terms_never_raises(store: SqliteStore, term: str) -> None:
     key = new_conversation(store)
     add(store, key, [make_item(1, 'a b c AND OR NOT x "quoted" star* caret^')])
-    out = store.lexical_search([key], [term, "caret"], BOTH, 10)
-    assert [h.seq for h in out] == [1]  # the other term still matches
+    store.term_postings(key, term, BOTH, 10)
+    assert search(store, key, term, "caret") == [1]  # the other term still matches
 
 
 @settings(
@@ -413,13 +414,14 @@ def test_fts_syntax_in_terms_never_raises(store: SqliteStore, term: str) -> None
     )
 )
 def test_arbitrary_terms_never_raise(store: SqliteStore, terms: list[str]) -> None:
-    store.lexical_search([1], terms, BOTH, 10)
+    for term in terms:
+        store.term_postings(1, term, BOTH, 10)
 
 
 def test_nul_in_term_does_not_raise(store: SqliteStore) -> None:
     key = new_conversation(store)
     add(store, key, [make_item(1, "abc")])
-    assert store.lexical_search([key], ["a\x00b"], BOTH, 10) == []
+    assert store.term_postings(key, "a\x00b", BOTH, 10) == []
 
 
 # ---------------------------------------------------------------- delete

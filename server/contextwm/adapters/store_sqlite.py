@@ -26,7 +26,7 @@ from contextwm.core.model import (
 )
 from contextwm.errors import AlreadyExists
 from contextwm.ports.embedder import Vectors
-from contextwm.ports.store import ConversationRecord, ItemCounts, LexicalHit, PendingVector
+from contextwm.ports.store import ConversationRecord, ItemCounts, PendingVector
 
 SCHEMA_VERSION = 1
 
@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS items (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS items_idem ON items (conv, idem) WHERE idem IS NOT NULL;
 CREATE INDEX IF NOT EXISTS items_state ON items (conv, state, seq);
+CREATE INDEX IF NOT EXISTS items_time ON items (conv, ts);
 CREATE TABLE IF NOT EXISTS vectors (
     item INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
     model TEXT NOT NULL,
@@ -163,11 +164,11 @@ def _filter_sql(flt: ItemFilter | None) -> tuple[str, list[Any]]:
     return " AND " + " AND ".join(sql), params
 
 
-def _fts_query(terms: Sequence[str], key: int | None) -> str:
-    # Every term is quoted, so no user text is ever parsed as FTS5 syntax.
-    quoted = ('"' + t.replace("\x00", "").replace('"', '""') + '"' for t in terms)
-    body = "content:(" + " OR ".join(quoted) + ")"
-    return f'tag:"c{key}" AND {body}' if key is not None else body
+def _fts_query(term: str, key: int) -> str:
+    # The term is quoted, so no user text is ever parsed as FTS5 syntax, and scoped to the
+    # content column, so it never matches a conversation tag.
+    quoted = '"' + term.replace("\x00", "").replace('"', '""') + '"'
+    return f'tag:"c{key}" AND content:{quoted}'
 
 
 class SqliteStore:
@@ -517,33 +518,6 @@ class SqliteStore:
 
     # ------------------------------------------------------------ lexical
 
-    def lexical_search(
-        self,
-        keys: Sequence[int],
-        terms: Sequence[str],
-        states: Sequence[ItemState],
-        limit: int,
-        flt: ItemFilter | None = None,
-    ) -> list[LexicalHit]:
-        if not terms or not keys:
-            return []
-        db = self._reader()
-        state_marks = ",".join("?" * len(states))
-        where, params = _filter_sql(flt)
-        hits: list[LexicalHit] = []
-        for key in keys:
-            # bm25() is lower-is-better and weighs the tag column 0 so it never scores.
-            rows = db.execute(
-                "SELECT i.seq, -bm25(items_fts, 1.0, 0.0) AS score FROM items_fts"
-                " JOIN items i ON i.id = items_fts.rowid"
-                f" WHERE items_fts MATCH ? AND i.state IN ({state_marks}){where}"
-                " ORDER BY score DESC LIMIT ?",
-                (_fts_query(terms, key), *(int(s) for s in states), *params, limit),
-            ).fetchall()
-            hits.extend(LexicalHit(key, r[0], r[1]) for r in rows)
-        hits.sort(key=lambda h: -h.score)
-        return hits[:limit]
-
     def term_postings(
         self,
         key: int,
@@ -560,7 +534,7 @@ class SqliteStore:
                 "SELECT i.seq FROM items_fts JOIN items i ON i.id = items_fts.rowid"
                 f" WHERE items_fts MATCH ? AND i.state IN ({','.join('?' * len(states))}){where}"
                 " LIMIT ?",
-                (_fts_query([term], key), *(int(s) for s in states), *params, limit),
+                (_fts_query(term, key), *(int(s) for s in states), *params, limit),
             )
             .fetchall()
         )

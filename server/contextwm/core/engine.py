@@ -164,6 +164,7 @@ class ContextEngine:
         self.index_wait_seconds = index_wait_seconds
         self.clock = clock
         self._runtimes: dict[tuple[str, str], ConversationRuntime] = {}
+        self._by_key: dict[int, ConversationRuntime] = {}
         self._registry_lock = threading.Lock()
         # Set by the indexer so appends can wake it.
         self.on_append: Callable[[], None] = lambda: None
@@ -215,15 +216,13 @@ class ContextEngine:
                 )
             rt = self._load(record)
             self._runtimes[(ns, conversation_id)] = rt
+            self._by_key[rt.key] = rt
             return rt
 
     def runtime_by_key(self, key: int) -> ConversationRuntime | None:
         """A loaded runtime by store key (the indexer's way in); None if not loaded."""
         with self._registry_lock:
-            for rt in self._runtimes.values():
-                if rt.key == key:
-                    return rt
-        return None
+            return self._by_key.get(key)
 
     def _locked(self, namespace: str, conversation_id: str) -> ConversationRuntime:
         rt = self.runtime(namespace, conversation_id)
@@ -338,6 +337,7 @@ class ContextEngine:
             rt.lock.release()
         with self._registry_lock:
             self._runtimes.pop((rt.record.namespace, rt.record.conversation_id), None)
+            self._by_key.pop(rt.key, None)
         return deleted
 
     # ------------------------------------------------------------ appends
@@ -624,13 +624,15 @@ class ContextEngine:
             return None
 
         def locate(event: str) -> datetime | None:
-            terms = query_terms(event)
-            hits = self.store.lexical_search(
-                [rt.key], terms, (ItemState.WINDOW, ItemState.ARCHIVED), 1
+            """When the event happened: the item holding most of its rare words, the
+            earliest on a tie (an event is usually named first when it happens)."""
+            evidence = self._rare_word_evidence(
+                rt, event, (ItemState.WINDOW, ItemState.ARCHIVED), None
             )
-            if not hits:
+            if not evidence:
                 return None
-            item = self.store.get_items(rt.key, [hits[0].seq]).get(hits[0].seq)
+            seq = min(evidence, key=lambda s: (-evidence[s], s))
+            item = self._items(rt, [seq]).get(seq)
             return datetime.fromtimestamp(item.timestamp, UTC) if item else None
 
         return parse_time_hint(
@@ -667,21 +669,15 @@ class ContextEngine:
                 self._index(rt)
                 assert rt.index is not None
                 sims, ids = rt.index.search(query_vec, limit, allowed)
+                rt.last_search = time.monotonic()
                 dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
             if ItemState.WINDOW in states:
                 allowed_set = set(allowed.tolist()) if allowed is not None else None
                 for e in rt.window:
                     if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
                         dense[e.item.seq] = float(np.dot(e.vector, query_vec))
-        lexical: dict[int, float] = {}
+        lexical = self._rare_word_evidence(rt, text, states, flt) if mode != "dense" else {}
         in_range_seqs: set[int] = set()
-        if mode != "dense":
-            postings: dict[str, list[int]] = {}
-            for term in query_terms(text):
-                seqs = self.store.term_postings(rt.key, term, states, MAX_POSTINGS + 1, flt)
-                if len(seqs) <= MAX_POSTINGS:  # a longer list is a common word: no evidence
-                    postings[term] = seqs
-            lexical = rare_word_evidence(postings)
         if hint is not None and (hint.since is not None or hint.until is not None):
             in_range = ItemFilter(since=_ts(hint.since), until=_ts(hint.until))
             if flt is not None:
@@ -694,6 +690,20 @@ class ContextEngine:
             found = lexical.keys() | in_range_seqs
             self._fill_similarity(rt, dense, [s for s in found if s not in dense], query_vec)
         return fuse(dense, lexical, threshold=threshold, mode=mode, keep=in_range_seqs)
+
+    def _rare_word_evidence(
+        self,
+        rt: ConversationRuntime,
+        text: str,
+        states: Sequence[ItemState],
+        flt: ItemFilter | None,
+    ) -> dict[int, float]:
+        postings: dict[str, list[int]] = {}
+        for term in query_terms(text):
+            seqs = self.store.term_postings(rt.key, term, states, MAX_POSTINGS + 1, flt)
+            if len(seqs) <= MAX_POSTINGS:  # a longer list is a common word: no evidence
+                postings[term] = seqs
+        return rare_word_evidence(postings)
 
     def _fill_similarity(
         self, rt: ConversationRuntime, dense: dict[int, float], seqs: list[int], query_vec: Vector
@@ -849,14 +859,22 @@ class ContextEngine:
 
     # ------------------------------------------------------------ lifecycle
 
-    def save_indexes(self) -> int:
-        """Writes every changed index file; returns how many were written."""
+    def save_indexes(self, rested: float = 0.0) -> int:
+        """Writes changed index files; returns how many were written.
+
+        Args:
+            rested: skip indexes searched less than this many seconds ago. Serialising a
+                100k-item index holds its conversation's lock for tens of milliseconds, which
+                a periodic save should not add to a busy conversation's latency.
+        """
         with self._registry_lock:
             runtimes = list(self._runtimes.values())
         written = 0
         for rt in runtimes:
             with rt.lock:
                 if rt.index is None or not rt.index_dirty or rt.deleted:
+                    continue
+                if time.monotonic() - rt.last_search < rested:
                     continue
                 # Serialise under the lock (tens of ms at 100k items), write without it.
                 snapshot = rt.index.snapshot()

@@ -13,6 +13,8 @@ log = logging.getLogger(__name__)
 
 # How often the store's housekeeping (the WAL checkpoint) runs.
 MAINTAIN_SECONDS = 1.0
+# A periodic save skips indexes searched more recently than this; shutdown saves them all.
+RESTED_SECONDS = 10.0
 
 
 class Indexer:
@@ -79,7 +81,7 @@ class Indexer:
                 self._engine.store.maintain()
                 last_maintain = time.monotonic()
             if time.monotonic() - last_save > self._save_interval:
-                self._engine.save_indexes()
+                self._engine.save_indexes(rested=RESTED_SECONDS)
                 last_save = last_maintain = time.monotonic()
             if done == 0:
                 self._wake.wait(timeout=MAINTAIN_SECONDS)

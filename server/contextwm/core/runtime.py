@@ -32,6 +32,8 @@ class ConversationRuntime:
     index: VectorIndex | None = None
     index_dirty: bool = False
     deleted: bool = False
+    # time.monotonic() of the last search of the index: saving waits until it has rested.
+    last_search: float = 0.0
 
     @property
     def key(self) -> int:

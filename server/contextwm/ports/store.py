@@ -35,13 +35,6 @@ class ItemCounts:
 
 
 @dataclass(frozen=True, slots=True)
-class LexicalHit:
-    conversation_key: int
-    seq: int
-    score: float  # BM25, higher is better
-
-
-@dataclass(frozen=True, slots=True)
 class PendingVector:
     """An item that has no vector for the current model yet."""
 
@@ -149,15 +142,4 @@ class Store(Protocol):
         flt: ItemFilter | None = None,
     ) -> list[int]:
         """Seqs of up to limit items (in these states, matching flt) that contain term."""
-        ...
-
-    def lexical_search(
-        self,
-        keys: Sequence[int],
-        terms: Sequence[str],
-        states: Sequence[ItemState],
-        limit: int,
-        flt: ItemFilter | None = None,
-    ) -> list[LexicalHit]:
-        """BM25-ranked items containing any of the terms."""
         ...
