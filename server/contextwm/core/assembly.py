@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,8 +49,12 @@ def recent_prefix(s: ScoredItem) -> str:
 
 
 def history_prefix(s: ScoredItem) -> str:
-    when = datetime.fromtimestamp(s.item.timestamp, UTC).strftime("%Y-%m-%d %H:%M")
-    return f"[{when}] [{s.item.role}] "
+    return f"[{_minute(s.item.timestamp)}] [{s.item.role}] "
+
+
+@functools.lru_cache(maxsize=4096)
+def _minute(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def recent_line(s: ScoredItem) -> str:

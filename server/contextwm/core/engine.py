@@ -19,7 +19,7 @@ import numpy as np
 
 from contextwm.core.assembly import Assembled, HistoryCandidate, TokenAccount, assemble
 from contextwm.core.conversation_state import adapt_window, detect_state
-from contextwm.core.importance import detect_flags
+from contextwm.core.importance import detect_flags, is_question
 from contextwm.core.model import (
     ConversationSettings,
     ConversationState,
@@ -677,6 +677,8 @@ class ContextEngine:
                     if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
                         dense[e.item.seq] = float(np.dot(e.vector, query_vec))
         lexical = self._rare_word_evidence(rt, text, states, flt) if mode != "dense" else {}
+        if len(lexical) > limit:  # a long query lists many items; only the best can rank
+            lexical = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:limit])
         in_range_seqs: set[int] = set()
         if hint is not None and (hint.since is not None or hint.until is not None):
             in_range = ItemFilter(since=_ts(hint.since), until=_ts(hint.until))
@@ -890,7 +892,7 @@ def _ts(value: datetime | None) -> float | None:
 
 def _asks(item: Item) -> bool:
     """Whether an item is a question, flagged or not (detection may be switched off)."""
-    return bool((item.flags | detect_flags(item.role, item.content)) & Flag.QUESTION)
+    return bool(item.flags & Flag.QUESTION) or is_question(item.role, item.content)
 
 
 def _in_range(hint: TimeHint, timestamp: float) -> bool:

@@ -47,14 +47,20 @@ def detect_flags(role: str, content: str) -> Flag:
         or sum(1 for line in content.splitlines() if _CODE_LINE.search(line)) >= 2
     ):
         flags |= Flag.CODE
-    if role in {"user", "assistant"}:
-        stripped = content.rstrip()
-        if (
-            stripped.endswith("?")
-            or "?\n" in content
-            or (role == "user" and len(stripped) < 300 and _QUESTION_START.match(stripped))
-        ):
-            flags |= Flag.QUESTION
-        if role == "assistant" and _SOLUTION.search(content):
-            flags |= Flag.SOLUTION
+    if is_question(role, content):
+        flags |= Flag.QUESTION
+    if role == "assistant" and _SOLUTION.search(content):
+        flags |= Flag.SOLUTION
     return flags
+
+
+def is_question(role: str, content: str) -> bool:
+    """Whether a user or assistant turn asks something (the QUESTION flag's rule)."""
+    if role not in {"user", "assistant"}:
+        return False
+    stripped = content.rstrip()
+    return (
+        stripped.endswith("?")
+        or "?\n" in content
+        or (role == "user" and len(stripped) < 300 and _QUESTION_START.match(stripped) is not None)
+    )
