@@ -109,7 +109,7 @@ def test_unembedded_item_gets_mean_similarity_of_the_others() -> None:
     focus = unit(1, 0)
     w = window_of(make_item(1), make_item(2), make_item(3), vectors={1: unit(1, 0), 2: unit(0, 1)})
     scores = w.scores(FLAT, Clock(T0, 3), focus)
-    sims = {seq: parts.similarity for seq, (_, parts) in scores.items()}
+    sims = dict(zip(scores.seqs.tolist(), scores.similarity.tolist(), strict=True))
     assert sims[1] == pytest.approx(1.0)
     assert sims[2] == pytest.approx(0.0, abs=1e-7)
     assert sims[3] == pytest.approx(0.5)

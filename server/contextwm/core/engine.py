@@ -644,7 +644,7 @@ class ContextEngine:
 
     def _scored_window(self, rt: ConversationRuntime, focus: Vector | None) -> list[ScoredItem]:
         scores = rt.window.scores(rt.record.settings, rt.clock(), focus)
-        return [ScoredItem(e.item, scores[e.item.seq][0], scores[e.item.seq][1]) for e in rt.window]
+        return [ScoredItem(e.item, *scores.at(i)) for i, e in enumerate(rt.window)]
 
     def _rank(
         self,

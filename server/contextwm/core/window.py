@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contextwm.core.model import ConversationSettings, Flag, Item, ScoreParts
-from contextwm.core.scoring import Clock, relevance
+from contextwm.core.scoring import Clock, relevance_many
 
 Vector = npt.NDArray[np.float32]
 
@@ -75,27 +75,51 @@ class Window:
 
     def scores(
         self, settings: ConversationSettings, clock: Clock, focus: Vector | None
-    ) -> dict[int, tuple[float, ScoreParts]]:
+    ) -> WindowScores:
         """Relevance of every entry. An item whose vector has not arrived yet gets the mean
         similarity of the others, so waiting for the embedder neither shields nor dooms it."""
-        sims: dict[int, float] = {}
-        if focus is not None:
-            for e in self._entries.values():
-                if e.vector is not None:
-                    sims[e.item.seq] = float(np.dot(e.vector, focus))
-        neutral = float(np.mean(list(sims.values()))) if sims else 0.0
-        return {
-            e.item.seq: relevance(
-                settings,
-                clock,
-                timestamp=e.item.timestamp,
-                seq=e.item.seq,
-                role=e.item.role,
-                flags=e.item.flags,
-                similarity=sims.get(e.item.seq, neutral),
-            )
-            for e in self._entries.values()
-        }
+        entries = list(self._entries.values())
+        n = len(entries)
+        sims = np.zeros(n, dtype=np.float64)
+        if focus is not None and n:
+            have = [i for i, e in enumerate(entries) if e.vector is not None]
+            if have:
+                matrix = np.stack([entries[i].vector for i in have])  # type: ignore[misc]
+                sims[have] = matrix @ focus
+                missing = [i for i, e in enumerate(entries) if e.vector is None]
+                sims[missing] = float(np.mean(sims[have]))
+        seqs = np.fromiter((e.item.seq for e in entries), np.float64, n)
+        score, recency, importance, role = relevance_many(
+            settings,
+            clock,
+            timestamps=np.fromiter((e.item.timestamp for e in entries), np.float64, n),
+            seqs=seqs,
+            roles=[e.item.role for e in entries],
+            flags=[e.item.flags for e in entries],
+            similarities=sims,
+        )
+        return WindowScores(seqs.astype(np.int64), score, recency, importance, sims, role)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowScores:
+    """Relevance of each window item, as arrays in window order."""
+
+    seqs: npt.NDArray[np.int64]
+    score: npt.NDArray[np.float64]
+    recency: npt.NDArray[np.float64]
+    importance: npt.NDArray[np.float64]
+    similarity: npt.NDArray[np.float64]
+    role: npt.NDArray[np.float64]
+
+    def at(self, i: int) -> tuple[float, ScoreParts]:
+        """The score and parts of the i-th item."""
+        return float(self.score[i]), ScoreParts(
+            recency=float(self.recency[i]),
+            importance=float(self.importance[i]),
+            similarity=float(self.similarity[i]),
+            role=float(self.role[i]),
+        )
 
 
 def choose_evictions(
@@ -116,23 +140,24 @@ def choose_evictions(
     tokens, count = window.tokens, len(window)
     if tokens <= token_limit and count <= item_limit:
         return []
+    entries = list(window)
     scored = window.scores(settings, clock, focus)
-
-    def rank(e: WindowEntry) -> tuple[int, int, float, int]:
-        oversized = e.item.token_count > token_limit
-        pinned = bool(e.item.flags & Flag.PINNED)
-        score = scored[e.item.seq][0]
-        # Pinned items rank by age alone. Scores are compared at 1e-9 so that sums which only
-        # differ in rounding count as ties, and ties go to the older item.
-        rounded = 0.0 if pinned else round(score, 9)
-        return (0 if oversized else 1, 1 if pinned else 0, rounded, e.item.seq)
-
+    token_counts = np.fromiter((e.item.token_count for e in entries), np.int64, len(entries))
+    pinned = np.fromiter(
+        (int(e.item.flags) & Flag.PINNED.value for e in entries), bool, len(entries)
+    )
+    # Pinned items rank by age alone. Scores are compared at 1e-9 so that sums which only
+    # differ in rounding count as ties, and ties go to the older item.
+    rounded = np.where(pinned, 0.0, np.round(scored.score, 9))
+    fits = token_counts <= token_limit
+    # lexsort's last key is the primary one: oversized first, then unpinned, score, seq.
+    order = np.lexsort((scored.seqs, rounded, pinned, fits))
     evictions: list[Eviction] = []
-    for entry in sorted(window, key=rank):
+    for i in order.tolist():
         if tokens <= token_limit and count <= item_limit:
             break
-        score, parts = scored[entry.item.seq]
-        evictions.append(Eviction(entry.item.seq, score, parts))
-        tokens -= entry.item.token_count
+        score, parts = scored.at(i)
+        evictions.append(Eviction(int(scored.seqs[i]), score, parts))
+        tokens -= int(token_counts[i])
         count -= 1
     return evictions
