@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Any, Self
 
 # Set before anything imports transformers or huggingface_hub.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -321,6 +321,18 @@ class TextGenerator:
 
 
 # ------------------------------------------------------------------ statistics and output
+
+
+def wait_embedded(client: Any, conversation_ids: list[str], timeout: float = 3600.0) -> None:
+    """Polls until no conversation has pending embeddings (a contextwm_client.Client)."""
+    deadline = time.monotonic() + timeout
+    left = list(conversation_ids)
+    while left:
+        left = [c for c in left if client.get_conversation(c).pending_embeddings > 0]
+        if left and time.monotonic() > deadline:
+            raise RuntimeError(f"{len(left)} conversations still have pending embeddings")
+        if left:
+            time.sleep(0.1)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

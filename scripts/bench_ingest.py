@@ -39,6 +39,7 @@ from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     p50_p99,
     print_table,
     verdict,
+    wait_embedded,
 )
 from contextwm.ports.embedder import Embedder
 from contextwm_client import Client, NewItem
@@ -129,17 +130,6 @@ def raw_embedding(embedder: Embedder, texts: list[str]) -> dict[int, tuple[float
         out[batch] = (len(texts) / seconds, seconds)
         log(f"raw embedding, batch {batch}: {out[batch][0]:.1f} items/s")
     return out
-
-
-def wait_embedded(client: Client, conversation_ids: list[str], timeout: float = 3600.0) -> None:
-    deadline = time.monotonic() + timeout
-    left = list(conversation_ids)
-    while left:
-        left = [c for c in left if client.get_conversation(c).pending_embeddings > 0]
-        if left and time.monotonic() > deadline:
-            raise RuntimeError(f"{len(left)} conversations still have pending embeddings")
-        if left:
-            time.sleep(0.1)
 
 
 def run_phase(

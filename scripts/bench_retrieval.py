@@ -46,6 +46,7 @@ from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     p50_p99,
     print_table,
     verdict,
+    wait_embedded,
 )
 from contextwm.ports.embedder import Embedder
 from contextwm_client import Client, NewItem
@@ -288,17 +289,6 @@ def load_store(
 
 
 # ------------------------------------------------------------------ measuring
-
-
-def wait_embedded(client: Client, conversation_ids: list[str], timeout: float = 900.0) -> None:
-    deadline = time.monotonic() + timeout
-    left = list(conversation_ids)
-    while left:
-        left = [c for c in left if client.get_conversation(c).pending_embeddings > 0]
-        if left and time.monotonic() > deadline:
-            raise RuntimeError(f"{len(left)} conversations still have pending embeddings")
-        if left:
-            time.sleep(0.25)
 
 
 def measure_floor(case: Case, embedder: Embedder, queries: list[str], rng: random.Random) -> None:

@@ -8,10 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
-
-import grpc
 
 
 class ServerProcess:
@@ -59,9 +56,6 @@ class ServerProcess:
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def wait_ready(self, target: str | None = None) -> None:
-        grpc.channel_ready_future(grpc.insecure_channel(target or self.target)).result(timeout=30)
-
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a crash."""
         if self.proc.poll() is None:
@@ -74,7 +68,3 @@ class ServerProcess:
 
     def log(self) -> str:
         return "".join(self.output)
-
-
-def start_servers(data_dir: Path, args: Sequence[str] = ()) -> ServerProcess:
-    return ServerProcess(data_dir, *args)
