@@ -187,6 +187,8 @@ class ContextEngine:
             first_ts=first_ts,
             last_ts=last_ts,
             pending=counts.pending_vectors,
+            total=counts.total,
+            archived=counts.archived,
             lock=lock,
             indexed=threading.Condition(lock),
         )
@@ -276,12 +278,11 @@ class ContextEngine:
             rt.lock.release()
 
     def _info(self, rt: ConversationRuntime) -> ConversationInfo:
-        counts = self.store.counts(rt.key, self.embedder.model_name)
         return ConversationInfo(
             record=rt.record,
             window=rt.stats(),
-            archived_items=counts.archived,
-            total_items=counts.total,
+            archived_items=rt.archived,
+            total_items=rt.total,
             state=rt.state,
             last_item_at=rt.last_ts,
             last_seq=rt.last_seq,
@@ -433,12 +434,14 @@ class ContextEngine:
             raise
         self._archive(rt, evicted)
         rt.pending += len(new)
+        rt.total += len(new)
         self.on_append()
         return AppendOutcome(tuple(results), tuple(evicted), rt.stats())
 
     def _archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
         """Moves committed evictions out of the window and into the index (rt.lock held).
         Items whose vector has not arrived yet are indexed by the indexer when it does."""
+        rt.archived += len(seqs)
         ids: list[int] = []
         vectors: list[Vector] = []
         for seq in seqs:

@@ -27,6 +27,10 @@ class ConversationRuntime:
     first_ts: float | None
     last_ts: float | None
     pending: int
+    # Counted here rather than in the store: GetConversation is polled by UIs and scripts,
+    # and a COUNT over a large conversation on every poll takes CPU from the embedder.
+    total: int
+    archived: int
     lock: threading.RLock
     indexed: threading.Condition
     index: VectorIndex | None = None
