@@ -56,6 +56,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_common import log, print_table
 from bench_data import PARAPHRASE, RARE_WORD, BenchConversation, Question, generate_corpus
 from bench_data import ingest_items as bench_ingest_items
 from contextwm_client import Client, EnhancedContext, NewItem, ScoredItem
@@ -120,14 +121,6 @@ class Run:
     embed_seconds: float = 0.0
     items: int = 0
     start_seconds: float = 0.0
-
-
-def log(message: str) -> None:
-    """Progress on stderr; stdout keeps only the figures."""
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-# ------------------------------------------------------------------ ingest
 
 
 def ingest(client: Client, convs: Sequence[BenchConversation], run: Run) -> None:
@@ -277,23 +270,6 @@ def print_miss(conv: BenchConversation, out: Outcome, d: Diagnosis) -> None:
 
 def _cell(hits: int, total: int) -> str:
     return f"{hits / total:.2f} ({hits}/{total})" if total else "-"
-
-
-def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-
-    def line(r: Sequence[str]) -> str:
-        parts = [r[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    print(f"\n== {title}")
-    print(line(cells[0]))
-    print("  ".join("-" * w for w in widths))
-    for r in cells[1:]:
-        print(line(r))
 
 
 def summarise(run: Run, budgets: Sequence[int]) -> dict[str, Any]:
