@@ -33,6 +33,7 @@ from contextwm.core.model import (
     SettingsPatch,
     WindowStats,
     apply_patch,
+    check_range,
 )
 from contextwm.core.query_terms import query_terms
 from contextwm.core.ranking import Ranked, fuse, rare_word_evidence
@@ -45,7 +46,6 @@ from contextwm.core.validation import (
     check_conversation_id,
     check_item,
     check_item_tokens,
-    check_range,
     namespace_of,
     page_size_of,
     page_token_seq,

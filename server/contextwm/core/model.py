@@ -197,9 +197,17 @@ class SettingsPatch:
     weights: WeightsPatch | None = None
 
 
-def _check_range(name: str, value: float, low: float, high: float) -> None:
+def check_range(name: str, value: float, low: float, high: float) -> None:
+    """Raises InvalidArgument unless low <= value <= high (and value is finite)."""
     if not (math.isfinite(value) and low <= value <= high):
-        raise InvalidArgument(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+        raise InvalidArgument(
+            f"{name} must be between {_number(low)} and {_number(high)}, got {value!r}"
+        )
+
+
+def _number(x: float) -> str:
+    """1000000 rather than 1e+06: bounds are read by people."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> ConversationSettings:
@@ -214,16 +222,16 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
         if value is not None and f.name != "weights":
             changes[f.name] = value
     merged = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
-    _check_range("window_max_tokens", merged.window_max_tokens, 1, 10_000_000)
-    _check_range("window_max_items", merged.window_max_items, 1, 1_000_000)
+    check_range("window_max_tokens", merged.window_max_tokens, 1, 10_000_000)
+    check_range("window_max_items", merged.window_max_items, 1, 1_000_000)
     if merged.encoding not in ENCODINGS:
         raise InvalidArgument(
             f"unknown encoding {merged.encoding!r}; supported: {', '.join(ENCODINGS)}"
         )
-    _check_range("recency_half_life_seconds", merged.recency_half_life_seconds, 1e-3, 1e12)
-    _check_range("recency_half_life_items", merged.recency_half_life_items, 0, 1e12)
-    _check_range("focus_items", merged.focus_items, 1, 1000)
-    _check_range("similarity_threshold", merged.similarity_threshold, -1.0, 1.0)
+    check_range("recency_half_life_seconds", merged.recency_half_life_seconds, 1e-3, 1e12)
+    check_range("recency_half_life_items", merged.recency_half_life_items, 0, 1e12)
+    check_range("focus_items", merged.focus_items, 1, 1000)
+    check_range("similarity_threshold", merged.similarity_threshold, -1.0, 1.0)
     if patch.weights is not None:
         merged = dataclasses.replace(merged, weights=_apply_weights(merged.weights, patch.weights))
     return merged
@@ -232,15 +240,15 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
 def _apply_weights(base: ScoringWeights, patch: WeightsPatch) -> ScoringWeights:
     for name, value in (("recency", patch.recency), ("similarity", patch.similarity)):
         if value is not None:
-            _check_range(f"weights.{name}", value, 0.0, 100.0)
+            check_range(f"weights.{name}", value, 0.0, 100.0)
     for key, value in patch.importance.items():
         if key not in FLAG_BY_NAME:
             raise InvalidArgument(f"weights.importance: unknown flag {key!r}")
-        _check_range(f"weights.importance[{key}]", value, -100.0, 100.0)
+        check_range(f"weights.importance[{key}]", value, -100.0, 100.0)
     for key, value in patch.role.items():
         if key not in ROLES:
             raise InvalidArgument(f"weights.role: unknown role {key!r}")
-        _check_range(f"weights.role[{key}]", value, -100.0, 100.0)
+        check_range(f"weights.role[{key}]", value, -100.0, 100.0)
     importance = dict(base.importance)
     for key, value in patch.importance.items():
         importance["pinned" if key == "user_starred" else key] = value

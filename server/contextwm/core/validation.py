@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from contextwm.core.model import FILE_KINDS, ROLES, NewItem
+from contextwm.core.model import FILE_KINDS, ROLES, NewItem, check_range
 from contextwm.errors import InvalidArgument, ResourceExhausted
 
 DEFAULT_NAMESPACE = "default"
@@ -129,12 +129,6 @@ def check_batch(items_count: int, total_bytes: int, limits: Limits) -> None:
             f"batch content is {total_bytes} bytes, over the limit of {limits.max_batch_bytes}"
             " (setting limits.max_batch_bytes); split it"
         )
-
-
-def check_range(name: str, value: float, low: float, high: float) -> None:
-    """Raises InvalidArgument unless low <= value <= high (and value is finite)."""
-    if not (math.isfinite(value) and low <= value <= high):
-        raise InvalidArgument(f"{name} must be between {low:g} and {high:g}, got {value!r}")
 
 
 def page_size_of(page_size: int, limits: Limits, default: int = 100) -> int:
