@@ -88,9 +88,6 @@ class FaissIndex:
         """The index serialised in memory, so that writing it to disk needs no lock."""
         return bytes(faiss.serialize_index(self._index))
 
-    def save(self, path: Path) -> None:
-        write_atomically(path, self.snapshot())
-
 
 def write_atomically(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")

@@ -74,6 +74,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(
 );
 """
 
+_CONVERSATION_COLUMNS = (
+    "id, namespace, conversation_id, settings, created_at, last_seq, token_limit, state"
+)
 _ITEM_COLUMNS = (
     "c.conversation_id, i.seq, i.role, i.content, i.ts, i.tokens, i.flags, i.metadata,"
     " i.file_path, i.file_kind, i.state"
@@ -266,8 +269,7 @@ class SqliteStore:
         row = (
             self._reader()
             .execute(
-                "SELECT id, namespace, conversation_id, settings, created_at, last_seq,"
-                " token_limit, state FROM conversations"
+                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations"
                 " WHERE namespace = ? AND conversation_id = ?",
                 (namespace, conversation_id),
             )
@@ -279,8 +281,7 @@ class SqliteStore:
         row = (
             self._reader()
             .execute(
-                "SELECT id, namespace, conversation_id, settings, created_at, last_seq,"
-                " token_limit, state FROM conversations WHERE id = ?",
+                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE id = ?",
                 (key,),
             )
             .fetchone()
@@ -293,9 +294,8 @@ class SqliteStore:
         rows = (
             self._reader()
             .execute(
-                "SELECT id, namespace, conversation_id, settings, created_at, last_seq,"
-                " token_limit, state FROM conversations WHERE namespace = ? AND conversation_id > ?"
-                " ORDER BY conversation_id LIMIT ?",
+                f"SELECT {_CONVERSATION_COLUMNS} FROM conversations"
+                " WHERE namespace = ? AND conversation_id > ? ORDER BY conversation_id LIMIT ?",
                 (namespace, after, limit),
             )
             .fetchall()

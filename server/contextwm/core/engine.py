@@ -416,15 +416,7 @@ class ContextEngine:
             rt.token_limit = adapt_window(
                 settings.window_max_tokens, rt.token_limit, recent_texts, rt.state
             )
-        evictions = choose_evictions(
-            rt.window,
-            token_limit=rt.token_limit,
-            item_limit=settings.window_max_items,
-            settings=settings,
-            clock=rt.clock(),
-            focus=rt.window.focus_vector(settings.focus_items),
-        )
-        evicted = [e.seq for e in evictions]
+        evicted = self._evictions(rt)
         try:
             self.store.commit_append(rt.key, new, idems, evicted, rt.token_limit, rt.state.value)
         except BaseException:
@@ -453,20 +445,22 @@ class ContextEngine:
             rt.index.add(ids, np.stack(vectors))
             rt.index_dirty = True
 
+    def _evictions(self, rt: ConversationRuntime) -> list[int]:
+        """The seqs to evict so that rt's window fits its current limits (rt.lock held)."""
+        settings = rt.record.settings
+        evictions = choose_evictions(
+            rt.window,
+            token_limit=rt.token_limit,
+            item_limit=settings.window_max_items,
+            settings=settings,
+            clock=rt.clock(),
+            focus=rt.window.focus_vector(settings.focus_items),
+        )
+        return [e.seq for e in evictions]
+
     def _evict_to_fit(self, rt: ConversationRuntime) -> list[int]:
         """Evicts until the window fits its limits again (after a settings change)."""
-        settings = rt.record.settings
-        evicted = [
-            e.seq
-            for e in choose_evictions(
-                rt.window,
-                token_limit=rt.token_limit,
-                item_limit=settings.window_max_items,
-                settings=settings,
-                clock=rt.clock(),
-                focus=rt.window.focus_vector(settings.focus_items),
-            )
-        ]
+        evicted = self._evictions(rt)
         if evicted:
             self.store.commit_append(rt.key, [], [], evicted, rt.token_limit, rt.state.value)
             self._archive(rt, evicted)
@@ -600,7 +594,7 @@ class ContextEngine:
             state = rt.state
         assembled: Assembled = assemble(
             window,
-            candidates[: request.max_history_items],
+            candidates,
             query=query,
             budget=request.max_tokens,
             recent_share=request.recent_share,

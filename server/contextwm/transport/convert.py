@@ -10,7 +10,7 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from contextwm.core.assembly import TokenAccount
-from contextwm.core.engine import ConversationInfo, EnhancedContext
+from contextwm.core.engine import AppendedItem, ConversationInfo, EnhancedContext
 from contextwm.core.model import (
     ConversationSettings,
     ConversationState,
@@ -28,13 +28,13 @@ from contextwm.core.model import (
 )
 
 __all__ = [
-    "flag_names",
     "from_proto_filter",
     "from_proto_mode",
     "from_proto_new_item",
     "from_proto_settings_patch",
     "from_proto_states",
     "from_proto_timestamp",
+    "to_proto_append_result",
     "to_proto_context",
     "to_proto_conversation",
     "to_proto_item",
@@ -159,6 +159,12 @@ def to_proto_item(item: Item) -> pb.Item:
     if item.file is not None:
         msg.file.CopyFrom(pb.FileRef(path=item.file.path, kind=item.file.kind))
     return msg
+
+
+def to_proto_append_result(r: AppendedItem) -> pb.AppendResult:
+    return pb.AppendResult(
+        seq=r.seq, token_count=r.token_count, flags=flag_names(r.flags), duplicate=r.duplicate
+    )
 
 
 def to_proto_window(w: WindowStats) -> pb.WindowStats:

@@ -67,14 +67,8 @@ class ContextServicer(pb_grpc.ContextServiceServicer):  # type: ignore[misc]
         outcome = self._engine.append(
             request.namespace, request.conversation_id, [convert.from_proto_new_item(request.item)]
         )
-        r = outcome.results[0]
         return pb.AppendResponse(
-            result=pb.AppendResult(
-                seq=r.seq,
-                token_count=r.token_count,
-                flags=convert.flag_names(r.flags),
-                duplicate=r.duplicate,
-            ),
+            result=convert.to_proto_append_result(outcome.results[0]),
             evicted_seqs=outcome.evicted,
             window=convert.to_proto_window(outcome.window),
         )
@@ -88,15 +82,7 @@ class ContextServicer(pb_grpc.ContextServiceServicer):  # type: ignore[misc]
             [convert.from_proto_new_item(i) for i in request.items],
         )
         return pb.AppendBatchResponse(
-            results=[
-                pb.AppendResult(
-                    seq=r.seq,
-                    token_count=r.token_count,
-                    flags=convert.flag_names(r.flags),
-                    duplicate=r.duplicate,
-                )
-                for r in outcome.results
-            ],
+            results=[convert.to_proto_append_result(r) for r in outcome.results],
             evicted_seqs=outcome.evicted,
             window=convert.to_proto_window(outcome.window),
         )
