@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from contextwm.core.model import (
     ConversationSettings,
@@ -14,7 +15,7 @@ from contextwm.core.model import (
     apply_patch,
     parse_flags,
 )
-from contextwm.core.scoring import Clock, recency, relevance
+from contextwm.core.scoring import Clock, recency, recency_many, relevance
 from contextwm.errors import InvalidArgument
 from contextwm.settings import load_settings
 from hypothesis import given, settings
@@ -108,6 +109,25 @@ def test_recency_is_monotone_and_bounded(
     assert 0.0 <= r1 <= 1.0 and 0.0 <= r2 <= 1.0
     if age1 <= age2 and behind1 <= behind2:
         assert r1 >= r2
+
+
+@settings(max_examples=300)
+@given(
+    st.floats(-1e3, 1e9),
+    st.integers(-10, 10_000),
+    st.floats(1e-3, 1e6),
+    st.floats(0, 1e4),
+)
+def test_scalar_recency_agrees_with_the_array_version(
+    age: float, behind: int, hl_s: float, hl_i: float
+) -> None:
+    """Ranking scores candidates one at a time, eviction the whole window as an array: both
+    must give one answer, including underflow to 0 for tiny half-lives."""
+    cs = ConversationSettings(recency_half_life_seconds=hl_s, recency_half_life_items=hl_i)
+    clock = Clock(NOW, 5_000)
+    ts, seq = clock.now - age, clock.last_seq - behind
+    many = recency_many(cs, clock, np.array([ts]), np.array([float(seq)]))[0]
+    assert recency(cs, clock, ts, seq) == pytest.approx(float(many), rel=1e-12, abs=1e-300)
 
 
 # ---------------------------------------------------------------- weights

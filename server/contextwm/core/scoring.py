@@ -41,8 +41,14 @@ def recency_many(
 
 
 def recency(settings: ConversationSettings, clock: Clock, timestamp: float, seq: int) -> float:
-    """recency_many for one item."""
-    return float(recency_many(settings, clock, np.array([timestamp]), np.array([float(seq)]))[0])
+    """recency_many for one item, without numpy's per-call overhead (ranking calls it for
+    every candidate)."""
+    age = max(0.0, clock.now - timestamp) / settings.recency_half_life_seconds
+    decay = 0.0 if age > 2000 else 0.5**age  # 0.5**2000 is below the smallest double anyway
+    if settings.recency_half_life_items > 0:
+        steps = max(0.0, clock.last_seq - seq) / settings.recency_half_life_items
+        decay *= 0.0 if steps > 2000 else 0.5**steps
+    return decay
 
 
 def relevance_many(
