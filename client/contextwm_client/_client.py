@@ -12,21 +12,35 @@ from google.protobuf.message import Message
 
 from contextwm_client import _requests
 from contextwm_client._convert import (
+    from_proto_active_context,
     from_proto_append_batch_response,
     from_proto_append_response,
+    from_proto_checkpoint,
+    from_proto_compact_response,
     from_proto_conversation,
     from_proto_enhanced_context,
     from_proto_item,
+    from_proto_list_checkpoints_response,
+    from_proto_list_context_edits_response,
     from_proto_list_conversations_response,
     from_proto_list_items_response,
+    from_proto_restore_checkpoint_response,
     from_proto_search_response,
+    from_proto_truncate_response,
+    from_proto_usage,
 )
 from contextwm_client._exceptions import map_rpc_error
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
+from contextwm_client._streams import EventStream
 from contextwm_client._types import (
+    ActiveContext,
+    ActiveEntry,
     AppendBatchResult,
     AppendResult,
+    Checkpoint,
+    CompactResult,
+    ContextEdit,
     Conversation,
     ConversationSettings,
     EnhancedContext,
@@ -34,7 +48,10 @@ from contextwm_client._types import (
     Item,
     NewItem,
     Page,
+    RestoreResult,
     SearchResult,
+    TruncateResult,
+    Usage,
 )
 
 _Response = TypeVar("_Response", bound=Message)
@@ -525,3 +542,320 @@ class Client:
         )
         response = self._invoke(self._stub.Search, request, pb.SearchResponse)
         return from_proto_search_response(response)
+
+    # ------------------------------------------------------------ agent loop
+
+    def get_usage(
+        self,
+        conversation_id: str,
+        *,
+        reported_input_tokens: int | None = None,
+        reported_cache_read_tokens: int = 0,
+        namespace: str | None = None,
+    ) -> Usage:
+        """Returns the active context's size against the model's limit.
+
+        Call it before each LLM request. When `should_compact` is set, send `summary_request`
+        to the LLM and pass its answer to `compact`.
+
+        Args:
+            conversation_id: The conversation.
+            reported_input_tokens: The provider's input-token count of the last response;
+                None sends no report. The server keeps it until the active context shrinks.
+            reported_cache_read_tokens: The provider's cache-read input tokens of the same
+                response (sent with reported_input_tokens only).
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The usage, with the summary request when it is time to compact.
+
+        Raises:
+            ValueError: reported_cache_read_tokens without reported_input_tokens (checked
+                before the call).
+            NotFoundError: No such conversation.
+            InvalidArgumentError: A negative count.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.get_usage(
+            self._ns(namespace),
+            conversation_id,
+            reported_input_tokens,
+            reported_cache_read_tokens,
+        )
+        return from_proto_usage(self._invoke(self._stub.GetUsage, request, pb.Usage))
+
+    def get_active_context(
+        self,
+        conversation_id: str,
+        *,
+        page_size: int = 100,
+        page_token: str = "",
+        namespace: str | None = None,
+    ) -> ActiveContext:
+        """Returns one page of the active context: what the agent sends its LLM.
+
+        The active context is the items after the last compaction (its marker first), with
+        truncation notices and placeholders for masked tool outputs and superseded reads.
+
+        Args:
+            conversation_id: The conversation.
+            page_size: Entries per page, 1..1000.
+            page_token: The previous page's next_page_token; empty for the first page.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The page, with the whole active context's entry and token totals and the usage.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: Bad page size or token.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.get_active_context(
+            self._ns(namespace), conversation_id, page_size, page_token
+        )
+        response = self._invoke(self._stub.GetActiveContext, request, pb.ActiveContext)
+        return from_proto_active_context(response)
+
+    def iter_active_context(
+        self, conversation_id: str, *, page_size: int = 500, namespace: str | None = None
+    ) -> Iterator[ActiveEntry]:
+        """Iterates over the whole active context, fetching pages as needed.
+
+        `[entry.as_message() for entry in client.iter_active_context(cid)]` is the message
+        list to send to the LLM.
+
+        Args:
+            conversation_id: The conversation.
+            page_size: Entries per page, 1..1000.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            An iterator of entries, in order.
+
+        Raises:
+            ContextWMError: When fetching a page fails (raised during iteration).
+        """
+        page_token = ""
+        while True:
+            page = self.get_active_context(
+                conversation_id, page_size=page_size, page_token=page_token, namespace=namespace
+            )
+            yield from page.entries
+            if not page.next_page_token:
+                return
+            page_token = page.next_page_token
+
+    def compact(
+        self, conversation_id: str, summary: str | None = None, *, namespace: str | None = None
+    ) -> CompactResult:
+        """Records a compaction: a marker with the summary starts the new active context.
+
+        Earlier items stay stored, listed (state "compacted") and searchable.
+
+        Args:
+            conversation_id: The conversation.
+            summary: The summary the agent's LLM wrote in answer to `Usage.summary_request`;
+                None lets the server write an extractive summary. A blank string is refused.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The compaction and the usage after it.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: The summary is blank.
+            FailedPreconditionError: The compaction would not make the active context smaller
+                or would leave it over the threshold.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.compact(self._ns(namespace), conversation_id, summary)
+        response = self._invoke(self._stub.Compact, request, pb.CompactResponse)
+        return from_proto_compact_response(response)
+
+    def truncate(
+        self, conversation_id: str, strategy: str, *, namespace: str | None = None
+    ) -> TruncateResult:
+        """Removes items from the active context by a strategy; they are archived, not deleted.
+
+        The first user/assistant pair is kept, and a notice takes the removed items' place.
+
+        Args:
+            conversation_id: The conversation.
+            strategy: What to keep after the first pair: "none", "last_two", "half" or
+                "quarter".
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The truncated seqs, the tokens removed and the usage after it.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: Unknown strategy.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.truncate(self._ns(namespace), conversation_id, strategy)
+        response = self._invoke(self._stub.Truncate, request, pb.TruncateResponse)
+        return from_proto_truncate_response(response)
+
+    def create_checkpoint(
+        self, conversation_id: str, name: str, *, namespace: str | None = None
+    ) -> Checkpoint:
+        """Creates a named checkpoint of the conversation's window, archive and active context.
+
+        Args:
+            conversation_id: The conversation.
+            name: 1..128 characters without control characters, unique per conversation.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The checkpoint.
+
+        Raises:
+            NotFoundError: No such conversation.
+            AlreadyExistsError: The name is in use.
+            InvalidArgumentError: Bad name.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.create_checkpoint(self._ns(namespace), conversation_id, name)
+        response = self._invoke(self._stub.CreateCheckpoint, request, pb.Checkpoint)
+        return from_proto_checkpoint(response)
+
+    def list_checkpoints(
+        self, conversation_id: str, *, namespace: str | None = None
+    ) -> list[Checkpoint]:
+        """Lists a conversation's checkpoints.
+
+        Args:
+            conversation_id: The conversation.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The checkpoints, oldest first.
+
+        Raises:
+            NotFoundError: No such conversation.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.list_checkpoints(self._ns(namespace), conversation_id)
+        response = self._invoke(self._stub.ListCheckpoints, request, pb.ListCheckpointsResponse)
+        return from_proto_list_checkpoints_response(response)
+
+    def restore_checkpoint(
+        self, conversation_id: str, name: str, *, namespace: str | None = None
+    ) -> RestoreResult:
+        """Returns window, archive, active context and usage to a checkpoint.
+
+        Items added after the checkpoint are kept but marked reverted; context edits made
+        after it are undone (and stay in the context history).
+
+        Args:
+            conversation_id: The conversation.
+            name: The checkpoint's name.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The checkpoint, the reverted items and undone edits, and the usage after it.
+
+        Raises:
+            NotFoundError: No such conversation or checkpoint.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.restore_checkpoint(self._ns(namespace), conversation_id, name)
+        response = self._invoke(self._stub.RestoreCheckpoint, request, pb.RestoreCheckpointResponse)
+        return from_proto_restore_checkpoint_response(response)
+
+    def list_context_edits(
+        self,
+        conversation_id: str,
+        *,
+        page_size: int = 100,
+        page_token: str = "",
+        namespace: str | None = None,
+    ) -> Page[ContextEdit]:
+        """Lists one page of the conversation's context history of edits.
+
+        Edits are compactions, truncations and duplicate-read replacements, including those
+        a restore undid.
+
+        Args:
+            conversation_id: The conversation.
+            page_size: Edits per page, 1..1000.
+            page_token: The previous page's next_page_token; empty for the first page.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The page; its next_page_token is empty on the last page.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: Bad page size or token.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.list_context_edits(
+            self._ns(namespace), conversation_id, page_size, page_token
+        )
+        response = self._invoke(self._stub.ListContextEdits, request, pb.ListContextEditsResponse)
+        return from_proto_list_context_edits_response(response)
+
+    def iter_context_edits(
+        self, conversation_id: str, *, page_size: int = 500, namespace: str | None = None
+    ) -> Iterator[ContextEdit]:
+        """Iterates over the conversation's whole context history, fetching pages as needed.
+
+        Args:
+            conversation_id: The conversation.
+            page_size: Edits per page, 1..1000.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            An iterator of context edits, in the server's order.
+
+        Raises:
+            ContextWMError: When fetching a page fails (raised during iteration).
+        """
+        page_token = ""
+        while True:
+            page = self.list_context_edits(
+                conversation_id, page_size=page_size, page_token=page_token, namespace=namespace
+            )
+            yield from page.items
+            if not page.next_page_token:
+                return
+            page_token = page.next_page_token
+
+    def watch(
+        self,
+        conversation_id: str,
+        *,
+        after_event_id: int = 0,
+        timeout: float | None = None,
+        namespace: str | None = None,
+    ) -> EventStream:
+        """Streams a conversation's events as they happen, until cancelled.
+
+        The server first replays the kept events after after_event_id (one hour by default),
+        then streams new ones. Unlike the other methods, a watch has no deadline unless one
+        is given: the client's timeout does not apply.
+
+        Args:
+            conversation_id: The conversation.
+            after_event_id: Replay the kept events after this id first; 0 replays all kept
+                events. Pass `EventStream.last_event_id` to resume a broken watch.
+            timeout: Deadline of the whole stream in seconds; None runs until cancelled.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The stream: iterate over it for `Event`s; use it as a context manager or call
+            `cancel()` to stop it. A "gap" event says how many events retention dropped.
+
+        Raises:
+            NotFoundError: No such conversation (raised during iteration).
+            ContextWMError: Any other failure of the stream (raised during iteration).
+        """
+        request = _requests.watch(self._ns(namespace), conversation_id, after_event_id)
+        try:
+            call = self._stub.Watch(request, timeout=timeout, metadata=self._metadata or None)
+        except grpc.RpcError as exc:  # the call fails on reading, but be sure
+            raise map_rpc_error(exc) from exc
+        return EventStream(call, after_event_id)

@@ -8,7 +8,7 @@ fields are read with `HasField`, so "unset" comes back as None rather than as 0 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -17,26 +17,39 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._types import (
+    ActiveContext,
+    ActiveEntry,
     AppendBatchResult,
     AppendedItem,
     AppendResult,
+    Checkpoint,
+    Compaction,
+    CompactResult,
+    ContextEdit,
     Conversation,
     ConversationSettings,
     EnhancedContext,
+    Event,
     FileRef,
     Item,
+    LedgerFact,
     NewItem,
+    Optimisations,
     Page,
+    RestoreResult,
     ScoredItem,
     ScoreParts,
     ScoringWeights,
     SearchResult,
     TimeRange,
     TokenAccount,
+    TruncateResult,
+    Usage,
     WindowStats,
 )
 
 _UNSPECIFIED = "unspecified"
+_MESSAGE_KIND = "message"
 
 # The lower-case names the client uses for the proto enums ("_UNSPECIFIED" has none: it means
 # "not set"). A test checks that every proto value is listed.
@@ -147,13 +160,17 @@ def to_proto_retrieval_mode(mode: str | None) -> pb.RetrievalMode:
 
 
 def to_proto_file_ref(value: FileRef) -> pb.FileRef:
-    """Converts a FileRef to its message."""
-    return pb.FileRef(path=value.path, kind=value.kind)
+    """Converts a FileRef to its message; whole_file None stays unset (the server decides)."""
+    return pb.FileRef(path=value.path, kind=value.kind, whole_file=value.whole_file)
 
 
 def from_proto_file_ref(message: pb.FileRef) -> FileRef:
-    """Converts a FileRef message to a FileRef."""
-    return FileRef(path=message.path, kind=message.kind)
+    """Converts a FileRef message to a FileRef; an unset whole_file becomes None."""
+    return FileRef(
+        path=message.path,
+        kind=message.kind,
+        whole_file=_optional(message, "whole_file", message.whole_file),
+    )
 
 
 def to_proto_new_item(value: NewItem) -> pb.NewItem:
@@ -210,14 +227,17 @@ def to_proto_item(value: Item) -> pb.Item:
         flags=value.flags,
         metadata=value.metadata,
         state=to_proto_item_state(value.state),
+        kind=value.kind,
     )
     if value.file is not None:
         message.file.CopyFrom(to_proto_file_ref(value.file))
+    if value.compaction is not None:
+        message.compaction.CopyFrom(to_proto_compaction(value.compaction))
     return message
 
 
 def from_proto_item(message: pb.Item) -> Item:
-    """Converts an Item message to an Item."""
+    """Converts an Item message to an Item (an empty kind, from an older server, is "message")."""
     return Item(
         conversation_id=message.conversation_id,
         seq=message.seq,
@@ -229,6 +249,10 @@ def from_proto_item(message: pb.Item) -> Item:
         metadata=dict(message.metadata),
         file=from_proto_file_ref(message.file) if message.HasField("file") else None,
         state=from_proto_item_state(message.state),
+        kind=message.kind or _MESSAGE_KIND,
+        compaction=from_proto_compaction(message.compaction)
+        if message.HasField("compaction")
+        else None,
     )
 
 
@@ -263,6 +287,7 @@ def to_proto_scored_item(value: ScoredItem) -> pb.ScoredItem:
         score=value.score,
         parts=to_proto_score_parts(value.parts),
         neighbor_of=value.neighbor_of or 0,
+        replaced=value.replaced,
     )
 
 
@@ -273,6 +298,7 @@ def from_proto_scored_item(message: pb.ScoredItem) -> ScoredItem:
         score=message.score,
         parts=from_proto_score_parts(message.parts),
         neighbor_of=message.neighbor_of or None,
+        replaced=message.replaced,
     )
 
 
@@ -332,6 +358,13 @@ def to_proto_conversation_settings(value: ConversationSettings) -> pb.Conversati
         similarity_threshold=value.similarity_threshold,
         adaptive_window=value.adaptive_window,
         detect_importance=value.detect_importance,
+        model=value.model,
+        context_limit=value.context_limit,
+        reserved_reply_tokens=value.reserved_reply_tokens,
+        compaction_threshold=value.compaction_threshold,
+        compaction_enabled=value.compaction_enabled,
+        mask_tool_outputs_after_turns=value.mask_tool_outputs_after_turns,
+        replace_duplicate_reads=value.replace_duplicate_reads,
     )
     if value.weights is not None:
         message.weights.CopyFrom(to_proto_scoring_weights(value.weights))
@@ -354,6 +387,15 @@ def from_proto_conversation_settings(message: pb.ConversationSettings) -> Conver
         adaptive_window=_optional(m, "adaptive_window", m.adaptive_window),
         detect_importance=_optional(m, "detect_importance", m.detect_importance),
         weights=from_proto_scoring_weights(m.weights) if m.HasField("weights") else None,
+        model=_optional(m, "model", m.model),
+        context_limit=_optional(m, "context_limit", m.context_limit),
+        reserved_reply_tokens=_optional(m, "reserved_reply_tokens", m.reserved_reply_tokens),
+        compaction_threshold=_optional(m, "compaction_threshold", m.compaction_threshold),
+        compaction_enabled=_optional(m, "compaction_enabled", m.compaction_enabled),
+        mask_tool_outputs_after_turns=_optional(
+            m, "mask_tool_outputs_after_turns", m.mask_tool_outputs_after_turns
+        ),
+        replace_duplicate_reads=_optional(m, "replace_duplicate_reads", m.replace_duplicate_reads),
     )
 
 
@@ -599,4 +641,373 @@ def from_proto_search_response(message: pb.SearchResponse) -> SearchResult:
         time_range=from_proto_time_range(message.time_range)
         if message.HasField("time_range")
         else None,
+    )
+
+
+# ---------------------------------------------------------------- agent loop
+
+
+def to_proto_optimisations(value: Optimisations) -> pb.Optimisations:
+    """Converts Optimisations to its message."""
+    return pb.Optimisations(
+        masked_items=value.masked_items,
+        masked_tokens_saved=value.masked_tokens_saved,
+        duplicate_reads=value.duplicate_reads,
+        duplicate_tokens_saved=value.duplicate_tokens_saved,
+        truncated_items=value.truncated_items,
+        truncated_tokens=value.truncated_tokens,
+    )
+
+
+def from_proto_optimisations(message: pb.Optimisations) -> Optimisations:
+    """Converts an Optimisations message to Optimisations."""
+    return Optimisations(
+        masked_items=message.masked_items,
+        masked_tokens_saved=message.masked_tokens_saved,
+        duplicate_reads=message.duplicate_reads,
+        duplicate_tokens_saved=message.duplicate_tokens_saved,
+        truncated_items=message.truncated_items,
+        truncated_tokens=message.truncated_tokens,
+    )
+
+
+def to_proto_usage(value: Usage) -> pb.Usage:
+    """Converts a Usage to its message."""
+    return pb.Usage(
+        active_tokens=value.active_tokens,
+        reported_tokens=value.reported_tokens,
+        used_tokens=value.used_tokens,
+        source=value.source,
+        context_limit=value.context_limit,
+        reserved_reply_tokens=value.reserved_reply_tokens,
+        usable_tokens=value.usable_tokens,
+        fill_ratio=value.fill_ratio,
+        threshold=value.threshold,
+        compaction_enabled=value.compaction_enabled,
+        should_compact=value.should_compact,
+        summary_request=value.summary_request,
+        compactions=value.compactions,
+        active_items=value.active_items,
+        model=value.model,
+        optimisations=to_proto_optimisations(value.optimisations),
+    )
+
+
+def from_proto_usage(message: pb.Usage) -> Usage:
+    """Converts a Usage message to a Usage."""
+    return Usage(
+        active_tokens=message.active_tokens,
+        reported_tokens=message.reported_tokens,
+        used_tokens=message.used_tokens,
+        source=message.source,
+        context_limit=message.context_limit,
+        reserved_reply_tokens=message.reserved_reply_tokens,
+        usable_tokens=message.usable_tokens,
+        fill_ratio=message.fill_ratio,
+        threshold=message.threshold,
+        compaction_enabled=message.compaction_enabled,
+        should_compact=message.should_compact,
+        summary_request=message.summary_request,
+        compactions=message.compactions,
+        active_items=message.active_items,
+        model=message.model,
+        optimisations=from_proto_optimisations(message.optimisations),
+    )
+
+
+def to_proto_active_entry(value: ActiveEntry) -> pb.ActiveEntry:
+    """Converts an ActiveEntry to its message; a None timestamp or file stays unset."""
+    message = pb.ActiveEntry(
+        seq=value.seq,
+        role=value.role,
+        content=value.content,
+        token_count=value.token_count,
+        original_tokens=value.original_tokens,
+        treatment=value.treatment,
+        kind=value.kind,
+        metadata=value.metadata,
+    )
+    if value.timestamp is not None:
+        message.timestamp.CopyFrom(to_proto_timestamp(value.timestamp))
+    if value.file is not None:
+        message.file.CopyFrom(to_proto_file_ref(value.file))
+    return message
+
+
+def from_proto_active_entry(message: pb.ActiveEntry) -> ActiveEntry:
+    """Converts an ActiveEntry message to an ActiveEntry; unset timestamp and file are None."""
+    return ActiveEntry(
+        seq=message.seq,
+        role=message.role,
+        content=message.content,
+        token_count=message.token_count,
+        original_tokens=message.original_tokens,
+        treatment=message.treatment,
+        kind=message.kind,
+        timestamp=from_proto_timestamp(message.timestamp)
+        if message.HasField("timestamp")
+        else None,
+        metadata=dict(message.metadata),
+        file=from_proto_file_ref(message.file) if message.HasField("file") else None,
+    )
+
+
+def to_proto_active_context(value: ActiveContext) -> pb.ActiveContext:
+    """Converts a page of the active context to its message."""
+    return pb.ActiveContext(
+        entries=[to_proto_active_entry(e) for e in value.entries],
+        next_page_token=value.next_page_token,
+        total_entries=value.total_entries,
+        total_tokens=value.total_tokens,
+        usage=to_proto_usage(value.usage),
+    )
+
+
+def from_proto_active_context(message: pb.ActiveContext) -> ActiveContext:
+    """Converts an ActiveContext message to a page of the active context."""
+    return ActiveContext(
+        entries=tuple(from_proto_active_entry(e) for e in message.entries),
+        next_page_token=message.next_page_token,
+        total_entries=message.total_entries,
+        total_tokens=message.total_tokens,
+        usage=from_proto_usage(message.usage),
+    )
+
+
+def to_proto_ledger_fact(value: LedgerFact) -> pb.LedgerFact:
+    """Converts a LedgerFact to its message."""
+    return pb.LedgerFact(kind=value.kind, text=value.text, seq=value.seq, outcome=value.outcome)
+
+
+def from_proto_ledger_fact(message: pb.LedgerFact) -> LedgerFact:
+    """Converts a LedgerFact message to a LedgerFact."""
+    return LedgerFact(
+        kind=message.kind, text=message.text, seq=message.seq, outcome=message.outcome
+    )
+
+
+def to_proto_compaction(value: Compaction) -> pb.Compaction:
+    """Converts a Compaction to its message."""
+    return pb.Compaction(
+        number=value.number,
+        created_at=to_proto_timestamp(value.created_at),
+        summary=value.summary,
+        extractive=value.extractive,
+        marker_seq=value.marker_seq,
+        items_archived=value.items_archived,
+        tokens_before=value.tokens_before,
+        tokens_after=value.tokens_after,
+        ledger=value.ledger,
+        facts=[to_proto_ledger_fact(f) for f in value.facts],
+        undone=value.undone,
+    )
+
+
+def from_proto_compaction(message: pb.Compaction) -> Compaction:
+    """Converts a Compaction message to a Compaction."""
+    return Compaction(
+        number=message.number,
+        created_at=from_proto_timestamp(message.created_at),
+        summary=message.summary,
+        extractive=message.extractive,
+        marker_seq=message.marker_seq,
+        items_archived=message.items_archived,
+        tokens_before=message.tokens_before,
+        tokens_after=message.tokens_after,
+        ledger=message.ledger,
+        facts=tuple(from_proto_ledger_fact(f) for f in message.facts),
+        undone=message.undone,
+    )
+
+
+def to_proto_compact_response(value: CompactResult) -> pb.CompactResponse:
+    """Converts the outcome of a compaction to its response message."""
+    return pb.CompactResponse(
+        compaction=to_proto_compaction(value.compaction), usage=to_proto_usage(value.usage)
+    )
+
+
+def from_proto_compact_response(message: pb.CompactResponse) -> CompactResult:
+    """Converts a CompactResponse to the outcome of a compaction."""
+    return CompactResult(
+        compaction=from_proto_compaction(message.compaction),
+        usage=from_proto_usage(message.usage),
+    )
+
+
+def to_proto_truncate_response(value: TruncateResult) -> pb.TruncateResponse:
+    """Converts the outcome of a truncation to its response message."""
+    return pb.TruncateResponse(
+        truncated_seqs=value.truncated_seqs,
+        tokens_removed=value.tokens_removed,
+        usage=to_proto_usage(value.usage),
+    )
+
+
+def from_proto_truncate_response(message: pb.TruncateResponse) -> TruncateResult:
+    """Converts a TruncateResponse to the outcome of a truncation."""
+    return TruncateResult(
+        truncated_seqs=tuple(message.truncated_seqs),
+        tokens_removed=message.tokens_removed,
+        usage=from_proto_usage(message.usage),
+    )
+
+
+def to_proto_checkpoint(value: Checkpoint) -> pb.Checkpoint:
+    """Converts a Checkpoint to its message."""
+    return pb.Checkpoint(
+        name=value.name,
+        created_at=to_proto_timestamp(value.created_at),
+        last_seq=value.last_seq,
+        active_tokens=value.active_tokens,
+        compactions=value.compactions,
+    )
+
+
+def from_proto_checkpoint(message: pb.Checkpoint) -> Checkpoint:
+    """Converts a Checkpoint message to a Checkpoint."""
+    return Checkpoint(
+        name=message.name,
+        created_at=from_proto_timestamp(message.created_at),
+        last_seq=message.last_seq,
+        active_tokens=message.active_tokens,
+        compactions=message.compactions,
+    )
+
+
+def to_proto_list_checkpoints_response(
+    value: Sequence[Checkpoint],
+) -> pb.ListCheckpointsResponse:
+    """Converts a list of checkpoints to its response message."""
+    return pb.ListCheckpointsResponse(checkpoints=[to_proto_checkpoint(c) for c in value])
+
+
+def from_proto_list_checkpoints_response(
+    message: pb.ListCheckpointsResponse,
+) -> list[Checkpoint]:
+    """Converts a ListCheckpointsResponse to a list of checkpoints, oldest first."""
+    return [from_proto_checkpoint(c) for c in message.checkpoints]
+
+
+def to_proto_restore_checkpoint_response(value: RestoreResult) -> pb.RestoreCheckpointResponse:
+    """Converts the outcome of a restore to its response message."""
+    return pb.RestoreCheckpointResponse(
+        checkpoint=to_proto_checkpoint(value.checkpoint),
+        reverted_items=value.reverted_items,
+        undone_edits=value.undone_edits,
+        usage=to_proto_usage(value.usage),
+    )
+
+
+def from_proto_restore_checkpoint_response(
+    message: pb.RestoreCheckpointResponse,
+) -> RestoreResult:
+    """Converts a RestoreCheckpointResponse to the outcome of a restore."""
+    return RestoreResult(
+        checkpoint=from_proto_checkpoint(message.checkpoint),
+        reverted_items=message.reverted_items,
+        undone_edits=message.undone_edits,
+        usage=from_proto_usage(message.usage),
+    )
+
+
+def to_proto_context_edit(value: ContextEdit) -> pb.ContextEdit:
+    """Converts a ContextEdit to its message; undone_at None stays unset."""
+    message = pb.ContextEdit(
+        id=value.id,
+        created_at=to_proto_timestamp(value.created_at),
+        kind=value.kind,
+        seqs=value.seqs,
+        related_seq=value.related_seq,
+        tokens_saved=value.tokens_saved,
+        detail=value.detail,
+    )
+    if value.undone_at is not None:
+        message.undone_at.CopyFrom(to_proto_timestamp(value.undone_at))
+    return message
+
+
+def from_proto_context_edit(message: pb.ContextEdit) -> ContextEdit:
+    """Converts a ContextEdit message to a ContextEdit; an unset undone_at becomes None."""
+    return ContextEdit(
+        id=message.id,
+        created_at=from_proto_timestamp(message.created_at),
+        kind=message.kind,
+        seqs=tuple(message.seqs),
+        related_seq=message.related_seq,
+        tokens_saved=message.tokens_saved,
+        detail=message.detail,
+        undone_at=from_proto_timestamp(message.undone_at)
+        if message.HasField("undone_at")
+        else None,
+    )
+
+
+def to_proto_list_context_edits_response(
+    value: Page[ContextEdit],
+) -> pb.ListContextEditsResponse:
+    """Converts a page of context edits to its message."""
+    return pb.ListContextEditsResponse(
+        edits=[to_proto_context_edit(e) for e in value.items],
+        next_page_token=value.next_page_token,
+    )
+
+
+def from_proto_list_context_edits_response(
+    message: pb.ListContextEditsResponse,
+) -> Page[ContextEdit]:
+    """Converts a ListContextEditsResponse to a page of context edits."""
+    return Page(
+        items=tuple(from_proto_context_edit(e) for e in message.edits),
+        next_page_token=message.next_page_token,
+    )
+
+
+def to_proto_event(value: Event) -> pb.Event:
+    """Converts an Event to its message, setting the one payload part the event carries.
+
+    The payload is a oneof: the first part set (usage, compaction, edit, checkpoint, eviction
+    seqs, missed) is sent. An eviction without seqs or a gap without a count is still sent
+    as that part when the kind names it, so the part survives a round trip.
+    """
+    message = pb.Event(
+        id=value.id, created_at=to_proto_timestamp(value.created_at), kind=value.kind
+    )
+    if value.usage is not None:
+        message.usage.CopyFrom(to_proto_usage(value.usage))
+    elif value.compaction is not None:
+        message.compaction.CopyFrom(to_proto_compaction(value.compaction))
+    elif value.edit is not None:
+        message.edit.CopyFrom(to_proto_context_edit(value.edit))
+    elif value.checkpoint is not None:
+        message.checkpoint.CopyFrom(
+            pb.CheckpointEvent(
+                checkpoint=to_proto_checkpoint(value.checkpoint),
+                reverted_items=value.reverted_items,
+            )
+        )
+    elif value.eviction_seqs or value.kind == "eviction":
+        message.eviction.CopyFrom(pb.Eviction(seqs=value.eviction_seqs))
+    elif value.missed or value.kind == "gap":
+        message.missed = value.missed
+    return message
+
+
+def from_proto_event(message: pb.Event) -> Event:
+    """Converts an Event message to an Event; the parts its payload does not set are empty."""
+    payload = message.WhichOneof("payload")
+    checkpoint_event = message.checkpoint if payload == "checkpoint" else None
+    return Event(
+        id=message.id,
+        created_at=from_proto_timestamp(message.created_at),
+        kind=message.kind,
+        usage=from_proto_usage(message.usage) if payload == "usage" else None,
+        eviction_seqs=tuple(message.eviction.seqs) if payload == "eviction" else (),
+        compaction=from_proto_compaction(message.compaction) if payload == "compaction" else None,
+        edit=from_proto_context_edit(message.edit) if payload == "edit" else None,
+        checkpoint=from_proto_checkpoint(checkpoint_event.checkpoint)
+        if checkpoint_event is not None
+        else None,
+        reverted_items=checkpoint_event.reverted_items if checkpoint_event is not None else 0,
+        missed=message.missed if payload == "missed" else 0,
     )

@@ -1,7 +1,8 @@
 """Request builders shared by the sync and asyncio clients: method arguments in, messages out.
 
-Builders only translate; the server validates (one source of truth). The one check made here
-is for enum names, which cannot be sent over the wire when unknown.
+Builders only translate; the server validates (one source of truth). The checks made here are
+for enum names, which cannot be sent over the wire when unknown, and for argument combinations
+that the message could not express (a cache-read count without an input count).
 """
 
 from __future__ import annotations
@@ -168,4 +169,102 @@ def search(
         filter=search_filter,
         mode=to_proto_retrieval_mode(mode),
         similarity_threshold=similarity_threshold,
+    )
+
+
+# ---------------------------------------------------------------- agent loop
+
+
+def get_usage(
+    namespace: str,
+    conversation_id: str,
+    reported_input_tokens: int | None,
+    reported_cache_read_tokens: int,
+) -> pb.GetUsageRequest:
+    """Builds a GetUsageRequest; `reported` is set only when an input count is given.
+
+    Raises:
+        ValueError: If a cache-read count is given without an input count (it would be lost).
+    """
+    request = pb.GetUsageRequest(namespace=namespace, conversation_id=conversation_id)
+    if reported_input_tokens is None:
+        if reported_cache_read_tokens:
+            raise ValueError("reported_cache_read_tokens needs reported_input_tokens")
+        return request
+    request.reported.CopyFrom(
+        pb.ReportedUsage(
+            input_tokens=reported_input_tokens,
+            cache_read_input_tokens=reported_cache_read_tokens,
+        )
+    )
+    return request
+
+
+def get_active_context(
+    namespace: str, conversation_id: str, page_size: int, page_token: str
+) -> pb.GetActiveContextRequest:
+    """Builds a GetActiveContextRequest."""
+    return pb.GetActiveContextRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        page_size=page_size,
+        page_token=page_token,
+    )
+
+
+def compact(namespace: str, conversation_id: str, summary: str | None) -> pb.CompactRequest:
+    """Builds a CompactRequest; summary None leaves it unset (the server extracts one).
+
+    A string is sent as it is, even when blank: the server refuses blank summaries.
+    """
+    # None for a proto3 optional field leaves it unset; "" sets it (HasField is true).
+    return pb.CompactRequest(namespace=namespace, conversation_id=conversation_id, summary=summary)
+
+
+def truncate(namespace: str, conversation_id: str, strategy: str) -> pb.TruncateRequest:
+    """Builds a TruncateRequest (the server checks the strategy)."""
+    return pb.TruncateRequest(
+        namespace=namespace, conversation_id=conversation_id, strategy=strategy
+    )
+
+
+def create_checkpoint(
+    namespace: str, conversation_id: str, name: str
+) -> pb.CreateCheckpointRequest:
+    """Builds a CreateCheckpointRequest."""
+    return pb.CreateCheckpointRequest(
+        namespace=namespace, conversation_id=conversation_id, name=name
+    )
+
+
+def list_checkpoints(namespace: str, conversation_id: str) -> pb.ListCheckpointsRequest:
+    """Builds a ListCheckpointsRequest."""
+    return pb.ListCheckpointsRequest(namespace=namespace, conversation_id=conversation_id)
+
+
+def restore_checkpoint(
+    namespace: str, conversation_id: str, name: str
+) -> pb.RestoreCheckpointRequest:
+    """Builds a RestoreCheckpointRequest."""
+    return pb.RestoreCheckpointRequest(
+        namespace=namespace, conversation_id=conversation_id, name=name
+    )
+
+
+def list_context_edits(
+    namespace: str, conversation_id: str, page_size: int, page_token: str
+) -> pb.ListContextEditsRequest:
+    """Builds a ListContextEditsRequest."""
+    return pb.ListContextEditsRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        page_size=page_size,
+        page_token=page_token,
+    )
+
+
+def watch(namespace: str, conversation_id: str, after_event_id: int) -> pb.WatchRequest:
+    """Builds a WatchRequest."""
+    return pb.WatchRequest(
+        namespace=namespace, conversation_id=conversation_id, after_event_id=after_event_id
     )

@@ -3,8 +3,9 @@
 Vocabularies stay strings, as on the wire: roles (user, assistant, system, tool, file, error),
 flags (pinned, error, code, question, solution), file kinds (read, write, mention), item states
 (window, archived, compacted, reverted), conversation states (general, coding, debugging,
-research) and retrieval modes (hybrid, dense, lexical). Datetimes the client returns are
-timezone-aware UTC; datetimes it is given without a timezone are taken as UTC.
+research), retrieval modes (hybrid, dense, lexical) and the agent loop's words (treatments,
+truncation strategies, edit and event kinds). Datetimes the client returns are timezone-aware
+UTC; datetimes it is given without a timezone are taken as UTC.
 """
 
 from __future__ import annotations
@@ -24,10 +25,13 @@ class FileRef:
     Attributes:
         path: The file's path, as the agent saw it.
         kind: "read", "write" or "mention".
+        whole_file: The item's content is the whole file; a whole copy supersedes earlier
+            whole copies of the same path. None lets the server decide (true for reads).
     """
 
     path: str
     kind: str
+    whole_file: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,8 @@ class Item:
         metadata: The metadata given at append time.
         file: The file the item refers to, if any.
         state: "window", "archived", "compacted" or "reverted".
+        kind: "message", or "compaction" for the marker item a compaction adds.
+        compaction: The compaction a marker records (set on markers in listings).
     """
 
     conversation_id: str
@@ -80,6 +86,8 @@ class Item:
     metadata: Mapping[str, str]
     file: FileRef | None
     state: str
+    kind: str = "message"
+    compaction: Compaction | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +111,15 @@ class ScoredItem:
         score: Retrieval score for history hits, relevance score for window items.
         parts: The parts the score was made of.
         neighbor_of: Seq of the hit this item was brought along with, or None for a hit.
+        replaced: The content here is a one-line notice: a later whole copy of the item's
+            file superseded it (the stored item is unchanged).
     """
 
     item: Item
     score: float
     parts: ScoreParts
     neighbor_of: int | None
+    replaced: bool = False
 
     @property
     def content(self) -> str:
@@ -179,7 +190,21 @@ class ScoringWeights:
 class ConversationSettings:
     """Per-conversation settings. None means the server default (or unchanged on update).
 
-    Settings the server returns have every field set.
+    Settings the server returns have every field set. The agent-loop settings:
+
+    Attributes:
+        model: A model of the server's models table, whose context limit, reply reserve and
+            encoding apply unless set here; "" for none.
+        context_limit: Context limit of the agent's LLM in tokens; 0 takes the model's.
+            Without a limit nothing is managed automatically (should_compact stays false).
+        reserved_reply_tokens: Tokens kept free for the reply; 0 takes the model's.
+        compaction_threshold: Fill ratio of the usable context at which should_compact is
+            set, 0 < t <= 1.
+        compaction_enabled: False switches should_compact off.
+        mask_tool_outputs_after_turns: Tool outputs with this many assistant turns after
+            them show as a one-line placeholder in the active context; 0 switches it off.
+        replace_duplicate_reads: Replace file contents superseded by a later whole copy of
+            the same file by a notice.
     """
 
     window_max_tokens: int | None = None
@@ -192,6 +217,13 @@ class ConversationSettings:
     adaptive_window: bool | None = None
     detect_importance: bool | None = None
     weights: ScoringWeights | None = None
+    model: str | None = None
+    context_limit: int | None = None
+    reserved_reply_tokens: int | None = None
+    compaction_threshold: float | None = None
+    compaction_enabled: bool | None = None
+    mask_tool_outputs_after_turns: int | None = None
+    replace_duplicate_reads: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,3 +397,289 @@ class Page(Generic[T]):
 
     items: tuple[T, ...]
     next_page_token: str
+
+
+# ---------------------------------------------------------------- agent loop
+
+
+@dataclass(frozen=True, slots=True)
+class Optimisations:
+    """Tokens the active context's optimisations save, and what truncations removed.
+
+    Attributes:
+        masked_items: Tool outputs shown as a placeholder.
+        masked_tokens_saved: Tokens the placeholders save.
+        duplicate_reads: File contents replaced by a notice (a later whole copy exists).
+        duplicate_tokens_saved: Tokens the notices save.
+        truncated_items: Items truncations removed from the active context.
+        truncated_tokens: Their tokens.
+    """
+
+    masked_items: int
+    masked_tokens_saved: int
+    duplicate_reads: int
+    duplicate_tokens_saved: int
+    truncated_items: int
+    truncated_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The active context's size against the model's limit: what to check before each request.
+
+    Attributes:
+        active_tokens: The active context as the server counts it.
+        reported_tokens: The provider's last report plus what was appended since; 0 if none.
+        used_tokens: The larger of the two.
+        source: Which one used_tokens is: "server" or "reported".
+        context_limit: The LLM's context limit; 0 when the conversation has none.
+        reserved_reply_tokens: Tokens kept free for the reply.
+        usable_tokens: context_limit - reserved_reply_tokens: what the threshold applies to.
+        fill_ratio: used_tokens / usable_tokens (0 without a limit).
+        threshold: The fill ratio at which should_compact is set.
+        compaction_enabled: False when the conversation switched should_compact off.
+        should_compact: Time to compact: send summary_request to the LLM, then `compact`.
+        summary_request: Set with should_compact: the message asking the agent's LLM for a
+            summary, fact ledger included.
+        compactions: Compactions so far.
+        active_items: Items in the active context.
+        model: The conversation's model ("" for none).
+        optimisations: What masking, duplicate-read replacement and truncation saved.
+    """
+
+    active_tokens: int
+    reported_tokens: int
+    used_tokens: int
+    source: str
+    context_limit: int
+    reserved_reply_tokens: int
+    usable_tokens: int
+    fill_ratio: float
+    threshold: float
+    compaction_enabled: bool
+    should_compact: bool
+    summary_request: str
+    compactions: int
+    active_items: int
+    model: str
+    optimisations: Optimisations
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveEntry:
+    """One entry of the active context, as the agent sends it to its LLM.
+
+    Attributes:
+        seq: The item's seq; 0 for a truncation notice.
+        role: The role to send.
+        content: The text to send: the item's content, or its placeholder or notice.
+        token_count: Tokens of content.
+        original_tokens: Tokens of the stored item (of the removed items, for a notice).
+        treatment: "as_is", "masked", "duplicate_read" or "truncation_notice".
+        kind: "message" or "compaction" (the marker that opens the active context).
+        timestamp: The item's event time (UTC); None for a truncation notice.
+        metadata: The item's metadata.
+        file: The file the item refers to, if any.
+    """
+
+    seq: int
+    role: str
+    content: str
+    token_count: int
+    original_tokens: int
+    treatment: str
+    kind: str
+    timestamp: datetime | None
+    metadata: Mapping[str, str]
+    file: FileRef | None
+
+    def as_message(self) -> dict[str, str]:
+        """The entry as a chat message: {"role": role, "content": content}."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveContext:
+    """One page of the active context.
+
+    Attributes:
+        entries: The page's entries, in order.
+        next_page_token: Pass to the next call to continue; empty on the last page.
+        total_entries: Entries of the whole active context (every page).
+        total_tokens: Tokens of the whole active context.
+        usage: The usage at the time of the call.
+    """
+
+    entries: tuple[ActiveEntry, ...]
+    next_page_token: str
+    total_entries: int
+    total_tokens: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerFact:
+    """One fact of the ledger a compaction keeps.
+
+    Attributes:
+        kind: "instruction", "file_read", "file_write", "command" or "error".
+        text: The fact.
+        seq: The item it was taken from.
+        outcome: For commands "exit N", "failed" or ""; "" for other kinds.
+    """
+
+    kind: str
+    text: str
+    seq: int
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """A compaction: a marker item with a summary that starts the new active context.
+
+    Attributes:
+        number: 1 for the conversation's first compaction, and so on.
+        created_at: When it was recorded (UTC).
+        summary: The summary the marker carries.
+        extractive: The server wrote the summary by extraction (none was given).
+        marker_seq: Seq of the marker item.
+        items_archived: Items that left the active context.
+        tokens_before: Active tokens before.
+        tokens_after: Active tokens after.
+        ledger: The fact ledger at compaction time, rendered.
+        facts: The same ledger as facts.
+        undone: A checkpoint restore undid it.
+    """
+
+    number: int
+    created_at: datetime
+    summary: str
+    extractive: bool
+    marker_seq: int
+    items_archived: int
+    tokens_before: int
+    tokens_after: int
+    ledger: str
+    facts: tuple[LedgerFact, ...]
+    undone: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    """The outcome of a compaction.
+
+    Attributes:
+        compaction: The compaction recorded.
+        usage: The usage after it.
+    """
+
+    compaction: Compaction
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateResult:
+    """The outcome of a truncation.
+
+    Attributes:
+        truncated_seqs: Items removed from the active context (archived, not deleted).
+        tokens_removed: Their tokens.
+        usage: The usage after it.
+    """
+
+    truncated_seqs: tuple[int, ...]
+    tokens_removed: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A named checkpoint.
+
+    Attributes:
+        name: The name.
+        created_at: When it was created (UTC).
+        last_seq: The newest item at the checkpoint.
+        active_tokens: Active tokens at the checkpoint.
+        compactions: Compactions at the checkpoint.
+    """
+
+    name: str
+    created_at: datetime
+    last_seq: int
+    active_tokens: int
+    compactions: int
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    """The outcome of a checkpoint restore.
+
+    Attributes:
+        checkpoint: The checkpoint restored.
+        reverted_items: Items added after the checkpoint, now reverted (kept, listed).
+        undone_edits: Context edits (compactions, truncations, replacements) undone.
+        usage: The usage after it.
+    """
+
+    checkpoint: Checkpoint
+    reverted_items: int
+    undone_edits: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEdit:
+    """One change to the active context, from the conversation's context history.
+
+    Attributes:
+        id: The edit's id.
+        created_at: When it was made (UTC).
+        kind: "compaction", "truncation" or "duplicate_read".
+        seqs: The items it concerns: the compacted or truncated ones, or the replaced read.
+        related_seq: duplicate_read: the later copy; compaction: the marker; else 0.
+        tokens_saved: Tokens it took out of the active context.
+        detail: A description.
+        undone_at: When a checkpoint restore undid it (UTC); None while in effect.
+    """
+
+    id: int
+    created_at: datetime
+    kind: str
+    seqs: tuple[int, ...]
+    related_seq: int
+    tokens_saved: int
+    detail: str
+    undone_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of a conversation's watch stream; only the part its kind uses is set.
+
+    Attributes:
+        id: Increasing per conversation from 1; pass the last one seen as after_event_id to
+            resume a watch.
+        created_at: When it happened (UTC).
+        kind: "usage", "eviction", "compaction", "truncation", "duplicate_read",
+            "checkpoint_created", "checkpoint_restored" or "gap".
+        usage: The new usage (usage events).
+        eviction_seqs: Items moved from the window to the archive (eviction events).
+        compaction: The compaction (compaction events).
+        edit: The context edit (truncation and duplicate_read events).
+        checkpoint: The checkpoint (checkpoint_created and checkpoint_restored events).
+        reverted_items: Items a restore reverted (checkpoint_restored events).
+        missed: Events dropped by retention before this one (gap events).
+    """
+
+    id: int
+    created_at: datetime
+    kind: str
+    usage: Usage | None = None
+    eviction_seqs: tuple[int, ...] = ()
+    compaction: Compaction | None = None
+    edit: ContextEdit | None = None
+    checkpoint: Checkpoint | None = None
+    reverted_items: int = 0
+    missed: int = 0

@@ -69,6 +69,8 @@ class Service:
             defaults=settings.conversation,
             limits=settings.limits,
             index_wait_seconds=settings.index_wait_seconds,
+            models=settings.models,
+            event_retention_seconds=settings.event_retention_seconds,
         )
         indexer = Indexer(
             engine,

@@ -16,18 +16,25 @@ from datetime import datetime
 from typing import Any
 
 from contextwm_client import (
+    ActiveEntry,
+    Checkpoint,
     Client,
+    Compaction,
+    ContextEdit,
     ContextWMError,
     Conversation,
     ConversationSettings,
+    Event,
     Item,
     ScoredItem,
+    Usage,
     WindowStats,
 )
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "CONTEXTWM_TARGET"
 ITEM_STATES = ("window", "archived", "compacted", "reverted")
+TRUNCATE_STRATEGIES = ("none", "last_two", "half", "quarter")
 # Global options that take a value; the command scan in main() must skip their values.
 _GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--target", "--namespace"})
 _PREVIEW_CHARS = 80
@@ -160,6 +167,54 @@ def _build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argpars
     sub.add_argument("conversation")
     sub.add_argument("--state", dest="states", action="append", default=[], choices=ITEM_STATES)
 
+    # ---- the agent loop
+    def loop_command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        sub = command(name, handler, help_text)
+        sub.add_argument("conversation")
+        sub.add_argument("--json", action="store_true", help="print the result as JSON")
+        return sub
+
+    sub = loop_command("usage", _usage, "show the active context's usage against the limit")
+    sub.add_argument(
+        "--reported",
+        type=int,
+        metavar="N",
+        help="the provider's input-token count of the last response",
+    )
+
+    loop_command("active", _active, "print the active context, as the agent sends it")
+
+    sub = loop_command("compact", _compact, "compact the active context")
+    summary = sub.add_mutually_exclusive_group()
+    summary.add_argument("--summary", metavar="TEXT", help="the summary; omitted: extractive")
+    summary.add_argument(
+        "--summary-file", metavar="PATH", help='read the summary from a file ("-": stdin)'
+    )
+
+    sub = loop_command("truncate", _truncate, "remove items from the active context")
+    sub.add_argument(
+        "strategy", choices=TRUNCATE_STRATEGIES, help="what to keep after the first pair"
+    )
+
+    sub = loop_command("checkpoint", _checkpoint, "create a named checkpoint")
+    sub.add_argument("name")
+
+    loop_command("checkpoints", _checkpoints, "list a conversation's checkpoints")
+
+    sub = loop_command("restore", _restore, "restore a conversation to a checkpoint")
+    sub.add_argument("name")
+
+    loop_command("edits", _edits, "list the context history: compactions, truncations, ...")
+
+    sub = loop_command("watch", _watch, "print a conversation's events until Ctrl-C")
+    sub.add_argument(
+        "--after",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay the kept events after this event id first (default 0: all kept)",
+    )
+
     # Its arguments come from contextwm.serve, added in main() only when it runs.
     serve = commands.add_parser("serve", help="run the contextwm server")
     return parser, serve
@@ -270,6 +325,130 @@ def _items(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _usage(client: Client, args: argparse.Namespace) -> int:
+    usage = client.get_usage(args.conversation, reported_input_tokens=args.reported)
+    if args.json:
+        print(_json(usage))
+    else:
+        _print_usage(usage)
+    return 0
+
+
+def _active(client: Client, args: argparse.Namespace) -> int:
+    # Pages by hand rather than with iter_active_context: the totals and usage come along.
+    entries: list[ActiveEntry] = []
+    page_token = ""
+    while True:
+        page = client.get_active_context(args.conversation, page_size=500, page_token=page_token)
+        entries.extend(page.entries)
+        if not args.json:
+            for entry in page.entries:
+                print(_entry_line(entry))
+        if not page.next_page_token:
+            break
+        page_token = page.next_page_token
+    if args.json:
+        print(_json(dataclasses.replace(page, entries=tuple(entries))))
+    else:
+        print(
+            f"{page.total_entries} entries, {page.total_tokens} tokens; {_usage_line(page.usage)}"
+        )
+    return 0
+
+
+def _compact(client: Client, args: argparse.Namespace) -> int:
+    summary: str | None = args.summary
+    if args.summary_file == "-":
+        summary = sys.stdin.read()
+    elif args.summary_file is not None:
+        try:
+            with open(args.summary_file, encoding="utf-8") as file:
+                summary = file.read()
+        except OSError as exc:  # a usage error: nothing was sent
+            print(f"error: cannot read the summary file: {exc}", file=sys.stderr)
+            return 2
+    result = client.compact(args.conversation, summary)
+    if args.json:
+        print(_json(result))
+    else:
+        print(_compaction_text(result.compaction))
+        print(f"usage: {_usage_line(result.usage)}")
+    return 0
+
+
+def _truncate(client: Client, args: argparse.Namespace) -> int:
+    result = client.truncate(args.conversation, args.strategy)
+    if args.json:
+        print(_json(result))
+    else:
+        seqs = result.truncated_seqs
+        if seqs:
+            print(
+                f"truncated {len(seqs)} items ({_seq_ranges(seqs)}), "
+                f"{result.tokens_removed} tokens removed"
+            )
+        else:
+            print("nothing to truncate")
+        print(f"usage: {_usage_line(result.usage)}")
+    return 0
+
+
+def _checkpoint(client: Client, args: argparse.Namespace) -> int:
+    checkpoint = client.create_checkpoint(args.conversation, args.name)
+    print(_json(checkpoint) if args.json else f"created checkpoint {_checkpoint_text(checkpoint)}")
+    return 0
+
+
+def _checkpoints(client: Client, args: argparse.Namespace) -> int:
+    checkpoints = client.list_checkpoints(args.conversation)
+    if args.json:
+        print(_json(checkpoints))
+    elif not checkpoints:
+        print("no checkpoints", file=sys.stderr)
+    else:
+        for checkpoint in checkpoints:
+            print(
+                f"{checkpoint.name}\t{checkpoint.created_at.isoformat()}\t"
+                f"seq {checkpoint.last_seq}\t{checkpoint.active_tokens} tok\t"
+                f"{checkpoint.compactions} compactions"
+            )
+    return 0
+
+
+def _restore(client: Client, args: argparse.Namespace) -> int:
+    result = client.restore_checkpoint(args.conversation, args.name)
+    if args.json:
+        print(_json(result))
+    else:
+        print(
+            f"restored checkpoint {_checkpoint_text(result.checkpoint)}: "
+            f"{result.reverted_items} items reverted, {result.undone_edits} edits undone"
+        )
+        print(f"usage: {_usage_line(result.usage)}")
+    return 0
+
+
+def _edits(client: Client, args: argparse.Namespace) -> int:
+    edits = list(client.iter_context_edits(args.conversation))
+    if args.json:
+        print(_json(edits))
+    elif not edits:
+        print("no context edits", file=sys.stderr)
+    else:
+        for edit in edits:
+            print(_edit_line(edit))
+    return 0
+
+
+def _watch(client: Client, args: argparse.Namespace) -> int:
+    # Runs until Ctrl-C: main() turns the KeyboardInterrupt into exit status 130, and leaving
+    # the with block cancels the stream. Flushed per line so that pipes see events at once.
+    with client.watch(args.conversation, after_event_id=args.after) as events:
+        for event in events:
+            print(_json(event, indent=None) if args.json else _event_line(event), flush=True)
+    return 0
+
+
 # ---------------------------------------------------------------- output
 
 
@@ -287,9 +466,10 @@ def _preview(text: str) -> str:
 
 def _item_line(item: Item) -> str:
     flags = ",".join(item.flags) or "-"
+    kind = "" if item.kind == "message" else f"[{item.kind}] "
     return (
         f"{item.seq}\t{item.state}\t{item.role}\t{item.token_count} tok\t{flags}\t"
-        f"{_preview(item.content)}"
+        f"{kind}{_preview(item.content)}"
     )
 
 
@@ -318,15 +498,145 @@ def _print_conversation(conversation: Conversation) -> None:
         print(f"{name:<{width}}  {value}")
 
 
-def _json(value: Any) -> str:
-    """Renders a result dataclass as indented JSON (datetimes as ISO 8601)."""
+def _seq_ranges(seqs: Sequence[int]) -> str:
+    """Writes seqs compactly: (3, 4, 5, 9) -> "3-5, 9"."""
+    ranges: list[str] = []
+    ordered = sorted(seqs)
+    start = 0
+    for i, seq in enumerate(ordered):
+        if i + 1 == len(ordered) or ordered[i + 1] != seq + 1:
+            first = ordered[start]
+            ranges.append(str(first) if first == seq else f"{first}-{seq}")
+            start = i + 1
+    return ", ".join(ranges)
+
+
+def _usage_line(usage: Usage) -> str:
+    if not usage.context_limit:
+        return f"{usage.used_tokens} tokens ({usage.source}), no context limit"
+    compact = ", compact now" if usage.should_compact else ""
+    return (
+        f"{usage.used_tokens}/{usage.usable_tokens} tokens ({usage.fill_ratio:.1%}, "
+        f"{usage.source}), threshold {usage.threshold:.0%}{compact}"
+    )
+
+
+def _print_usage(usage: Usage) -> None:
+    o = usage.optimisations
+    if usage.context_limit:
+        limit = (
+            f"{usage.context_limit} ({usage.reserved_reply_tokens} reserved for the reply, "
+            f"{usage.usable_tokens} usable)"
+        )
+        fill = f"{usage.fill_ratio:.1%} of usable (threshold {usage.threshold:.0%})"
+    else:
+        limit, fill = "none (no automatic management)", "-"
+    lines = {
+        "model": usage.model or "-",
+        "used": f"{usage.used_tokens} tokens ({usage.source}; active {usage.active_tokens}, "
+        f"reported {usage.reported_tokens})",
+        "limit": limit,
+        "fill": fill,
+        "compaction": "enabled" if usage.compaction_enabled else "disabled",
+        "should compact": "yes" if usage.should_compact else "no",
+        "compactions": str(usage.compactions),
+        "active items": str(usage.active_items),
+        "masked": f"{o.masked_items} tool outputs ({o.masked_tokens_saved} tokens saved)",
+        "duplicate reads": f"{o.duplicate_reads} ({o.duplicate_tokens_saved} tokens saved)",
+        "truncated": f"{o.truncated_items} items ({o.truncated_tokens} tokens)",
+    }
+    width = max(len(name) for name in lines)
+    for name, value in lines.items():
+        print(f"{name:<{width}}  {value}")
+    if usage.summary_request:
+        print()
+        print("summary request (send it to the LLM, then `contextwm compact --summary-file`):")
+        print(usage.summary_request)
+
+
+def _entry_line(entry: ActiveEntry) -> str:
+    tokens = f"{entry.token_count} tok"
+    if entry.original_tokens != entry.token_count:
+        tokens += f" (of {entry.original_tokens})"
+    kind = "" if entry.kind == "message" else f"[{entry.kind}] "
+    return (
+        f"{entry.seq or '-'}\t{entry.role}\t{entry.treatment}\t{tokens}\t"
+        f"{kind}{_preview(entry.content)}"
+    )
+
+
+def _compaction_text(compaction: Compaction) -> str:
+    how = "extractive summary" if compaction.extractive else "summary given"
+    undone = " (undone)" if compaction.undone else ""
+    return (
+        f"compaction {compaction.number} ({how}){undone}: marker seq {compaction.marker_seq}, "
+        f"{compaction.items_archived} items left the active context, "
+        f"{compaction.tokens_before} -> {compaction.tokens_after} tokens"
+    )
+
+
+def _checkpoint_text(checkpoint: Checkpoint) -> str:
+    return (
+        f"{checkpoint.name} at seq {checkpoint.last_seq} ({checkpoint.active_tokens} active "
+        f"tokens, {checkpoint.compactions} compactions)"
+    )
+
+
+def _edit_text(edit: ContextEdit) -> str:
+    related = f" -> {edit.related_seq}" if edit.related_seq else ""
+    undone = f" (undone {edit.undone_at.isoformat()})" if edit.undone_at else ""
+    detail = f"; {edit.detail}" if edit.detail else ""
+    return (
+        f"{edit.kind} {_seq_ranges(edit.seqs) or '-'}{related}, "
+        f"{edit.tokens_saved} tokens saved{undone}{detail}"
+    )
+
+
+def _edit_line(edit: ContextEdit) -> str:
+    return f"{edit.id}\t{edit.created_at.isoformat()}\t{_edit_text(edit)}"
+
+
+def _event_line(event: Event) -> str:
+    # By the part that is set rather than by kind, so that a kind this CLI does not know yet
+    # still prints what it carries.
+    if event.usage is not None:
+        detail = _usage_line(event.usage)
+    elif event.compaction is not None:
+        detail = _compaction_text(event.compaction)
+    elif event.edit is not None:
+        detail = _edit_text(event.edit)
+    elif event.checkpoint is not None:
+        detail = _checkpoint_text(event.checkpoint)
+        if event.kind == "checkpoint_restored":
+            detail += f": {event.reverted_items} items reverted"
+    elif event.eviction_seqs:
+        detail = f"archived {_seq_ranges(event.eviction_seqs)}"
+    elif event.kind == "gap":
+        detail = f"{event.missed} events missed (dropped by retention)"
+    else:
+        detail = "-"
+    return f"{event.id}\t{event.created_at.isoformat()}\t{event.kind}\t{detail}"
+
+
+def _json(value: Any, *, indent: int | None = 2) -> str:
+    """Renders a result dataclass, or a list of them, as JSON (datetimes as ISO 8601).
+
+    Args:
+        value: The dataclass or list.
+        indent: Indentation; None writes one line (JSON lines, for streams).
+    """
 
     def default(obj: object) -> str:
         if isinstance(obj, datetime):
             return obj.isoformat()
         raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
-    return json.dumps(dataclasses.asdict(value), indent=2, ensure_ascii=False, default=default)
+    data = (
+        [dataclasses.asdict(v) for v in value]
+        if isinstance(value, list)
+        else dataclasses.asdict(value)
+    )
+    return json.dumps(data, indent=indent, ensure_ascii=False, default=default)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from contextwm.core.model import ConversationSettings, SettingsPatch, WeightsPatch, apply_patch
+from contextwm.core.usage import ModelSpec
 from contextwm.core.validation import Limits
 from contextwm.errors import InvalidArgument
 
@@ -36,6 +37,10 @@ class ServerSettings:
     max_message_bytes: int = 64 * 1024 * 1024
     conversation: ConversationSettings = field(default_factory=ConversationSettings)
     limits: Limits = field(default_factory=Limits)
+    # The models table: [models."name"] context_limit, reserved_reply_tokens, encoding.
+    models: Mapping[str, ModelSpec] = field(default_factory=dict)
+    # How long Watch can replay a conversation's events.
+    event_retention_seconds: float = 3600.0
 
 
 class SettingsError(ValueError):
@@ -66,12 +71,19 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
     top: dict[str, Any] = {}
     conversation: dict[str, Any] = {}
     limits: dict[str, Any] = {}
+    models = dict(settings.models)
     for key, value in values.items():
         if key == "conversation" and isinstance(value, Mapping):
             conversation.update(value)
         elif key == "limits" and isinstance(value, Mapping):
             limits.update(value)
-        elif key in ServerSettings.__dataclass_fields__ and key not in {"conversation", "limits"}:
+        elif key == "models" and isinstance(value, Mapping):
+            models.update(_models(value, models, source))
+        elif key in ServerSettings.__dataclass_fields__ and key not in {
+            "conversation",
+            "limits",
+            "models",
+        }:
             current = getattr(settings, key)
             target = type(current) if current is not None else str
             top[key] = _coerce(key, value, target, source)
@@ -89,7 +101,41 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
     new_conversation = settings.conversation
     if conversation:
         new_conversation = _conversation(new_conversation, conversation, source)
-    return dataclasses.replace(settings, **top, limits=new_limits, conversation=new_conversation)
+    return dataclasses.replace(
+        settings, **top, limits=new_limits, conversation=new_conversation, models=models
+    )
+
+
+def _models(
+    values: Mapping[str, Any], known: Mapping[str, ModelSpec], source: str
+) -> dict[str, ModelSpec]:
+    """The [models."name"] tables; a later source may change single fields of a model."""
+    out: dict[str, ModelSpec] = {}
+    for name, table in values.items():
+        if not isinstance(table, Mapping):
+            raise SettingsError(f"{source}: models.{name} must be a table")
+        unknown = set(table) - {"context_limit", "reserved_reply_tokens", "encoding"}
+        if unknown:
+            raise SettingsError(f"{source}: unknown setting models.{name}.{min(unknown)}")
+        base = known.get(name)
+        fields: dict[str, Any] = (
+            {
+                "context_limit": base.context_limit,
+                "reserved_reply_tokens": base.reserved_reply_tokens,
+                "encoding": base.encoding,
+            }
+            if base
+            else {}
+        )
+        for k, v in table.items():
+            fields[k] = _coerce(f"models.{name}.{k}", v, str if k == "encoding" else int, source)
+        if "context_limit" not in fields:
+            raise SettingsError(f"{source}: models.{name} needs a context_limit")
+        try:
+            out[name] = ModelSpec(name=name, **fields)
+        except ValueError as exc:
+            raise SettingsError(f"{source}: {exc}") from None
+    return out
 
 
 def _conversation(
@@ -173,4 +219,8 @@ def load_settings(
         raise SettingsError("sqlite_synchronous must be NORMAL or FULL")
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
+    if settings.conversation.model and settings.conversation.model not in settings.models:
+        raise SettingsError(
+            f"conversation.model = {settings.conversation.model!r} is not in the models table"
+        )
     return settings

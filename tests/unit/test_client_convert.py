@@ -1,39 +1,58 @@
-"""Round trips of the client's converters, request builders and the status-to-exception table."""
+"""Round trips of the client's converters, request builders and the status-to-exception table;
+the agent-loop methods' requests over a fake stub, and the watch streams' ending and errors."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator
+from concurrent import futures
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import grpc
 import pytest
 from contextwm_client import (
+    ActiveContext,
+    ActiveEntry,
     AppendBatchResult,
     AppendedItem,
     AppendResult,
     AsyncClient,
+    AsyncEventStream,
+    Checkpoint,
     Client,
+    Compaction,
+    CompactResult,
+    ContextEdit,
     ContextWMError,
     Conversation,
     ConversationSettings,
+    DeadlineExceededError,
     EnhancedContext,
+    Event,
+    EventStream,
     FileRef,
     InvalidArgumentError,
     Item,
+    LedgerFact,
     NewItem,
     NotFoundError,
+    Optimisations,
     Page,
     RequestCancelledError,
+    RestoreResult,
     ScoredItem,
     ScoreParts,
     ScoringWeights,
     SearchResult,
     TimeRange,
     TokenAccount,
+    TruncateResult,
     UnavailableError,
     UnexpectedStatusError,
+    Usage,
     WindowStats,
     map_rpc_error,
 )
@@ -41,6 +60,7 @@ from contextwm_client import _convert as convert
 from contextwm_client import _requests as requests
 from contextwm_client._exceptions import STATUS_EXCEPTIONS
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -60,6 +80,13 @@ FULL_SETTINGS = ConversationSettings(
     weights=ScoringWeights(
         recency=0.3, similarity=0.4, importance={"pinned": 0.8}, role={"user": 0.3}
     ),
+    model="gpt-4o",
+    context_limit=128000,
+    reserved_reply_tokens=4096,
+    compaction_threshold=0.85,
+    compaction_enabled=True,
+    mask_tool_outputs_after_turns=10,
+    replace_duplicate_reads=True,
 )
 # Zero values that are *set* must survive as 0/False, not turn into None.
 ZERO_SETTINGS = ConversationSettings(
@@ -70,6 +97,13 @@ ZERO_SETTINGS = ConversationSettings(
     detect_importance=False,
     encoding="",
     weights=ScoringWeights(),
+    model="",
+    context_limit=0,
+    reserved_reply_tokens=0,
+    compaction_threshold=0.0,
+    compaction_enabled=False,
+    mask_tool_outputs_after_turns=0,
+    replace_duplicate_reads=False,
 )
 WINDOW = WindowStats(item_count=4, token_count=900, token_limit=8000, item_limit=100)
 
@@ -114,6 +148,84 @@ def make_conversation(**changes: Any) -> Conversation:
     return Conversation(**fields)
 
 
+OPTIMISATIONS = Optimisations(
+    masked_items=1,
+    masked_tokens_saved=2,
+    duplicate_reads=3,
+    duplicate_tokens_saved=4,
+    truncated_items=5,
+    truncated_tokens=6,
+)
+USAGE = Usage(
+    active_tokens=90000,
+    reported_tokens=95000,
+    used_tokens=95000,
+    source="reported",
+    context_limit=128000,
+    reserved_reply_tokens=4096,
+    usable_tokens=123904,
+    fill_ratio=0.77,
+    threshold=0.85,
+    compaction_enabled=True,
+    should_compact=True,
+    summary_request="Summarise the conversation so far ...",
+    compactions=2,
+    active_items=41,
+    model="gpt-4o",
+    optimisations=OPTIMISATIONS,
+)
+FACT = LedgerFact(kind="command", text="pytest -q", seq=12, outcome="exit 1")
+COMPACTION = Compaction(
+    number=3,
+    created_at=T0,
+    summary="We fixed the parser.",
+    extractive=True,
+    marker_seq=42,
+    items_archived=30,
+    tokens_before=95000,
+    tokens_after=12000,
+    ledger="- ran pytest -q (exit 1)",
+    facts=(FACT, LedgerFact(kind="instruction", text="use tabs", seq=1, outcome="")),
+    undone=True,
+)
+CHECKPOINT = Checkpoint(
+    name="before-refactor", created_at=T0, last_seq=40, active_tokens=9000, compactions=2
+)
+EDIT = ContextEdit(
+    id=5,
+    created_at=T0,
+    kind="duplicate_read",
+    seqs=(7,),
+    related_seq=19,
+    tokens_saved=800,
+    detail="src/parser.py read again",
+    undone_at=T1,
+)
+ENTRY = ActiveEntry(
+    seq=9,
+    role="tool",
+    content="[output of `ls` masked: 40 lines]",
+    token_count=12,
+    original_tokens=400,
+    treatment="masked",
+    kind="message",
+    timestamp=T0,
+    metadata={"tool": "bash"},
+    file=FileRef("src/a.py", "read", whole_file=True),
+)
+NOTICE = ActiveEntry(
+    seq=0,
+    role="system",
+    content="[12 items truncated]",
+    token_count=6,
+    original_tokens=5000,
+    treatment="truncation_notice",
+    kind="message",
+    timestamp=None,
+    metadata={},
+    file=None,
+)
+
 TOKENS = TokenAccount(
     budget=1000, total=950, recent=500, history=400, query=50, recent_omitted=1, encoding="x"
 )
@@ -121,6 +233,8 @@ TOKENS = TokenAccount(
 # (value, to_proto, from_proto): every converter pair, with optional fields set and unset.
 ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
     (FileRef("a.py", "read"), convert.to_proto_file_ref, convert.from_proto_file_ref),
+    (FileRef("a.py", "read", False), convert.to_proto_file_ref, convert.from_proto_file_ref),
+    (FileRef("a.py", "write", True), convert.to_proto_file_ref, convert.from_proto_file_ref),
     (
         NewItem(
             content="hello",
@@ -141,7 +255,17 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
         convert.to_proto_item,
         convert.from_proto_item,
     ),
+    (
+        make_item(kind="compaction", compaction=COMPACTION, state="window"),
+        convert.to_proto_item,
+        convert.from_proto_item,
+    ),
     (make_scored(), convert.to_proto_scored_item, convert.from_proto_scored_item),
+    (
+        dataclasses.replace(make_scored(), replaced=True),
+        convert.to_proto_scored_item,
+        convert.from_proto_scored_item,
+    ),
     (make_scored(neighbor_of=6), convert.to_proto_scored_item, convert.from_proto_scored_item),
     (WINDOW, convert.to_proto_window_stats, convert.from_proto_window_stats),
     (ScoringWeights(), convert.to_proto_scoring_weights, convert.from_proto_scoring_weights),
@@ -257,6 +381,91 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
         convert.to_proto_search_response,
         convert.from_proto_search_response,
     ),
+    # agent loop
+    (OPTIMISATIONS, convert.to_proto_optimisations, convert.from_proto_optimisations),
+    (USAGE, convert.to_proto_usage, convert.from_proto_usage),
+    (ENTRY, convert.to_proto_active_entry, convert.from_proto_active_entry),
+    (NOTICE, convert.to_proto_active_entry, convert.from_proto_active_entry),
+    (
+        ActiveContext(
+            entries=(NOTICE, ENTRY),
+            next_page_token="p2",
+            total_entries=30,
+            total_tokens=9000,
+            usage=USAGE,
+        ),
+        convert.to_proto_active_context,
+        convert.from_proto_active_context,
+    ),
+    (FACT, convert.to_proto_ledger_fact, convert.from_proto_ledger_fact),
+    (COMPACTION, convert.to_proto_compaction, convert.from_proto_compaction),
+    (
+        dataclasses.replace(COMPACTION, facts=(), extractive=False, undone=False),
+        convert.to_proto_compaction,
+        convert.from_proto_compaction,
+    ),
+    (
+        CompactResult(compaction=COMPACTION, usage=USAGE),
+        convert.to_proto_compact_response,
+        convert.from_proto_compact_response,
+    ),
+    (
+        TruncateResult(truncated_seqs=(3, 4, 5), tokens_removed=700, usage=USAGE),
+        convert.to_proto_truncate_response,
+        convert.from_proto_truncate_response,
+    ),
+    (CHECKPOINT, convert.to_proto_checkpoint, convert.from_proto_checkpoint),
+    (
+        [CHECKPOINT, dataclasses.replace(CHECKPOINT, name="later", created_at=T1)],
+        convert.to_proto_list_checkpoints_response,
+        convert.from_proto_list_checkpoints_response,
+    ),
+    (
+        [],
+        convert.to_proto_list_checkpoints_response,
+        convert.from_proto_list_checkpoints_response,
+    ),
+    (
+        RestoreResult(checkpoint=CHECKPOINT, reverted_items=4, undone_edits=2, usage=USAGE),
+        convert.to_proto_restore_checkpoint_response,
+        convert.from_proto_restore_checkpoint_response,
+    ),
+    (EDIT, convert.to_proto_context_edit, convert.from_proto_context_edit),
+    (
+        dataclasses.replace(EDIT, undone_at=None, seqs=(), related_seq=0),
+        convert.to_proto_context_edit,
+        convert.from_proto_context_edit,
+    ),
+    (
+        Page(items=(EDIT, dataclasses.replace(EDIT, id=6)), next_page_token="n"),
+        convert.to_proto_list_context_edits_response,
+        convert.from_proto_list_context_edits_response,
+    ),
+    (Event(1, T0, "usage", usage=USAGE), convert.to_proto_event, convert.from_proto_event),
+    (
+        Event(2, T0, "eviction", eviction_seqs=(1, 2)),
+        convert.to_proto_event,
+        convert.from_proto_event,
+    ),
+    (Event(3, T0, "eviction"), convert.to_proto_event, convert.from_proto_event),
+    (
+        Event(4, T0, "compaction", compaction=COMPACTION),
+        convert.to_proto_event,
+        convert.from_proto_event,
+    ),
+    (Event(5, T0, "truncation", edit=EDIT), convert.to_proto_event, convert.from_proto_event),
+    (
+        Event(6, T0, "checkpoint_created", checkpoint=CHECKPOINT),
+        convert.to_proto_event,
+        convert.from_proto_event,
+    ),
+    (
+        Event(7, T0, "checkpoint_restored", checkpoint=CHECKPOINT, reverted_items=3),
+        convert.to_proto_event,
+        convert.from_proto_event,
+    ),
+    (Event(8, T0, "gap", missed=17), convert.to_proto_event, convert.from_proto_event),
+    (Event(9, T0, "gap"), convert.to_proto_event, convert.from_proto_event),
 ]
 
 
@@ -508,3 +717,760 @@ def test_async_client_raises_typed_error_from_rpc_error() -> None:
     with pytest.raises(UnavailableError) as caught:
         asyncio.run(call())
     assert isinstance(caught.value.__cause__, grpc.RpcError)
+
+
+# ---------------------------------------------------------------- agent loop: from the wire
+
+
+def ts(value: datetime) -> Any:
+    return convert.to_proto_timestamp(value)
+
+
+PB_USAGE = pb.Usage(
+    active_tokens=1,
+    reported_tokens=2,
+    used_tokens=3,
+    source="reported",
+    context_limit=5,
+    reserved_reply_tokens=6,
+    usable_tokens=7,
+    fill_ratio=0.8,
+    threshold=0.9,
+    compaction_enabled=True,
+    should_compact=True,
+    summary_request="summarise",
+    compactions=13,
+    active_items=14,
+    model="m",
+    optimisations=pb.Optimisations(
+        masked_items=21,
+        masked_tokens_saved=22,
+        duplicate_reads=23,
+        duplicate_tokens_saved=24,
+        truncated_items=25,
+        truncated_tokens=26,
+    ),
+)
+EXPECTED_USAGE = Usage(
+    active_tokens=1,
+    reported_tokens=2,
+    used_tokens=3,
+    source="reported",
+    context_limit=5,
+    reserved_reply_tokens=6,
+    usable_tokens=7,
+    fill_ratio=0.8,
+    threshold=0.9,
+    compaction_enabled=True,
+    should_compact=True,
+    summary_request="summarise",
+    compactions=13,
+    active_items=14,
+    model="m",
+    optimisations=Optimisations(21, 22, 23, 24, 25, 26),
+)
+PB_FACT = pb.LedgerFact(kind="error", text="boom", seq=4, outcome="failed")
+PB_COMPACTION = pb.Compaction(
+    number=2,
+    created_at=ts(T0),
+    summary="s",
+    extractive=True,
+    marker_seq=50,
+    items_archived=40,
+    tokens_before=900,
+    tokens_after=100,
+    ledger="ledger",
+    facts=[PB_FACT],
+    undone=True,
+)
+EXPECTED_COMPACTION = Compaction(
+    number=2,
+    created_at=T0,
+    summary="s",
+    extractive=True,
+    marker_seq=50,
+    items_archived=40,
+    tokens_before=900,
+    tokens_after=100,
+    ledger="ledger",
+    facts=(LedgerFact(kind="error", text="boom", seq=4, outcome="failed"),),
+    undone=True,
+)
+PB_CHECKPOINT = pb.Checkpoint(
+    name="cp", created_at=ts(T0), last_seq=8, active_tokens=700, compactions=1
+)
+EXPECTED_CHECKPOINT = Checkpoint(
+    name="cp", created_at=T0, last_seq=8, active_tokens=700, compactions=1
+)
+PB_EDIT = pb.ContextEdit(
+    id=3,
+    created_at=ts(T0),
+    kind="truncation",
+    seqs=[4, 5],
+    related_seq=9,
+    tokens_saved=300,
+    detail="half",
+    undone_at=ts(T1),
+)
+EXPECTED_EDIT = ContextEdit(
+    id=3,
+    created_at=T0,
+    kind="truncation",
+    seqs=(4, 5),
+    related_seq=9,
+    tokens_saved=300,
+    detail="half",
+    undone_at=T1,
+)
+PB_ENTRY = pb.ActiveEntry(
+    seq=11,
+    role="file",
+    content="[superseded by seq 20]",
+    token_count=7,
+    original_tokens=900,
+    treatment="duplicate_read",
+    kind="message",
+    timestamp=ts(T1),
+    metadata={"k": "v"},
+    file=pb.FileRef(path="a.py", kind="read", whole_file=True),
+)
+EXPECTED_ENTRY = ActiveEntry(
+    seq=11,
+    role="file",
+    content="[superseded by seq 20]",
+    token_count=7,
+    original_tokens=900,
+    treatment="duplicate_read",
+    kind="message",
+    timestamp=T1,
+    metadata={"k": "v"},
+    file=FileRef(path="a.py", kind="read", whole_file=True),
+)
+PB_SETTINGS_LOOP = pb.ConversationSettings(
+    window_max_tokens=1,
+    window_max_items=2,
+    encoding="o200k_base",
+    recency_half_life_seconds=4.0,
+    recency_half_life_items=5.0,
+    focus_items=6,
+    similarity_threshold=0.7,
+    adaptive_window=True,
+    detect_importance=False,
+    weights=pb.ScoringWeights(recency=0.1, similarity=0.2, importance={"code": 0.3}),
+    model="claude",
+    context_limit=200000,
+    reserved_reply_tokens=8192,
+    compaction_threshold=0.9,
+    compaction_enabled=False,
+    mask_tool_outputs_after_turns=0,
+    replace_duplicate_reads=False,
+)
+
+# (message with every field set, converter, expected value)
+FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
+    (PB_USAGE, convert.from_proto_usage, EXPECTED_USAGE),
+    (PB_USAGE.optimisations, convert.from_proto_optimisations, EXPECTED_USAGE.optimisations),
+    (PB_FACT, convert.from_proto_ledger_fact, EXPECTED_COMPACTION.facts[0]),
+    (PB_COMPACTION, convert.from_proto_compaction, EXPECTED_COMPACTION),
+    (PB_CHECKPOINT, convert.from_proto_checkpoint, EXPECTED_CHECKPOINT),
+    (PB_EDIT, convert.from_proto_context_edit, EXPECTED_EDIT),
+    (PB_ENTRY, convert.from_proto_active_entry, EXPECTED_ENTRY),
+    (
+        pb.ActiveContext(
+            entries=[PB_ENTRY],
+            next_page_token="next",
+            total_entries=31,
+            total_tokens=4000,
+            usage=PB_USAGE,
+        ),
+        convert.from_proto_active_context,
+        ActiveContext(
+            entries=(EXPECTED_ENTRY,),
+            next_page_token="next",
+            total_entries=31,
+            total_tokens=4000,
+            usage=EXPECTED_USAGE,
+        ),
+    ),
+    (
+        pb.CompactResponse(compaction=PB_COMPACTION, usage=PB_USAGE),
+        convert.from_proto_compact_response,
+        CompactResult(compaction=EXPECTED_COMPACTION, usage=EXPECTED_USAGE),
+    ),
+    (
+        pb.TruncateResponse(truncated_seqs=[2, 3], tokens_removed=90, usage=PB_USAGE),
+        convert.from_proto_truncate_response,
+        TruncateResult(truncated_seqs=(2, 3), tokens_removed=90, usage=EXPECTED_USAGE),
+    ),
+    (
+        pb.ListCheckpointsResponse(checkpoints=[PB_CHECKPOINT]),
+        convert.from_proto_list_checkpoints_response,
+        [EXPECTED_CHECKPOINT],
+    ),
+    (
+        pb.RestoreCheckpointResponse(
+            checkpoint=PB_CHECKPOINT, reverted_items=6, undone_edits=2, usage=PB_USAGE
+        ),
+        convert.from_proto_restore_checkpoint_response,
+        RestoreResult(
+            checkpoint=EXPECTED_CHECKPOINT, reverted_items=6, undone_edits=2, usage=EXPECTED_USAGE
+        ),
+    ),
+    (
+        pb.ListContextEditsResponse(edits=[PB_EDIT], next_page_token="more"),
+        convert.from_proto_list_context_edits_response,
+        Page(items=(EXPECTED_EDIT,), next_page_token="more"),
+    ),
+    (
+        pb.FileRef(path="b.py", kind="write", whole_file=False),
+        convert.from_proto_file_ref,
+        FileRef(path="b.py", kind="write", whole_file=False),
+    ),
+    (
+        pb.ScoredItem(
+            item=convert.to_proto_item(make_item()),
+            score=0.5,
+            parts=convert.to_proto_score_parts(make_scored().parts),
+            neighbor_of=3,
+            replaced=True,
+        ),
+        convert.from_proto_scored_item,
+        ScoredItem(
+            item=make_item(), score=0.5, parts=make_scored().parts, neighbor_of=3, replaced=True
+        ),
+    ),
+    (
+        pb.Item(
+            conversation_id="c",
+            seq=50,
+            role="system",
+            content="summary",
+            timestamp=ts(T0),
+            token_count=3,
+            flags=["pinned"],
+            metadata={"a": "b"},
+            file=pb.FileRef(path="x", kind="mention"),
+            state=pb.ITEM_STATE_WINDOW,
+            kind="compaction",
+            compaction=PB_COMPACTION,
+        ),
+        convert.from_proto_item,
+        Item(
+            conversation_id="c",
+            seq=50,
+            role="system",
+            content="summary",
+            timestamp=T0,
+            token_count=3,
+            flags=("pinned",),
+            metadata={"a": "b"},
+            file=FileRef(path="x", kind="mention"),
+            state="window",
+            kind="compaction",
+            compaction=EXPECTED_COMPACTION,
+        ),
+    ),
+    (
+        PB_SETTINGS_LOOP,
+        convert.from_proto_conversation_settings,
+        ConversationSettings(
+            window_max_tokens=1,
+            window_max_items=2,
+            encoding="o200k_base",
+            recency_half_life_seconds=4.0,
+            recency_half_life_items=5.0,
+            focus_items=6,
+            similarity_threshold=0.7,
+            adaptive_window=True,
+            detect_importance=False,
+            weights=ScoringWeights(recency=0.1, similarity=0.2, importance={"code": 0.3}),
+            model="claude",
+            context_limit=200000,
+            reserved_reply_tokens=8192,
+            compaction_threshold=0.9,
+            compaction_enabled=False,
+            mask_tool_outputs_after_turns=0,
+            replace_duplicate_reads=False,
+        ),
+    ),
+]
+
+
+def _unset_fields(message: Any) -> set[str]:
+    """Fields of a message that are not set (repeated and map fields count when non-empty)."""
+    present = {field.name for field, _ in message.ListFields()}
+    return {field.name for field in message.DESCRIPTOR.fields} - present
+
+
+@pytest.mark.parametrize(
+    ("message", "from_proto", "expected"),
+    FROM_WIRE,
+    ids=[f"{type(case[0]).__name__}-{i}" for i, case in enumerate(FROM_WIRE)],
+)
+def test_from_wire_with_every_field_set(
+    message: Any, from_proto: Callable[[Any], Any], expected: Any
+) -> None:
+    # Guards the fixture: a field the proto gains must be added here (and to the converter).
+    assert _unset_fields(message) == set()
+    reparsed = type(message).FromString(message.SerializeToString())
+    assert from_proto(reparsed) == expected
+
+
+@pytest.mark.parametrize(
+    ("payload", "message", "expected"),
+    [
+        ("usage", pb.Event(kind="usage", usage=PB_USAGE), {"usage": EXPECTED_USAGE}),
+        (
+            "eviction",
+            pb.Event(kind="eviction", eviction=pb.Eviction(seqs=[1, 2])),
+            {"eviction_seqs": (1, 2)},
+        ),
+        (
+            "compaction",
+            pb.Event(kind="compaction", compaction=PB_COMPACTION),
+            {"compaction": EXPECTED_COMPACTION},
+        ),
+        ("edit", pb.Event(kind="duplicate_read", edit=PB_EDIT), {"edit": EXPECTED_EDIT}),
+        (
+            "checkpoint",
+            pb.Event(
+                kind="checkpoint_restored",
+                checkpoint=pb.CheckpointEvent(checkpoint=PB_CHECKPOINT, reverted_items=5),
+            ),
+            {"checkpoint": EXPECTED_CHECKPOINT, "reverted_items": 5},
+        ),
+        ("missed", pb.Event(kind="gap", missed=12), {"missed": 12}),
+    ],
+)
+def test_event_payload_variants(payload: str, message: Any, expected: dict[str, Any]) -> None:
+    message.id = 77
+    message.created_at.CopyFrom(ts(T1))
+    assert message.WhichOneof("payload") == payload
+    event = convert.from_proto_event(message)
+    # The payload's part is set; every other part is empty.
+    assert event == Event(id=77, created_at=T1, kind=message.kind, **expected)
+    assert convert.to_proto_event(event) == message
+
+
+def test_event_without_payload() -> None:
+    event = convert.from_proto_event(pb.Event(id=1, created_at=ts(T0), kind="future_kind"))
+    assert event == Event(id=1, created_at=T0, kind="future_kind")
+    assert convert.to_proto_event(event).WhichOneof("payload") is None
+
+
+def test_unset_agent_loop_fields_read_back_as_none_or_default() -> None:
+    assert convert.from_proto_file_ref(pb.FileRef(path="a", kind="read")).whole_file is None
+    item = convert.from_proto_item(pb.Item())
+    assert (item.kind, item.compaction) == ("message", None)  # an older server sends no kind
+    assert convert.from_proto_scored_item(pb.ScoredItem()).replaced is False
+    entry = convert.from_proto_active_entry(pb.ActiveEntry())
+    assert (entry.timestamp, entry.file) == (None, None)
+    assert convert.from_proto_context_edit(pb.ContextEdit()).undone_at is None
+
+
+def test_unset_agent_loop_settings_stay_unset() -> None:
+    message = convert.to_proto_conversation_settings(ConversationSettings(context_limit=1000))
+    assert message.HasField("context_limit")
+    for name in (
+        "model",
+        "reserved_reply_tokens",
+        "compaction_threshold",
+        "compaction_enabled",
+        "mask_tool_outputs_after_turns",
+        "replace_duplicate_reads",
+    ):
+        assert not message.HasField(name), name
+    # Set zero values are sent as set.
+    message = convert.to_proto_conversation_settings(ZERO_SETTINGS)
+    assert message.HasField("model") and message.HasField("compaction_enabled")
+    assert message.HasField("mask_tool_outputs_after_turns")
+
+
+def test_file_ref_whole_file_presence() -> None:
+    assert not convert.to_proto_file_ref(FileRef("a", "read")).HasField("whole_file")
+    message = convert.to_proto_file_ref(FileRef("a", "read", whole_file=False))
+    assert message.HasField("whole_file") and message.whole_file is False
+
+
+def test_active_entry_as_message() -> None:
+    assert ENTRY.as_message() == {"role": "tool", "content": ENTRY.content}
+
+
+# ---------------------------------------------------------------- agent loop: request builders
+
+
+def test_compact_request_summary_presence() -> None:
+    assert not requests.compact("ns", "c", None).HasField("summary")
+    blank = requests.compact("ns", "c", "")
+    assert blank.HasField("summary") and blank.summary == ""  # the server refuses it
+    assert requests.compact("ns", "c", "sum").summary == "sum"
+
+
+def test_get_usage_request_reported_presence() -> None:
+    assert not requests.get_usage("ns", "c", None, 0).HasField("reported")
+    request = requests.get_usage("ns", "c", 0, 0)
+    assert request.HasField("reported")
+    request = requests.get_usage("ns", "c", 1200, 800)
+    assert (request.reported.input_tokens, request.reported.cache_read_input_tokens) == (1200, 800)
+    with pytest.raises(ValueError, match="reported_input_tokens"):
+        requests.get_usage("ns", "c", None, 800)
+
+
+def test_agent_loop_request_builders() -> None:
+    assert requests.get_active_context("ns", "c", 50, "t") == pb.GetActiveContextRequest(
+        namespace="ns", conversation_id="c", page_size=50, page_token="t"
+    )
+    assert requests.truncate("ns", "c", "half") == pb.TruncateRequest(
+        namespace="ns", conversation_id="c", strategy="half"
+    )
+    assert requests.create_checkpoint("ns", "c", "cp") == pb.CreateCheckpointRequest(
+        namespace="ns", conversation_id="c", name="cp"
+    )
+    assert requests.list_checkpoints("ns", "c") == pb.ListCheckpointsRequest(
+        namespace="ns", conversation_id="c"
+    )
+    assert requests.restore_checkpoint("ns", "c", "cp") == pb.RestoreCheckpointRequest(
+        namespace="ns", conversation_id="c", name="cp"
+    )
+    assert requests.list_context_edits("ns", "c", 10, "x") == pb.ListContextEditsRequest(
+        namespace="ns", conversation_id="c", page_size=10, page_token="x"
+    )
+    assert requests.watch("ns", "c", 9) == pb.WatchRequest(
+        namespace="ns", conversation_id="c", after_event_id=9
+    )
+
+
+# ---------------------------------------------------------------- agent loop: client methods
+
+
+class FakeStub:
+    """Stands in for the generated stub: records each call and answers from a queue per RPC."""
+
+    def __init__(self, answers: dict[str, list[Any]]) -> None:
+        self.answers = answers
+        self.calls: list[tuple[str, Any, dict[str, Any]]] = []
+
+    def __getattr__(self, rpc: str) -> Callable[..., Any]:
+        def call(request: Any, **kwargs: Any) -> Any:
+            self.calls.append((rpc, request, kwargs))
+            return self.answers[rpc].pop(0)
+
+        return call
+
+
+def fake_client(answers: dict[str, list[Any]], **options: Any) -> tuple[Client, FakeStub]:
+    client = Client("127.0.0.1:1", namespace="team", metadata=[("k", "v")], **options)
+    stub = FakeStub(answers)
+    client._stub = stub  # type: ignore[assignment]
+    return client, stub
+
+
+def test_client_agent_loop_methods_send_and_convert() -> None:
+    answers: dict[str, list[Any]] = {
+        "GetUsage": [PB_USAGE, PB_USAGE],
+        "Compact": [pb.CompactResponse(compaction=PB_COMPACTION, usage=PB_USAGE)] * 2,
+        "Truncate": [pb.TruncateResponse(truncated_seqs=[4], usage=PB_USAGE)],
+        "CreateCheckpoint": [PB_CHECKPOINT],
+        "ListCheckpoints": [pb.ListCheckpointsResponse(checkpoints=[PB_CHECKPOINT])],
+        "RestoreCheckpoint": [pb.RestoreCheckpointResponse(checkpoint=PB_CHECKPOINT)],
+    }
+    client, stub = fake_client(answers, timeout=7)
+    with client:
+        assert client.get_usage("c") == EXPECTED_USAGE
+        client.get_usage("c", reported_input_tokens=10, reported_cache_read_tokens=5)
+        assert client.compact("c").compaction == EXPECTED_COMPACTION
+        client.compact("c", "written by the LLM", namespace="other")
+        assert client.truncate("c", "quarter").truncated_seqs == (4,)
+        assert client.create_checkpoint("c", "cp") == EXPECTED_CHECKPOINT
+        assert client.list_checkpoints("c") == [EXPECTED_CHECKPOINT]
+        assert client.restore_checkpoint("c", "cp").checkpoint == EXPECTED_CHECKPOINT
+    sent = {(rpc, i): request for i, (rpc, request, _) in enumerate(stub.calls)}
+    assert not sent["GetUsage", 0].HasField("reported")
+    assert sent["GetUsage", 1].reported == pb.ReportedUsage(
+        input_tokens=10, cache_read_input_tokens=5
+    )
+    assert not sent["Compact", 2].HasField("summary")
+    assert (sent["Compact", 3].namespace, sent["Compact", 3].summary) == (
+        "other",
+        "written by the LLM",
+    )
+    assert sent["Truncate", 4].strategy == "quarter"
+    assert sent["RestoreCheckpoint", 7].name == "cp"
+    for rpc, request, kwargs in stub.calls:
+        assert kwargs == {"timeout": 7, "metadata": (("k", "v"),)}, rpc
+        assert request.conversation_id == "c"
+        assert request.namespace in ("team", "other")
+
+
+def test_client_pages_active_context_and_edits() -> None:
+    answers: dict[str, list[Any]] = {
+        "GetActiveContext": [
+            pb.ActiveContext(entries=[PB_ENTRY], next_page_token="p2", usage=PB_USAGE),
+            pb.ActiveContext(entries=[PB_ENTRY, PB_ENTRY], usage=PB_USAGE),
+        ],
+        "ListContextEdits": [
+            pb.ListContextEditsResponse(edits=[PB_EDIT], next_page_token="e2"),
+            pb.ListContextEditsResponse(edits=[PB_EDIT]),
+            pb.ListContextEditsResponse(edits=[PB_EDIT], next_page_token="n"),
+        ],
+    }
+    client, stub = fake_client(answers)
+    with client:
+        assert list(client.iter_active_context("c", page_size=2)) == [EXPECTED_ENTRY] * 3
+        assert list(client.iter_context_edits("c")) == [EXPECTED_EDIT] * 2
+        page = client.list_context_edits("c", page_size=5, page_token="t")
+        assert page == Page(items=(EXPECTED_EDIT,), next_page_token="n")
+    tokens = [(rpc, request.page_size, request.page_token) for rpc, request, _ in stub.calls]
+    assert tokens == [
+        ("GetActiveContext", 2, ""),
+        ("GetActiveContext", 2, "p2"),
+        ("ListContextEdits", 500, ""),
+        ("ListContextEdits", 500, "e2"),
+        ("ListContextEdits", 5, "t"),
+    ]
+
+
+def test_get_usage_refuses_cache_tokens_without_input_before_the_call() -> None:
+    client, stub = fake_client({})
+    with client, pytest.raises(ValueError):
+        client.get_usage("c", reported_cache_read_tokens=3)
+    assert stub.calls == []
+
+
+def test_watch_has_no_deadline_unless_given() -> None:
+    client, stub = fake_client({"Watch": [iter([]), iter([])]}, timeout=7)
+    with client:
+        assert isinstance(client.watch("c", after_event_id=4), EventStream)
+        client.watch("c", timeout=60)
+    (_, request, kwargs), (_, _, with_timeout) = stub.calls
+    assert request == pb.WatchRequest(namespace="team", conversation_id="c", after_event_id=4)
+    assert kwargs == {"timeout": None, "metadata": (("k", "v"),)}
+    assert with_timeout["timeout"] == 60
+
+
+# ---------------------------------------------------------------- agent loop: watch streams
+
+
+def pb_event(number: int) -> Any:
+    return pb.Event(id=number, created_at=ts(T0), kind="gap", missed=number)
+
+
+class FakeSyncCall:
+    """A sync response stream: yields its items; an exception item is raised."""
+
+    def __init__(self, *items: Any) -> None:
+        self.items = list(items)
+        self.cancelled = 0
+
+    def __iter__(self) -> FakeSyncCall:
+        return self
+
+    def __next__(self) -> Any:
+        if not self.items:
+            raise StopIteration
+        item = self.items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def cancel(self) -> bool:
+        self.cancelled += 1
+        return True
+
+
+class FakeAsyncCall:
+    """A grpc.aio response stream: read() returns items, then EOF; exception items are raised."""
+
+    def __init__(self, *items: Any) -> None:
+        self.items = list(items)
+        self.cancelled = 0
+
+    async def read(self) -> Any:
+        if not self.items:
+            return grpc.aio.EOF  # type: ignore[attr-defined]
+        item = self.items.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def cancel(self) -> bool:
+        self.cancelled += 1
+        return True
+
+
+def test_event_stream_converts_and_tracks_the_last_id() -> None:
+    stream = EventStream(FakeSyncCall(pb_event(4), pb_event(5)), after_event_id=3)
+    assert stream.last_event_id == 3
+    assert [event.missed for event in stream] == [4, 5]
+    assert stream.last_event_id == 5
+
+
+def test_event_stream_cancel_ends_iteration_quietly() -> None:
+    call = FakeSyncCall(pb_event(1), pb_event(2))
+    with EventStream(call, 0) as stream:
+        assert next(stream).id == 1
+        stream.cancel()
+        assert list(stream) == []
+    assert call.cancelled == 2  # cancel() and the with block; a second cancel is harmless
+
+
+class BlockingSyncCall(FakeSyncCall):
+    """A read blocks until cancel(), then fails with CANCELLED, as grpc's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = threading.Event()
+        self.released = threading.Event()
+
+    def __next__(self) -> Any:
+        self.reading.set()
+        self.released.wait()
+        raise FakeRpcError(grpc.StatusCode.CANCELLED, "Locally cancelled by application!")
+
+    def cancel(self) -> bool:
+        self.released.set()
+        return super().cancel()
+
+
+def test_event_stream_cancel_from_another_thread_ends_a_blocked_read() -> None:
+    call = BlockingSyncCall()
+    stream = EventStream(call, 0)
+    received: list[Any] = []
+    consumer = threading.Thread(target=lambda: received.extend(stream))
+    consumer.start()
+    assert call.reading.wait(10)
+    stream.cancel()
+    consumer.join(10)
+    assert not consumer.is_alive() and received == []
+
+
+def test_event_stream_maps_other_errors() -> None:
+    stream = EventStream(FakeSyncCall(FakeRpcError(grpc.StatusCode.NOT_FOUND, "no such")), 0)
+    with pytest.raises(NotFoundError) as caught:
+        next(stream)
+    assert isinstance(caught.value.__cause__, grpc.RpcError)
+    # A CANCELLED status this stream did not ask for is an error (e.g. the channel closed).
+    stream = EventStream(FakeSyncCall(FakeRpcError(grpc.StatusCode.CANCELLED, "")), 0)
+    with pytest.raises(RequestCancelledError):
+        next(stream)
+
+
+def test_context_manager_cancels_on_error() -> None:
+    call = FakeSyncCall(pb_event(1))
+    with pytest.raises(RuntimeError), EventStream(call, 0):
+        raise RuntimeError("agent crashed")
+    assert call.cancelled == 1
+
+
+class BlockingAsyncCall(FakeAsyncCall):
+    """A read waits until cancel(), then raises CancelledError, as grpc.aio's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released = asyncio.Event()
+
+    async def read(self) -> Any:
+        await self.released.wait()
+        raise asyncio.CancelledError()
+
+    def cancel(self) -> bool:
+        self.released.set()
+        return super().cancel()
+
+
+def test_async_event_stream() -> None:
+    async def scenario() -> None:
+        stream = AsyncEventStream(FakeAsyncCall(pb_event(1), pb_event(2)), after_event_id=0)
+        assert [event.id async for event in stream] == [1, 2]
+        assert stream.last_event_id == 2
+
+        call = FakeAsyncCall(pb_event(1), pb_event(2))
+        async with AsyncEventStream(call, 0) as stream:
+            assert (await anext(stream)).id == 1
+            stream.cancel()
+            assert [event async for event in stream] == []
+        assert call.cancelled == 2
+
+        # cancel() while a read waits: the read's CancelledError ends the stream quietly.
+        blocked = AsyncEventStream(BlockingAsyncCall(), 0)
+        consumer = asyncio.create_task(_collect(blocked))
+        await asyncio.sleep(0)  # let the consumer reach its read
+        blocked.cancel()
+        assert await consumer == []
+
+        failing = AsyncEventStream(
+            FakeAsyncCall(FakeRpcError(grpc.StatusCode.UNAVAILABLE, "gone")), 0
+        )
+        with pytest.raises(UnavailableError):
+            await anext(failing)
+
+        # Cancelling the task that waits is not the stream's cancel: it propagates.
+        waiting = AsyncEventStream(BlockingAsyncCall(), 0)
+        consumer = asyncio.create_task(_collect(waiting))
+        await asyncio.sleep(0)
+        consumer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await consumer
+
+    asyncio.run(scenario())
+
+
+async def _collect(stream: AsyncEventStream) -> list[Event]:
+    return [event async for event in stream]
+
+
+# ---------------------------------------------------------------- watch over real gRPC
+
+
+class WatchServicer(pb_grpc.ContextServiceServicer):
+    """Answers Watch with two events, then holds the stream open until the client ends it."""
+
+    def Watch(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        if request.conversation_id == "missing":
+            context.abort(grpc.StatusCode.NOT_FOUND, "no such conversation")
+        yield pb_event(request.after_event_id + 1)
+        yield pb_event(request.after_event_id + 2)
+        ended = threading.Event()
+        context.add_callback(ended.set)
+        ended.wait()
+
+
+@pytest.fixture
+def watch_target() -> Iterator[str]:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pb_grpc.add_ContextServiceServicer_to_server(WatchServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}"
+    server.stop(None)
+
+
+def test_watch_over_grpc_cancel_and_errors(watch_target: str) -> None:
+    with Client(watch_target) as client:
+        received: list[int] = []
+        with client.watch("c", after_event_id=10) as events:
+            for event in events:
+                received.append(event.id)
+                if len(received) == 2:
+                    events.cancel()
+        assert received == [11, 12] and events.last_event_id == 12
+        with pytest.raises(NotFoundError):
+            list(client.watch("missing"))
+        with pytest.raises(DeadlineExceededError):
+            list(client.watch("c", timeout=0.2))
+
+
+def test_async_watch_over_grpc_cancel_and_errors(watch_target: str) -> None:
+    async def scenario() -> None:
+        async with AsyncClient(watch_target) as client:
+            received: list[int] = []
+            async with client.watch("c") as events:
+                async for event in events:
+                    received.append(event.id)
+                    if len(received) == 2:
+                        events.cancel()
+            assert received == [1, 2]
+            with pytest.raises(NotFoundError):
+                await anext(client.watch("missing"))
+
+    asyncio.run(scenario())

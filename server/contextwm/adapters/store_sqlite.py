@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from contextwm.adapters.store_sqlite_history import HistoryTables, compaction_row
+from contextwm.core.history import CompactionRecord, ContextEdit, Event
+from contextwm.core.ledger import Fact
 from contextwm.core.model import (
     ConversationSettings,
     FileRef,
@@ -24,11 +27,12 @@ from contextwm.core.model import (
     ItemState,
     ScoringWeights,
 )
+from contextwm.core.usage import Reported
 from contextwm.errors import AlreadyExists
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.store import ConversationRecord, ItemCounts, PendingVector
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,6 +47,7 @@ CREATE TABLE IF NOT EXISTS conversations (
     state TEXT NOT NULL DEFAULT 'general',
     UNIQUE (namespace, conversation_id)
 );
+
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
     conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
@@ -59,6 +64,7 @@ CREATE TABLE IF NOT EXISTS items (
     idem TEXT,
     UNIQUE (conv, seq)
 );
+
 CREATE UNIQUE INDEX IF NOT EXISTS items_idem ON items (conv, idem) WHERE idem IS NOT NULL;
 CREATE INDEX IF NOT EXISTS items_state ON items (conv, state, seq);
 CREATE INDEX IF NOT EXISTS items_time ON items (conv, ts);
@@ -74,12 +80,80 @@ CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(
 );
 """
 
+# Version 2 (the agent loop): columns added to version-1 files by ALTER TABLE, so one list
+# serves new files and migrated ones alike.
+_V2_COLUMNS = (
+    ("items", "kind TEXT NOT NULL DEFAULT 'message'"),
+    ("items", "whole_file INTEGER"),
+    ("conversations", "active_start INTEGER NOT NULL DEFAULT 0"),
+    ("conversations", "reported_tokens INTEGER"),
+    ("conversations", "reported_server_tokens INTEGER"),
+    ("conversations", "last_event INTEGER NOT NULL DEFAULT 0"),
+)
+_V2_TABLES = """
+CREATE INDEX IF NOT EXISTS items_file ON items (conv, file_path) WHERE file_path IS NOT NULL;
+CREATE TABLE IF NOT EXISTS facts (
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    outcome TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS facts_conv ON facts (conv, seq);
+CREATE TABLE IF NOT EXISTS edits (
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    id INTEGER NOT NULL,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    seqs TEXT NOT NULL,
+    related_seq INTEGER NOT NULL DEFAULT 0,
+    tokens_saved INTEGER NOT NULL DEFAULT 0,
+    detail TEXT NOT NULL DEFAULT '',
+    undone_at REAL,
+    PRIMARY KEY (conv, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compactions (
+    id INTEGER PRIMARY KEY,
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    at REAL NOT NULL,
+    summary TEXT NOT NULL,
+    extractive INTEGER NOT NULL,
+    marker_seq INTEGER NOT NULL,
+    items_archived INTEGER NOT NULL,
+    tokens_before INTEGER NOT NULL,
+    tokens_after INTEGER NOT NULL,
+    ledger TEXT NOT NULL,
+    facts TEXT NOT NULL,
+    undone_at REAL
+);
+CREATE INDEX IF NOT EXISTS compactions_conv ON compactions (conv, marker_seq);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id INTEGER PRIMARY KEY,
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    at REAL NOT NULL,
+    snapshot TEXT NOT NULL,
+    UNIQUE (conv, name)
+);
+CREATE TABLE IF NOT EXISTS events (
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (conv, number)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_at ON events (at);
+"""
+
 _CONVERSATION_COLUMNS = (
-    "id, namespace, conversation_id, settings, created_at, last_seq, token_limit, state"
+    "id, namespace, conversation_id, settings, created_at, last_seq, token_limit, state,"
+    " active_start, reported_tokens, reported_server_tokens, last_event"
 )
 _ITEM_COLUMNS = (
     "c.conversation_id, i.seq, i.role, i.content, i.ts, i.tokens, i.flags, i.metadata,"
-    " i.file_path, i.file_kind, i.state"
+    " i.file_path, i.file_kind, i.state, i.kind, i.whole_file"
 )
 
 
@@ -121,8 +195,11 @@ def _item(row: Sequence[Any]) -> Item:
         token_count=row[5],
         flags=Flag(row[6]),
         metadata=MappingProxyType(json.loads(row[7])) if row[7] else MappingProxyType({}),
-        file=FileRef(row[8], row[9]) if row[8] is not None else None,
+        file=FileRef(row[8], row[9], None if row[12] is None else bool(row[12]))
+        if row[8] is not None
+        else None,
         state=ItemState(row[10]),
+        kind=row[11],
     )
 
 
@@ -136,6 +213,9 @@ def _record(row: Sequence[Any]) -> ConversationRecord:
         last_seq=row[5],
         token_limit=row[6],
         state=row[7],
+        active_start=row[8],
+        reported=Reported(row[9], row[10]) if row[9] is not None else None,
+        last_event=row[11],
     )
 
 
@@ -174,7 +254,7 @@ def _fts_query(term: str, key: int) -> str:
     return f'tag:"c{key}" AND content:{quoted}'
 
 
-class SqliteStore:
+class SqliteStore(HistoryTables):
     """A Store on one SQLite file.
 
     One write connection behind a lock (SQLite has one writer anyway); reads use a
@@ -194,14 +274,45 @@ class SqliteStore:
         # Checkpoints copy the WAL into the database file and fsync it: done by maintain() on
         # a background thread, not by whichever append happens to cross the WAL size limit.
         self._writer.execute("PRAGMA wal_autocheckpoint=0")
-        with self._write_lock, self._writer:
-            self._writer.executescript(_SCHEMA)
-            self._writer.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+        with self._write_lock:
+            self._migrate()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+
+    def _migrate(self) -> None:
+        """Creates a new file at SCHEMA_VERSION or brings an older one up to it, in one
+        transaction (a crash half-way leaves the old version, which is migrated again)."""
+        db = self._writer
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self._path} has schema version {version}, newer than this contextwm"
+                    f" ({SCHEMA_VERSION}); upgrade contextwm"
+                )
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            for table, column in _V2_COLUMNS:
+                present = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+                if column.split()[0] not in present:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            for statement in _V2_TABLES.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
@@ -332,16 +443,19 @@ class SqliteStore:
 
     def counts(self, key: int, model: str) -> ItemCounts:
         db = self._reader()
-        total, archived = db.execute(
-            "SELECT count(*), coalesce(sum(state = ?), 0) FROM items WHERE conv = ?",
-            (int(ItemState.ARCHIVED), key),
+        total, archived, reverted = db.execute(
+            "SELECT count(*), coalesce(sum(state IN (?, ?)), 0), coalesce(sum(state = ?), 0)"
+            " FROM items WHERE conv = ?",
+            (int(ItemState.ARCHIVED), int(ItemState.COMPACTED), int(ItemState.REVERTED), key),
         ).fetchone()
         embedded = db.execute(
             "SELECT count(*) FROM items i JOIN vectors v ON v.item = i.id"
             " WHERE i.conv = ? AND v.model = ?",
             (key, model),
         ).fetchone()[0]
-        return ItemCounts(total=total, archived=archived, pending_vectors=total - embedded)
+        return ItemCounts(
+            total=total, archived=archived, pending_vectors=total - embedded, reverted=reverted
+        )
 
     # ------------------------------------------------------------ items
 
@@ -366,32 +480,13 @@ class SqliteStore:
         evicted: Sequence[int],
         token_limit: int,
         state: str,
+        *,
+        facts: Sequence[Fact] = (),
+        edits: Sequence[ContextEdit] = (),
+        events: Sequence[Event] = (),
     ) -> None:
         with self._transaction() as db:
-            for item, idem in zip(items, idempotency_keys, strict=True):
-                cur = db.execute(
-                    "INSERT INTO items (conv, seq, role, content, ts, tokens, flags, metadata,"
-                    " file_path, file_kind, state, idem)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        key,
-                        item.seq,
-                        item.role,
-                        item.content,
-                        item.timestamp,
-                        item.token_count,
-                        int(item.flags),
-                        json.dumps(dict(item.metadata)) if item.metadata else None,
-                        item.file.path if item.file else None,
-                        item.file.kind if item.file else None,
-                        int(item.state),
-                        idem,
-                    ),
-                )
-                db.execute(
-                    "INSERT INTO items_fts (rowid, content, tag) VALUES (?, ?, ?)",
-                    (cur.lastrowid, item.content, f"c{key}"),
-                )
+            self._insert_items(db, key, items, idempotency_keys)
             if evicted:
                 db.executemany(
                     "UPDATE items SET state = ? WHERE conv = ? AND seq = ?",
@@ -403,6 +498,87 @@ class SqliteStore:
                 " WHERE id = ?",
                 (last_seq, token_limit, state, key),
             )
+            self._write_facts(db, key, facts)
+            self._write_edits(db, key, edits)
+            self._write_events(db, key, events)
+
+    @staticmethod
+    def _insert_items(
+        db: sqlite3.Connection,
+        key: int,
+        items: Sequence[Item],
+        idempotency_keys: Sequence[str | None],
+    ) -> None:
+        for item, idem in zip(items, idempotency_keys, strict=True):
+            cur = db.execute(
+                "INSERT INTO items (conv, seq, role, content, ts, tokens, flags, metadata,"
+                " file_path, file_kind, state, idem, kind, whole_file)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    item.seq,
+                    item.role,
+                    item.content,
+                    item.timestamp,
+                    item.token_count,
+                    int(item.flags),
+                    json.dumps(dict(item.metadata)) if item.metadata else None,
+                    item.file.path if item.file else None,
+                    item.file.kind if item.file else None,
+                    int(item.state),
+                    idem,
+                    item.kind,
+                    None
+                    if item.file is None or item.file.whole_file is None
+                    else int(item.file.whole_file),
+                ),
+            )
+            db.execute(
+                "INSERT INTO items_fts (rowid, content, tag) VALUES (?, ?, ?)",
+                (cur.lastrowid, item.content, f"c{key}"),
+            )
+
+    def commit_compaction(
+        self,
+        key: int,
+        marker: Item,
+        record: CompactionRecord,
+        edit: ContextEdit,
+        evicted: Sequence[int],
+        events: Sequence[Event],
+    ) -> None:
+        """Adds the marker item, moves every earlier item in the window or archive behind
+        the compaction, records it, and starts the active context at the marker."""
+        with self._transaction() as db:
+            self._insert_items(db, key, [marker], [None])
+            db.execute(
+                "UPDATE items SET state = ? WHERE conv = ? AND seq < ? AND state IN (?, ?)",
+                (
+                    int(ItemState.COMPACTED),
+                    key,
+                    marker.seq,
+                    int(ItemState.WINDOW),
+                    int(ItemState.ARCHIVED),
+                ),
+            )
+            if evicted:  # the marker itself, when it is larger than the whole window
+                db.executemany(
+                    "UPDATE items SET state = ? WHERE conv = ? AND seq = ?",
+                    [(int(ItemState.ARCHIVED), key, seq) for seq in evicted],
+                )
+            db.execute(
+                "INSERT INTO compactions (conv, number, at, summary, extractive, marker_seq,"
+                " items_archived, tokens_before, tokens_after, ledger, facts)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                compaction_row(key, record),
+            )
+            self._write_edits(db, key, [edit])
+            db.execute(
+                "UPDATE conversations SET last_seq = max(last_seq, ?), active_start = ?,"
+                " reported_tokens = NULL, reported_server_tokens = NULL WHERE id = ?",
+                (marker.seq, marker.seq, key),
+            )
+            self._write_events(db, key, events)
 
     def set_flags(self, key: int, seq: int, flags: Flag) -> None:
         with self._transaction() as db:
@@ -464,7 +640,7 @@ class SqliteStore:
             .fetchall()
         )
         return [
-            (_item(r), np.frombuffer(r[11], dtype=np.float32) if r[11] is not None else None)
+            (_item(r), np.frombuffer(r[13], dtype=np.float32) if r[13] is not None else None)
             for r in rows
         ]
 
@@ -498,9 +674,9 @@ class SqliteStore:
         db = self._reader()
         joined = (
             " FROM items i JOIN vectors v ON v.item = i.id"
-            " WHERE i.conv = ? AND i.state = ? AND v.model = ?"
+            " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ?"
         )
-        params = (key, int(ItemState.ARCHIVED), model)
+        params = (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model)
         count, width = db.execute(f"SELECT count(*), max(length(v.vec)){joined}", params).fetchone()
         seqs = np.zeros(count, dtype=np.int64)
         matrix = np.zeros((count, (width or 0) // 4), dtype=np.float32)
@@ -575,13 +751,14 @@ class SqliteStore:
         return out
 
     def archived_ids(self, key: int, model: str) -> npt.NDArray[np.int64]:
-        """Seqs of archived items that have a vector: what the conversation's index must hold."""
+        """Seqs of archived (or compacted) items that have a vector: what the conversation's
+        index must hold."""
         rows = (
             self._reader()
             .execute(
                 "SELECT i.seq FROM items i JOIN vectors v ON v.item = i.id"
-                " WHERE i.conv = ? AND i.state = ? AND v.model = ? ORDER BY i.seq",
-                (key, int(ItemState.ARCHIVED), model),
+                " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ? ORDER BY i.seq",
+                (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model),
             )
             .fetchall()
         )

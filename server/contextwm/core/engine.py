@@ -17,9 +17,14 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from contextwm.core.active_context import ActiveContext, ActiveEntry, Replacement
 from contextwm.core.assembly import Assembled, HistoryCandidate, TokenAccount, assemble
 from contextwm.core.conversation_state import adapt_window, detect_state
+from contextwm.core.events import EventHub
+from contextwm.core.file_copies import supersede
+from contextwm.core.history import ContextEdit, EditKind, Event, EventKind, EventPayload
 from contextwm.core.importance import detect_flags, is_question
+from contextwm.core.ledger import Ledger, extract_facts
 from contextwm.core.model import (
     ConversationSettings,
     ConversationState,
@@ -40,6 +45,7 @@ from contextwm.core.ranking import Ranked, fuse, rare_word_evidence
 from contextwm.core.runtime import ConversationRuntime
 from contextwm.core.scoring import recency
 from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
+from contextwm.core.usage import Models, Usage, check_model, measure
 from contextwm.core.validation import (
     Limits,
     check_batch,
@@ -154,6 +160,8 @@ class ContextEngine:
         limits: Limits | None = None,
         index_wait_seconds: float = 5.0,
         clock: Callable[[], float] = time.time,
+        models: Models | None = None,
+        event_retention_seconds: float = 3600.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -163,6 +171,9 @@ class ContextEngine:
         self.limits = limits or Limits()
         self.index_wait_seconds = index_wait_seconds
         self.clock = clock
+        self.models: Models = models or {}
+        self.events = EventHub()
+        self.event_retention_seconds = event_retention_seconds
         self._runtimes: dict[tuple[str, str], ConversationRuntime] = {}
         self._by_key: dict[int, ConversationRuntime] = {}
         self._registry_lock = threading.Lock()
@@ -172,25 +183,67 @@ class ContextEngine:
     # ------------------------------------------------------------ runtimes
 
     def _load(self, record: ConversationRecord) -> ConversationRuntime:
-        model = self.embedder.model_name
-        rows = self.store.window_items(record.key, model)
-        window = Window([WindowEntry(item, vec) for item, vec in rows])
-        first_ts, last_ts = self.store.clock_bounds(record.key)
-        counts = self.store.counts(record.key, model)
         lock = threading.RLock()
-        return ConversationRuntime(
+        settings = record.settings
+        counter = self.counters(settings.encoding)
+        rt = ConversationRuntime(
             record=record,
-            window=window,
-            token_limit=record.token_limit or record.settings.window_max_tokens,
-            state=ConversationState(record.state),
-            last_seq=record.last_seq,
-            first_ts=first_ts,
-            last_ts=last_ts,
-            pending=counts.pending_vectors,
-            total=counts.total,
-            archived=counts.archived,
+            window=Window([]),
+            token_limit=settings.window_max_tokens,
+            state=ConversationState.GENERAL,
+            last_seq=0,
+            first_ts=None,
+            last_ts=None,
+            pending=0,
+            total=0,
+            archived=0,
             lock=lock,
             indexed=threading.Condition(lock),
+            active=ActiveContext(counter, mask_after_turns=settings.mask_tool_outputs_after_turns),
+            ledger=Ledger(),
+        )
+        self._fill(rt, record)
+        return rt
+
+    def _fill(self, rt: ConversationRuntime, record: ConversationRecord) -> None:
+        """(Re)loads everything a runtime holds from the store, the truth: on first use, after
+        a checkpoint restore, and after a commit that failed half-way through memory."""
+        model = self.embedder.model_name
+        key = record.key
+        counter = self.counters(record.settings.encoding)
+        rt.record = record
+        rt.window = Window(
+            [WindowEntry(item, vec) for item, vec in self.store.window_items(key, model)]
+        )
+        rt.token_limit = record.token_limit or record.settings.window_max_tokens
+        rt.state = ConversationState(record.state)
+        rt.last_seq = record.last_seq
+        rt.first_ts, rt.last_ts = self.store.clock_bounds(key)
+        counts = self.store.counts(key, model)
+        rt.pending, rt.total, rt.archived = counts.pending_vectors, counts.total, counts.archived
+        rt.has_reverted = counts.reverted > 0
+        rt.index = None
+        rt.active_start = record.active_start
+        rt.reported = record.reported
+        rt.last_event = record.last_event
+        rt.last_edit = self.store.max_edit_id(key)
+        rt.compactions = len(self.store.compactions(key, live_only=True))
+        rt.ledger = Ledger(self.store.facts(key))
+        rt.whole_copies = self.store.whole_file_copies(key)
+        edits = self.store.edits(key, live_only=True)
+        rt.replaced = {
+            e.seqs[0]: Replacement(e.seqs[0], e.detail, counter.count(e.detail))
+            for e in edits
+            if e.kind is EditKind.DUPLICATE_READ and record.settings.replace_duplicate_reads
+        }
+        truncated = [s for e in edits if e.kind is EditKind.TRUNCATION for s in e.seqs]
+        rt.active = ActiveContext(
+            counter, mask_after_turns=record.settings.mask_tool_outputs_after_turns
+        )
+        rt.active.reset(
+            self.store.active_entries(key, record.active_start),
+            truncated,
+            rt.replaced.values(),
         )
 
     def runtime(
@@ -264,11 +317,19 @@ class ContextEngine:
     ) -> ConversationInfo:
         ns = namespace_of(namespace)
         check_conversation_id(conversation_id)
-        settings = apply_patch(self.defaults, patch)
+        settings = apply_patch(self.defaults, self._model_encoding(patch))
+        check_model(settings, self.models)
         self.counters(settings.encoding)  # fail before storing if the encoding cannot load
         with self._registry_lock:
             record = self.store.create_conversation(ns, conversation_id, settings, self.clock())
         return self.get_conversation(ns, record.conversation_id)
+
+    def _model_encoding(self, patch: SettingsPatch) -> SettingsPatch:
+        """A patch that names a model takes the model's encoding unless it names its own."""
+        spec = self.models.get(patch.model) if patch.model else None
+        if spec is None or patch.encoding is not None:
+            return patch
+        return dataclasses.replace(patch, encoding=spec.encoding)
 
     def get_conversation(self, namespace: str, conversation_id: str) -> ConversationInfo:
         rt = self._locked(namespace, conversation_id)
@@ -309,7 +370,11 @@ class ContextEngine:
     ) -> ConversationInfo:
         rt = self._locked(namespace, conversation_id)
         try:
-            settings = apply_patch(rt.record.settings, patch)
+            if rt.last_seq == 0:
+                patch = self._model_encoding(patch)
+            previous = rt.record.settings
+            settings = apply_patch(previous, patch)
+            check_model(settings, self.models)
             if settings.encoding != rt.record.settings.encoding and rt.last_seq > 0:
                 raise InvalidArgument(
                     "encoding cannot change once a conversation has items (their token"
@@ -321,6 +386,9 @@ class ContextEngine:
             self.store.update_settings(rt.key, settings, token_limit)
             rt.record = dataclasses.replace(rt.record, settings=settings)
             rt.token_limit = token_limit
+            if settings.encoding != previous.encoding:
+                self._fill(rt, rt.record)  # an empty conversation: nothing counted yet
+            rt.active.set_mask_after_turns(settings.mask_tool_outputs_after_turns)
             self._evict_to_fit(rt)
             return self._info(rt)
         finally:
@@ -336,6 +404,7 @@ class ContextEngine:
             rt.indexed.notify_all()
         finally:
             rt.lock.release()
+        self.events.close(rt.key)
         with self._registry_lock:
             self._runtimes.pop((rt.record.namespace, rt.record.conversation_id), None)
             self._by_key.pop(rt.key, None)
@@ -401,34 +470,124 @@ class ContextEngine:
         if not new:
             return AppendOutcome(tuple(results), (), rt.stats())
 
-        # Tentatively apply to memory, decide evictions, commit, and undo memory on failure.
-        saved = (rt.last_seq, rt.first_ts, rt.last_ts, rt.token_limit, rt.state)
-        for item in new:
-            rt.window.add(WindowEntry(item))
-        rt.last_seq = new[-1].seq
-        newest = max(i.timestamp for i in new)
-        rt.last_ts = newest if rt.last_ts is None else max(rt.last_ts, newest)
-        oldest = min(i.timestamp for i in new)
-        rt.first_ts = oldest if rt.first_ts is None else min(rt.first_ts, oldest)
-        recent_texts = [e.item.content for e in rt.window.newest(10)]
-        rt.state = detect_state(recent_texts)
-        if settings.adaptive_window:
-            rt.token_limit = adapt_window(
-                settings.window_max_tokens, rt.token_limit, recent_texts, rt.state
-            )
-        evicted = self._evictions(rt)
+        # Apply to memory, decide evictions, commit; on failure reload memory from the store.
+        pending = {i.seq: i for i in new}
+        superseded = supersede(
+            rt.whole_copies,
+            new,
+            tokens_of=lambda seq: self._token_count(rt, seq, pending),
+            counter=counter,
+            at=now,
+            first_edit_id=rt.last_edit + 1,
+            replace=settings.replace_duplicate_reads,
+        )
+        facts = [f for item in new for f in extract_facts(item)]
         try:
-            self.store.commit_append(rt.key, new, idems, evicted, rt.token_limit, rt.state.value)
-        except BaseException:
             for item in new:
-                rt.window.remove(item.seq)
-            rt.last_seq, rt.first_ts, rt.last_ts, rt.token_limit, rt.state = saved
+                rt.window.add(WindowEntry(item))
+                rt.active.append(_active_entry(item))
+            rt.last_seq = new[-1].seq
+            newest = max(i.timestamp for i in new)
+            rt.last_ts = newest if rt.last_ts is None else max(rt.last_ts, newest)
+            oldest = min(i.timestamp for i in new)
+            rt.first_ts = oldest if rt.first_ts is None else min(rt.first_ts, oldest)
+            recent_texts = [e.item.content for e in rt.window.newest(10)]
+            rt.state = detect_state(recent_texts)
+            if settings.adaptive_window:
+                rt.token_limit = adapt_window(
+                    settings.window_max_tokens, rt.token_limit, recent_texts, rt.state
+                )
+            evicted = self._evictions(rt)
+            self._replace(rt, superseded.edits, counter)
+            rt.whole_copies = superseded.copies
+            rt.ledger.add(facts)
+            payloads: list[tuple[EventKind, EventPayload]] = [
+                (EventKind.DUPLICATE_READ, e) for e in superseded.edits
+            ]
+            if evicted:
+                payloads.append((EventKind.EVICTION, tuple(evicted)))
+            payloads.append((EventKind.USAGE, self.usage_of(rt)))
+            events = self._events(rt, payloads)
+            self.store.commit_append(
+                rt.key,
+                new,
+                idems,
+                evicted,
+                rt.token_limit,
+                rt.state.value,
+                facts=facts,
+                edits=superseded.edits,
+                events=events,
+            )
+        except BaseException:
+            self._reload(rt)
             raise
+        rt.last_edit += len(superseded.edits)
+        rt.last_event = events[-1].number
         self._archive(rt, evicted)
         rt.pending += len(new)
         rt.total += len(new)
         self.on_append()
+        self.events.publish(rt.key, events)
         return AppendOutcome(tuple(results), tuple(evicted), rt.stats())
+
+    def _token_count(self, rt: ConversationRuntime, seq: int, pending: dict[int, Item]) -> int:
+        """An item's stored token count, from the batch, the window or the store."""
+        if seq in pending:
+            return pending[seq].token_count
+        entry = rt.window.get(seq)
+        if entry is not None:
+            return entry.item.token_count
+        item = self.store.get_items(rt.key, [seq]).get(seq)
+        return item.token_count if item else 0
+
+    def _replace(
+        self, rt: ConversationRuntime, edits: Sequence[ContextEdit], counter: TokenCounter
+    ) -> None:
+        """Shows superseded file copies as their notice (rt.lock held)."""
+        for edit in edits:
+            seq = edit.seqs[0]
+            replacement = Replacement(seq, edit.detail, counter.count(edit.detail))
+            rt.replaced[seq] = replacement
+            rt.active.replace(replacement)
+
+    def _events(
+        self, rt: ConversationRuntime, payloads: Sequence[tuple[EventKind, EventPayload]]
+    ) -> list[Event]:
+        """Numbered events for what is about to be committed (rt.lock held); rt.last_event
+        moves on only once the commit succeeded."""
+        at = self.clock()
+        return [
+            Event(rt.last_event + n, at, kind, payload)
+            for n, (kind, payload) in enumerate(payloads, start=1)
+        ]
+
+    def _reload(self, rt: ConversationRuntime) -> None:
+        """After a failed commit: memory back to the store's truth, or out of the registry
+        so that the next call loads it afresh (rt.lock held)."""
+        try:
+            record = self.store.conversation_record(rt.key)
+            if record is None:
+                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+            self._fill(rt, record)
+        except Exception:
+            log.exception("reloading conversation %s failed; dropping it from memory", rt.key)
+            rt.deleted = True
+            with self._registry_lock:
+                self._runtimes.pop((rt.record.namespace, rt.record.conversation_id), None)
+                self._by_key.pop(rt.key, None)
+
+    def usage_of(self, rt: ConversationRuntime) -> Usage:
+        """The conversation's usage figure now (rt.lock held)."""
+        active = rt.active
+        return measure(
+            rt.record.settings,
+            self.models,
+            active.totals(),
+            rt.reported,
+            compactions=rt.compactions,
+            compactable=active.row_count() > (1 if rt.active_start else 0),
+        )
 
     def _archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
         """Moves committed evictions out of the window and into the index (rt.lock held).
@@ -481,12 +640,14 @@ class ContextEngine:
             self.store.put_vectors(self.embedder.model_name, [(key, s) for s in seqs], vectors)
             archived_ids: list[int] = []
             archived_vecs: list[Vector] = []
+            outside = [s for s in seqs if rt.window.get(s) is None]
+            # Outside the window means archived or compacted, unless reverted.
+            reverted = self.store.reverted_among(rt.key, outside) if rt.has_reverted else set()
             for seq, vec in zip(seqs, vectors, strict=True):
                 entry = rt.window.get(seq)
                 if entry is not None:
                     entry.vector = vec
-                else:
-                    # Not in the window means archived: no other state exists yet.
+                elif seq not in reverted:
                     archived_ids.append(seq)
                     archived_vecs.append(vec)
             if archived_ids and rt.index is not None:
@@ -582,7 +743,7 @@ class ContextEngine:
                 rt,
                 query_vec,
                 search_text or "",
-                states=(ItemState.ARCHIVED, ItemState.WINDOW),
+                states=(ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW),
                 threshold=threshold,
                 mode=request.mode,
                 hint=hint,
@@ -590,6 +751,14 @@ class ContextEngine:
                 limit=max(CANDIDATES, request.max_history_items),
             )
             candidates = self._candidates(rt, ranked[: request.max_history_items], request, hint)
+            if rt.replaced:
+                window = [self._shown(rt, w) for w in window]
+                candidates = [
+                    HistoryCandidate(
+                        self._shown(rt, c.hit), c.neighbor and self._shown(rt, c.neighbor)
+                    )
+                    for c in candidates
+                ]
             unindexed = rt.pending
             state = rt.state
         assembled: Assembled = assemble(
@@ -612,6 +781,15 @@ class ContextEngine:
             state=state,
         )
 
+    @staticmethod
+    def _shown(rt: ConversationRuntime, s: ScoredItem) -> ScoredItem:
+        """A superseded file copy as its notice (the stored item is unchanged)."""
+        r = rt.replaced.get(s.item.seq)
+        if r is None:
+            return s
+        item = dataclasses.replace(s.item, content=r.text, token_count=r.tokens)
+        return dataclasses.replace(s, item=item, replaced=True)
+
     def _embed_query(self, text: str) -> Vector:
         vector: Vector = self.embedder.embed([text])[0]
         return vector
@@ -624,7 +802,7 @@ class ContextEngine:
             """When the event happened: the item holding most of its rare words, the
             earliest on a tie (an event is usually named first when it happens)."""
             evidence = self._rare_word_evidence(
-                rt, event, (ItemState.WINDOW, ItemState.ARCHIVED), None
+                rt, event, (ItemState.WINDOW, ItemState.ARCHIVED, ItemState.COMPACTED), None
             )
             if not evidence:
                 return None
@@ -662,7 +840,7 @@ class ContextEngine:
             allowed = self.store.filtered_seqs(rt.key, flt, states, 1_000_000)
         dense: dict[int, float] = {}
         if query_vec is not None and mode != "lexical":
-            if ItemState.ARCHIVED in states:
+            if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
                 self._index(rt)
                 assert rt.index is not None
                 sims, ids = rt.index.search(query_vec, limit, allowed)
@@ -816,9 +994,9 @@ class ContextEngine:
         else:
             runtimes = [self.runtime(ns, cid) for _, cid in self.store.conversation_keys(ns)]
         states = (
-            (ItemState.ARCHIVED, ItemState.WINDOW)
+            (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
             if request.include_window
-            else (ItemState.ARCHIVED,)
+            else (ItemState.ARCHIVED, ItemState.COMPACTED)
         )
         query = request.query.strip()
         first_hint: TimeHint | None = None
@@ -881,6 +1059,15 @@ class ContextEngine:
             self.index_files.save(rt.key, snapshot)
             written += 1
         return written
+
+
+def _active_entry(item: Item) -> ActiveEntry:
+    tool = (
+        item.metadata.get("tool") or item.metadata.get("tool_name") if item.role == "tool" else None
+    )
+    return ActiveEntry(
+        seq=item.seq, role=item.role, tokens=item.token_count, tool=tool, kind=item.kind
+    )
 
 
 def _ts(value: datetime | None) -> float | None:

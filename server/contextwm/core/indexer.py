@@ -13,6 +13,8 @@ log = logging.getLogger(__name__)
 
 # How often the store's housekeeping (the WAL checkpoint) runs.
 MAINTAIN_SECONDS = 1.0
+# How often events older than the engine's retention are dropped.
+PRUNE_SECONDS = 60.0
 # A periodic save skips indexes searched more recently than this; shutdown saves them all.
 RESTED_SECONDS = 10.0
 
@@ -65,8 +67,13 @@ class Indexer:
             engine.apply_vectors(key, [pending[r].seq for r in rows], vectors[rows])
         return len(pending)
 
+    def prune_events(self) -> int:
+        """Drops events older than the engine's retention; returns how many."""
+        engine = self._engine
+        return engine.store.prune_events(engine.clock() - engine.event_retention_seconds)
+
     def _run(self) -> None:
-        last_save = last_maintain = time.monotonic()
+        last_save = last_maintain = last_prune = time.monotonic()
         while not self._stop.is_set():
             self._wake.clear()  # before the batch: a wake-up during it is not lost
             try:
@@ -80,8 +87,11 @@ class Indexer:
             if time.monotonic() - last_maintain > MAINTAIN_SECONDS:
                 self._engine.store.maintain()
                 last_maintain = time.monotonic()
+            if time.monotonic() - last_prune > PRUNE_SECONDS:
+                self.prune_events()
+                last_prune = time.monotonic()
             if time.monotonic() - last_save > self._save_interval:
                 self._engine.save_indexes(rested=RESTED_SECONDS)
-                last_save = last_maintain = time.monotonic()
+                last_save = last_maintain = last_prune = time.monotonic()
             if done == 0:
                 self._wake.wait(timeout=MAINTAIN_SECONDS)

@@ -94,8 +94,22 @@ class ConversationState(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class FileRef:
+    """A file an item refers to: read, write or mention.
+
+    whole_file says whether the item's content is the file's whole content; unset, a read
+    is taken to be whole and a write or mention not (a write is usually an edit or diff).
+    """
+
     path: str
     kind: str
+    whole_file: bool | None = None
+
+    @property
+    def carries_whole_file(self) -> bool:
+        """Whether the item holds the whole file, so a later whole copy supersedes it."""
+        if self.whole_file is not None:
+            return self.whole_file and self.kind in ("read", "write")
+        return self.kind == "read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +139,8 @@ class Item:
     metadata: Mapping[str, str]
     file: FileRef | None
     state: ItemState
+    # "message" for what clients append; "compaction" for the marker a compaction adds.
+    kind: str = "message"
 
 
 DEFAULT_IMPORTANCE: Mapping[str, float] = MappingProxyType(
@@ -171,6 +187,14 @@ class ConversationSettings:
     adaptive_window: bool = False
     detect_importance: bool = True
     weights: ScoringWeights = ScoringWeights()
+    # The agent loop (seed 001): the LLM's context limit and when to ask for a summary.
+    model: str = ""
+    context_limit: int = 0  # 0: the model's, or none
+    reserved_reply_tokens: int = 0  # 0: the model's, or none
+    compaction_threshold: float = 0.85
+    compaction_enabled: bool = True
+    mask_tool_outputs_after_turns: int = 10
+    replace_duplicate_reads: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +219,13 @@ class SettingsPatch:
     adaptive_window: bool | None = None
     detect_importance: bool | None = None
     weights: WeightsPatch | None = None
+    model: str | None = None
+    context_limit: int | None = None
+    reserved_reply_tokens: int | None = None
+    compaction_threshold: float | None = None
+    compaction_enabled: bool | None = None
+    mask_tool_outputs_after_turns: int | None = None
+    replace_duplicate_reads: bool | None = None
 
 
 def check_range(name: str, value: float, low: float, high: float) -> None:
@@ -232,6 +263,22 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
     check_range("recency_half_life_items", merged.recency_half_life_items, 0, 1e12)
     check_range("focus_items", merged.focus_items, 1, 1000)
     check_range("similarity_threshold", merged.similarity_threshold, -1.0, 1.0)
+    check_range("context_limit", merged.context_limit, 0, 100_000_000)
+    check_range("reserved_reply_tokens", merged.reserved_reply_tokens, 0, 100_000_000)
+    if merged.context_limit and merged.reserved_reply_tokens >= merged.context_limit:
+        raise InvalidArgument(
+            f"reserved_reply_tokens ({merged.reserved_reply_tokens}) must be below"
+            f" context_limit ({merged.context_limit})"
+        )
+    if not (0.0 < merged.compaction_threshold <= 1.0):
+        raise InvalidArgument(
+            "compaction_threshold must be above 0 and at most 1 (a share of the usable"
+            f" context), got {merged.compaction_threshold!r}; set compaction_enabled=false"
+            " to switch it off"
+        )
+    check_range("mask_tool_outputs_after_turns", merged.mask_tool_outputs_after_turns, 0, 1e6)
+    if len(merged.model) > 200:
+        raise InvalidArgument("model must be at most 200 characters")
     if patch.weights is not None:
         merged = dataclasses.replace(merged, weights=_apply_weights(merged.weights, patch.weights))
     return merged
@@ -278,6 +325,8 @@ class ScoredItem:
     score: float
     parts: ScoreParts
     neighbor_of: int | None = None
+    # The content shown is a notice standing for a superseded file copy.
+    replaced: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,16 @@
-"""The in-memory state of one live conversation: window, clock, index, pending embeddings."""
+"""The in-memory state of one live conversation: window, clock, index, pending embeddings,
+and the agent loop's active context, fact ledger and file copies."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from contextwm.core.active_context import ActiveContext, Replacement
+from contextwm.core.ledger import Ledger
 from contextwm.core.model import ConversationState, WindowStats
 from contextwm.core.scoring import Clock
+from contextwm.core.usage import Reported
 from contextwm.core.window import Window
 from contextwm.ports.store import ConversationRecord
 from contextwm.ports.vector_index import VectorIndex
@@ -33,6 +37,22 @@ class ConversationRuntime:
     archived: int
     lock: threading.RLock
     indexed: threading.Condition
+    active: ActiveContext
+    ledger: Ledger
+    # The agent loop, loaded from the store: where the active context starts (the last
+    # compaction marker), live compactions, the provider's last report, the last event.
+    active_start: int = 0
+    compactions: int = 0
+    reported: Reported | None = None
+    last_event: int = 0
+    last_edit: int = 0
+    # Per path, the newest item holding the whole file; a newer copy supersedes it.
+    whole_copies: dict[str, int] = field(default_factory=dict)
+    # Superseded file copies (any state): shown as their notice in every context.
+    replaced: dict[int, Replacement] = field(default_factory=dict)
+    # Whether any item is reverted: then a vector arriving for an item outside the window
+    # needs its state looked up (a reverted item stays out of the index).
+    has_reverted: bool = False
     index: VectorIndex | None = None
     index_dirty: bool = False
     deleted: bool = False

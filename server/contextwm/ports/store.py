@@ -9,8 +9,12 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from contextwm.core.history import CompactionRecord, ContextEdit, Event
+from contextwm.core.ledger import Fact
 from contextwm.core.model import ConversationSettings, Flag, Item, ItemFilter, ItemState
+from contextwm.core.usage import Reported
 from contextwm.ports.embedder import Vectors
+from contextwm.ports.history_store import HistoryStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +29,19 @@ class ConversationRecord:
     last_seq: int
     token_limit: int | None
     state: str
+    # The agent loop: where the active context starts (the last compaction marker, or 0),
+    # the provider's last reported count, and the last event number.
+    active_start: int = 0
+    reported: Reported | None = None
+    last_event: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class ItemCounts:
     total: int
-    archived: int
+    archived: int  # archived or compacted: in the index
     pending_vectors: int
+    reverted: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +54,7 @@ class PendingVector:
     text: str
 
 
-class Store(Protocol):
+class Store(HistoryStore, Protocol):
     """Everything here is durable once the call returns. Safe to call from several threads."""
 
     def close(self) -> None: ...
@@ -91,8 +101,26 @@ class Store(Protocol):
         evicted: Sequence[int],
         token_limit: int,
         state: str,
+        *,
+        facts: Sequence[Fact] = (),
+        edits: Sequence[ContextEdit] = (),
+        events: Sequence[Event] = (),
     ) -> None:
-        """Inserts items and archives the evicted seqs in one transaction."""
+        """Inserts items, archives the evicted seqs and records the items' facts, context
+        edits and events, in one transaction."""
+        ...
+
+    def commit_compaction(
+        self,
+        key: int,
+        marker: Item,
+        record: CompactionRecord,
+        edit: ContextEdit,
+        evicted: Sequence[int],
+        events: Sequence[Event],
+    ) -> None:
+        """Adds the marker, moves earlier window and archived items behind the compaction
+        and starts the active context at the marker, in one transaction."""
         ...
 
     def set_flags(self, key: int, seq: int, flags: Flag) -> None: ...

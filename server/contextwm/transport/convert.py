@@ -28,6 +28,7 @@ from contextwm.core.model import (
 )
 
 __all__ = [
+    "from_proto_file",
     "from_proto_filter",
     "from_proto_mode",
     "from_proto_new_item",
@@ -37,6 +38,7 @@ __all__ = [
     "to_proto_append_result",
     "to_proto_context",
     "to_proto_conversation",
+    "to_proto_file",
     "to_proto_item",
     "to_proto_scored",
     "to_proto_settings",
@@ -108,6 +110,13 @@ def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
         adaptive_window=opt("adaptive_window"),  # type: ignore[arg-type]
         detect_importance=opt("detect_importance"),  # type: ignore[arg-type]
         weights=weights,
+        model=opt("model"),  # type: ignore[arg-type]
+        context_limit=opt("context_limit"),  # type: ignore[arg-type]
+        reserved_reply_tokens=opt("reserved_reply_tokens"),  # type: ignore[arg-type]
+        compaction_threshold=opt("compaction_threshold"),  # type: ignore[arg-type]
+        compaction_enabled=opt("compaction_enabled"),  # type: ignore[arg-type]
+        mask_tool_outputs_after_turns=opt("mask_tool_outputs_after_turns"),  # type: ignore[arg-type]
+        replace_duplicate_reads=opt("replace_duplicate_reads"),  # type: ignore[arg-type]
     )
 
 
@@ -128,6 +137,13 @@ def to_proto_settings(s: ConversationSettings) -> pb.ConversationSettings:
             importance=dict(s.weights.importance),
             role=dict(s.weights.role),
         ),
+        model=s.model,
+        context_limit=s.context_limit,
+        reserved_reply_tokens=s.reserved_reply_tokens,
+        compaction_threshold=s.compaction_threshold,
+        compaction_enabled=s.compaction_enabled,
+        mask_tool_outputs_after_turns=s.mask_tool_outputs_after_turns,
+        replace_duplicate_reads=s.replace_duplicate_reads,
     )
 
 
@@ -139,12 +155,24 @@ def from_proto_new_item(msg: pb.NewItem) -> NewItem:
         timestamp=from_proto_timestamp(msg.timestamp) if msg.HasField("timestamp") else None,
         flags=parse_flags(msg.flags),
         metadata=MappingProxyType(dict(msg.metadata)),
-        file=FileRef(msg.file.path, msg.file.kind) if msg.HasField("file") else None,
+        file=from_proto_file(msg.file) if msg.HasField("file") else None,
         idempotency_key=msg.idempotency_key or None,
     )
 
 
-def to_proto_item(item: Item) -> pb.Item:
+def from_proto_file(msg: pb.FileRef) -> FileRef:
+    return FileRef(msg.path, msg.kind, msg.whole_file if msg.HasField("whole_file") else None)
+
+
+def to_proto_file(f: FileRef) -> pb.FileRef:
+    msg = pb.FileRef(path=f.path, kind=f.kind)
+    if f.whole_file is not None:
+        msg.whole_file = f.whole_file
+    return msg
+
+
+def to_proto_item(item: Item, compaction: pb.Compaction | None = None) -> pb.Item:
+    """An item; a compaction marker in a listing carries its compaction record."""
     msg = pb.Item(
         conversation_id=item.conversation_id,
         seq=item.seq,
@@ -155,9 +183,11 @@ def to_proto_item(item: Item) -> pb.Item:
         flags=flag_names(item.flags),
         metadata=dict(item.metadata),
         state=_STATE_TO_PROTO[item.state],
+        kind=item.kind,
+        compaction=compaction,
     )
     if item.file is not None:
-        msg.file.CopyFrom(pb.FileRef(path=item.file.path, kind=item.file.kind))
+        msg.file.CopyFrom(to_proto_file(item.file))
     return msg
 
 
@@ -208,6 +238,7 @@ def to_proto_scored(s: ScoredItem) -> pb.ScoredItem:
             time=p.time,
         ),
         neighbor_of=s.neighbor_of or 0,
+        replaced=s.replaced,
     )
 
 

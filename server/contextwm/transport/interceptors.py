@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -13,6 +13,8 @@ import grpc
 from contextwm.errors import ContextWMError
 
 log = logging.getLogger("contextwm.requests")
+# Our service's methods; the library's (health, reflection) are left alone.
+SERVICE_PREFIX = "contextwm.v1.ContextService/"
 
 
 def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> None:
@@ -34,10 +36,18 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = continuation(handler_call_details)
-        if handler is None or handler.request_streaming or handler.response_streaming:
-            # Health and reflection streams are library code; ours are all unary for now.
-            return handler
+        if handler is None or handler.request_streaming:
+            return handler  # health and reflection streams are library code
         method: str = handler_call_details.method
+        if not method.startswith(f"/{SERVICE_PREFIX}"):
+            return handler
+        if handler.response_streaming:
+            stream: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.unary_stream  # type: ignore[assignment]
+            return grpc.unary_stream_rpc_method_handler(
+                _streaming(stream, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
         inner: Callable[[Any, grpc.ServicerContext], Any] = handler.unary_unary  # type: ignore[assignment]
 
         def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
@@ -61,3 +71,26 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+def _streaming(
+    inner: Callable[[Any, grpc.ServicerContext], Iterator[Any]], method: str
+) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
+    """The same mapping for a server-streaming call (logged when the stream ends)."""
+
+    def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        start = time.perf_counter()
+        outcome = "OK"
+        try:
+            yield from inner(request, context)
+        except ContextWMError as exc:
+            outcome = exc.code.name
+            _abort(context, exc, method)
+        except Exception as exc:
+            outcome = "INTERNAL"
+            _abort(context, exc, method)
+        finally:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s %s %.1f ms", method, outcome, (time.perf_counter() - start) * 1e3)
+
+    return wrapped

@@ -10,6 +10,7 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_gr
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from contextwm.core.agent_loop import AgentLoop
 from contextwm.core.engine import ContextEngine
 from contextwm.transport.interceptors import ErrorInterceptor
 from contextwm.transport.servicer import ContextServicer
@@ -31,7 +32,9 @@ class GrpcServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        pb_grpc.add_ContextServiceServicer_to_server(ContextServicer(engine), self._server)
+        self._engine = engine
+        servicer = ContextServicer(engine, AgentLoop(engine))
+        pb_grpc.add_ContextServiceServicer_to_server(servicer, self._server)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(
@@ -53,4 +56,6 @@ class GrpcServer:
     def stop(self, grace: float) -> None:
         """Reports NOT_SERVING, refuses new calls, lets running ones finish within grace."""
         self._health.enter_graceful_shutdown()
-        self._server.stop(grace).wait()
+        stopped = self._server.stop(grace)
+        self._engine.events.close()  # Watch streams end now rather than at the grace deadline
+        stopped.wait()

@@ -6,17 +6,20 @@ import grpc
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 
+from contextwm.core.agent_loop import AgentLoop
 from contextwm.core.engine import ContextEngine, ContextRequest, SearchRequest
 from contextwm.core.model import ROLES
 from contextwm.errors import InvalidArgument
-from contextwm.transport import convert
+from contextwm.transport import convert, convert_loop
+from contextwm.transport.servicer_loop import AgentLoopRpcs
 
 
-class ContextServicer(pb_grpc.ContextServiceServicer):  # type: ignore[misc]
+class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: ignore[misc]
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
-    def __init__(self, engine: ContextEngine) -> None:
+    def __init__(self, engine: ContextEngine, loop: AgentLoop) -> None:
         self._engine = engine
+        self._loop = loop
 
     def CreateConversation(
         self, request: pb.CreateConversationRequest, context: grpc.ServicerContext
@@ -102,15 +105,17 @@ class ContextServicer(pb_grpc.ContextServiceServicer):  # type: ignore[misc]
     def ListItems(
         self, request: pb.ListItemsRequest, context: grpc.ServicerContext
     ) -> pb.ListItemsResponse:
-        items, token = self._engine.list_items(
+        items, token, compactions = self._loop.list_items(
             request.namespace,
             request.conversation_id,
             request.page_size,
             request.page_token,
             convert.from_proto_states(request.states),
         )
+        marker = {s: convert_loop.to_proto_compaction(c) for s, c in compactions.items()}
         return pb.ListItemsResponse(
-            items=[convert.to_proto_item(i) for i in items], next_page_token=token
+            items=[convert.to_proto_item(i, marker.get(i.seq)) for i in items],
+            next_page_token=token,
         )
 
     def GetContext(

@@ -75,7 +75,7 @@ class ScoringWeights(_message.Message):
     def __init__(self, recency: _Optional[float] = ..., similarity: _Optional[float] = ..., importance: _Optional[_Mapping[str, float]] = ..., role: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class ConversationSettings(_message.Message):
-    __slots__ = ("window_max_tokens", "window_max_items", "encoding", "recency_half_life_seconds", "recency_half_life_items", "focus_items", "similarity_threshold", "adaptive_window", "detect_importance", "weights")
+    __slots__ = ("window_max_tokens", "window_max_items", "encoding", "recency_half_life_seconds", "recency_half_life_items", "focus_items", "similarity_threshold", "adaptive_window", "detect_importance", "weights", "model", "context_limit", "reserved_reply_tokens", "compaction_threshold", "compaction_enabled", "mask_tool_outputs_after_turns", "replace_duplicate_reads")
     WINDOW_MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_MAX_ITEMS_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +86,13 @@ class ConversationSettings(_message.Message):
     ADAPTIVE_WINDOW_FIELD_NUMBER: _ClassVar[int]
     DETECT_IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_REPLY_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    MASK_TOOL_OUTPUTS_AFTER_TURNS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_DUPLICATE_READS_FIELD_NUMBER: _ClassVar[int]
     window_max_tokens: int
     window_max_items: int
     encoding: str
@@ -96,15 +103,24 @@ class ConversationSettings(_message.Message):
     adaptive_window: bool
     detect_importance: bool
     weights: ScoringWeights
-    def __init__(self, window_max_tokens: _Optional[int] = ..., window_max_items: _Optional[int] = ..., encoding: _Optional[str] = ..., recency_half_life_seconds: _Optional[float] = ..., recency_half_life_items: _Optional[float] = ..., focus_items: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., adaptive_window: _Optional[bool] = ..., detect_importance: _Optional[bool] = ..., weights: _Optional[_Union[ScoringWeights, _Mapping]] = ...) -> None: ...
+    model: str
+    context_limit: int
+    reserved_reply_tokens: int
+    compaction_threshold: float
+    compaction_enabled: bool
+    mask_tool_outputs_after_turns: int
+    replace_duplicate_reads: bool
+    def __init__(self, window_max_tokens: _Optional[int] = ..., window_max_items: _Optional[int] = ..., encoding: _Optional[str] = ..., recency_half_life_seconds: _Optional[float] = ..., recency_half_life_items: _Optional[float] = ..., focus_items: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., adaptive_window: _Optional[bool] = ..., detect_importance: _Optional[bool] = ..., weights: _Optional[_Union[ScoringWeights, _Mapping]] = ..., model: _Optional[str] = ..., context_limit: _Optional[int] = ..., reserved_reply_tokens: _Optional[int] = ..., compaction_threshold: _Optional[float] = ..., compaction_enabled: _Optional[bool] = ..., mask_tool_outputs_after_turns: _Optional[int] = ..., replace_duplicate_reads: _Optional[bool] = ...) -> None: ...
 
 class FileRef(_message.Message):
-    __slots__ = ("path", "kind")
+    __slots__ = ("path", "kind", "whole_file")
     PATH_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_FILE_FIELD_NUMBER: _ClassVar[int]
     path: str
     kind: str
-    def __init__(self, path: _Optional[str] = ..., kind: _Optional[str] = ...) -> None: ...
+    whole_file: bool
+    def __init__(self, path: _Optional[str] = ..., kind: _Optional[str] = ..., whole_file: _Optional[bool] = ...) -> None: ...
 
 class NewItem(_message.Message):
     __slots__ = ("role", "content", "timestamp", "flags", "metadata", "file", "idempotency_key")
@@ -132,7 +148,7 @@ class NewItem(_message.Message):
     def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., flags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., file: _Optional[_Union[FileRef, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class Item(_message.Message):
-    __slots__ = ("conversation_id", "seq", "role", "content", "timestamp", "token_count", "flags", "metadata", "file", "state")
+    __slots__ = ("conversation_id", "seq", "role", "content", "timestamp", "token_count", "flags", "metadata", "file", "state", "kind", "compaction")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -150,6 +166,8 @@ class Item(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
     conversation_id: str
     seq: int
     role: str
@@ -160,7 +178,9 @@ class Item(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     file: FileRef
     state: ItemState
-    def __init__(self, conversation_id: _Optional[str] = ..., seq: _Optional[int] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., token_count: _Optional[int] = ..., flags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., file: _Optional[_Union[FileRef, _Mapping]] = ..., state: _Optional[_Union[ItemState, str]] = ...) -> None: ...
+    kind: str
+    compaction: Compaction
+    def __init__(self, conversation_id: _Optional[str] = ..., seq: _Optional[int] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., token_count: _Optional[int] = ..., flags: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., file: _Optional[_Union[FileRef, _Mapping]] = ..., state: _Optional[_Union[ItemState, str]] = ..., kind: _Optional[str] = ..., compaction: _Optional[_Union[Compaction, _Mapping]] = ...) -> None: ...
 
 class WindowStats(_message.Message):
     __slots__ = ("item_count", "token_count", "token_limit", "item_limit")
@@ -361,16 +381,18 @@ class ScoreParts(_message.Message):
     def __init__(self, recency: _Optional[float] = ..., importance: _Optional[float] = ..., similarity: _Optional[float] = ..., lexical: _Optional[float] = ..., role: _Optional[float] = ..., time: _Optional[float] = ...) -> None: ...
 
 class ScoredItem(_message.Message):
-    __slots__ = ("item", "score", "parts", "neighbor_of")
+    __slots__ = ("item", "score", "parts", "neighbor_of", "replaced")
     ITEM_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
     NEIGHBOR_OF_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_FIELD_NUMBER: _ClassVar[int]
     item: Item
     score: float
     parts: ScoreParts
     neighbor_of: int
-    def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., score: _Optional[float] = ..., parts: _Optional[_Union[ScoreParts, _Mapping]] = ..., neighbor_of: _Optional[int] = ...) -> None: ...
+    replaced: bool
+    def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., score: _Optional[float] = ..., parts: _Optional[_Union[ScoreParts, _Mapping]] = ..., neighbor_of: _Optional[int] = ..., replaced: _Optional[bool] = ...) -> None: ...
 
 class ContextOptions(_message.Message):
     __slots__ = ("recent_share", "similarity_threshold", "max_history_items", "include_neighbors", "mode", "time_hints")
@@ -500,3 +522,352 @@ class SearchResponse(_message.Message):
     hits: _containers.RepeatedCompositeFieldContainer[ScoredItem]
     time_range: TimeRange
     def __init__(self, hits: _Optional[_Iterable[_Union[ScoredItem, _Mapping]]] = ..., time_range: _Optional[_Union[TimeRange, _Mapping]] = ...) -> None: ...
+
+class ReportedUsage(_message.Message):
+    __slots__ = ("input_tokens", "cache_read_input_tokens")
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    input_tokens: int
+    cache_read_input_tokens: int
+    def __init__(self, input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ...) -> None: ...
+
+class GetUsageRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "reported")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    REPORTED_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    reported: ReportedUsage
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., reported: _Optional[_Union[ReportedUsage, _Mapping]] = ...) -> None: ...
+
+class Optimisations(_message.Message):
+    __slots__ = ("masked_items", "masked_tokens_saved", "duplicate_reads", "duplicate_tokens_saved", "truncated_items", "truncated_tokens")
+    MASKED_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    MASKED_TOKENS_SAVED_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_READS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_TOKENS_SAVED_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    masked_items: int
+    masked_tokens_saved: int
+    duplicate_reads: int
+    duplicate_tokens_saved: int
+    truncated_items: int
+    truncated_tokens: int
+    def __init__(self, masked_items: _Optional[int] = ..., masked_tokens_saved: _Optional[int] = ..., duplicate_reads: _Optional[int] = ..., duplicate_tokens_saved: _Optional[int] = ..., truncated_items: _Optional[int] = ..., truncated_tokens: _Optional[int] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ("active_tokens", "reported_tokens", "used_tokens", "source", "context_limit", "reserved_reply_tokens", "usable_tokens", "fill_ratio", "threshold", "compaction_enabled", "should_compact", "summary_request", "compactions", "active_items", "model", "optimisations")
+    ACTIVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    REPORTED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    USED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_REPLY_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    USABLE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    FILL_RATIO_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    SHOULD_COMPACT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    COMPACTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    OPTIMISATIONS_FIELD_NUMBER: _ClassVar[int]
+    active_tokens: int
+    reported_tokens: int
+    used_tokens: int
+    source: str
+    context_limit: int
+    reserved_reply_tokens: int
+    usable_tokens: int
+    fill_ratio: float
+    threshold: float
+    compaction_enabled: bool
+    should_compact: bool
+    summary_request: str
+    compactions: int
+    active_items: int
+    model: str
+    optimisations: Optimisations
+    def __init__(self, active_tokens: _Optional[int] = ..., reported_tokens: _Optional[int] = ..., used_tokens: _Optional[int] = ..., source: _Optional[str] = ..., context_limit: _Optional[int] = ..., reserved_reply_tokens: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., fill_ratio: _Optional[float] = ..., threshold: _Optional[float] = ..., compaction_enabled: _Optional[bool] = ..., should_compact: _Optional[bool] = ..., summary_request: _Optional[str] = ..., compactions: _Optional[int] = ..., active_items: _Optional[int] = ..., model: _Optional[str] = ..., optimisations: _Optional[_Union[Optimisations, _Mapping]] = ...) -> None: ...
+
+class GetActiveContextRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ActiveEntry(_message.Message):
+    __slots__ = ("seq", "role", "content", "token_count", "original_tokens", "treatment", "kind", "timestamp", "metadata", "file")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ORIGINAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TREATMENT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    role: str
+    content: str
+    token_count: int
+    original_tokens: int
+    treatment: str
+    kind: str
+    timestamp: _timestamp_pb2.Timestamp
+    metadata: _containers.ScalarMap[str, str]
+    file: FileRef
+    def __init__(self, seq: _Optional[int] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., token_count: _Optional[int] = ..., original_tokens: _Optional[int] = ..., treatment: _Optional[str] = ..., kind: _Optional[str] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., file: _Optional[_Union[FileRef, _Mapping]] = ...) -> None: ...
+
+class ActiveContext(_message.Message):
+    __slots__ = ("entries", "next_page_token", "total_entries", "total_tokens", "usage")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[ActiveEntry]
+    next_page_token: str
+    total_entries: int
+    total_tokens: int
+    usage: Usage
+    def __init__(self, entries: _Optional[_Iterable[_Union[ActiveEntry, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., total_entries: _Optional[int] = ..., total_tokens: _Optional[int] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+
+class LedgerFact(_message.Message):
+    __slots__ = ("kind", "text", "seq", "outcome")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    text: str
+    seq: int
+    outcome: str
+    def __init__(self, kind: _Optional[str] = ..., text: _Optional[str] = ..., seq: _Optional[int] = ..., outcome: _Optional[str] = ...) -> None: ...
+
+class Compaction(_message.Message):
+    __slots__ = ("number", "created_at", "summary", "extractive", "marker_seq", "items_archived", "tokens_before", "tokens_after", "ledger", "facts", "undone")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTIVE_FIELD_NUMBER: _ClassVar[int]
+    MARKER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_AFTER_FIELD_NUMBER: _ClassVar[int]
+    LEDGER_FIELD_NUMBER: _ClassVar[int]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    UNDONE_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    created_at: _timestamp_pb2.Timestamp
+    summary: str
+    extractive: bool
+    marker_seq: int
+    items_archived: int
+    tokens_before: int
+    tokens_after: int
+    ledger: str
+    facts: _containers.RepeatedCompositeFieldContainer[LedgerFact]
+    undone: bool
+    def __init__(self, number: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., summary: _Optional[str] = ..., extractive: _Optional[bool] = ..., marker_seq: _Optional[int] = ..., items_archived: _Optional[int] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., ledger: _Optional[str] = ..., facts: _Optional[_Iterable[_Union[LedgerFact, _Mapping]]] = ..., undone: _Optional[bool] = ...) -> None: ...
+
+class CompactRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "summary")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    summary: str
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., summary: _Optional[str] = ...) -> None: ...
+
+class CompactResponse(_message.Message):
+    __slots__ = ("compaction", "usage")
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    compaction: Compaction
+    usage: Usage
+    def __init__(self, compaction: _Optional[_Union[Compaction, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+
+class TruncateRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "strategy")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    strategy: str
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., strategy: _Optional[str] = ...) -> None: ...
+
+class TruncateResponse(_message.Message):
+    __slots__ = ("truncated_seqs", "tokens_removed", "usage")
+    TRUNCATED_SEQS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    truncated_seqs: _containers.RepeatedScalarFieldContainer[int]
+    tokens_removed: int
+    usage: Usage
+    def __init__(self, truncated_seqs: _Optional[_Iterable[int]] = ..., tokens_removed: _Optional[int] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+
+class Checkpoint(_message.Message):
+    __slots__ = ("name", "created_at", "last_seq", "active_tokens", "compactions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPACTIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    created_at: _timestamp_pb2.Timestamp
+    last_seq: int
+    active_tokens: int
+    compactions: int
+    def __init__(self, name: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seq: _Optional[int] = ..., active_tokens: _Optional[int] = ..., compactions: _Optional[int] = ...) -> None: ...
+
+class CreateCheckpointRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "name")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    name: str
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class ListCheckpointsRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ...) -> None: ...
+
+class ListCheckpointsResponse(_message.Message):
+    __slots__ = ("checkpoints",)
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[Checkpoint]
+    def __init__(self, checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ...) -> None: ...
+
+class RestoreCheckpointRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "name")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    name: str
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class RestoreCheckpointResponse(_message.Message):
+    __slots__ = ("checkpoint", "reverted_items", "undone_edits", "usage")
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    REVERTED_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    UNDONE_EDITS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    checkpoint: Checkpoint
+    reverted_items: int
+    undone_edits: int
+    usage: Usage
+    def __init__(self, checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., reverted_items: _Optional[int] = ..., undone_edits: _Optional[int] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
+
+class ContextEdit(_message.Message):
+    __slots__ = ("id", "created_at", "kind", "seqs", "related_seq", "tokens_saved", "detail", "undone_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    RELATED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_SAVED_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    UNDONE_AT_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    created_at: _timestamp_pb2.Timestamp
+    kind: str
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    related_seq: int
+    tokens_saved: int
+    detail: str
+    undone_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[str] = ..., seqs: _Optional[_Iterable[int]] = ..., related_seq: _Optional[int] = ..., tokens_saved: _Optional[int] = ..., detail: _Optional[str] = ..., undone_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListContextEditsRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListContextEditsResponse(_message.Message):
+    __slots__ = ("edits", "next_page_token")
+    EDITS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    edits: _containers.RepeatedCompositeFieldContainer[ContextEdit]
+    next_page_token: str
+    def __init__(self, edits: _Optional[_Iterable[_Union[ContextEdit, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("namespace", "conversation_id", "after_event_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    conversation_id: str
+    after_event_id: int
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., after_event_id: _Optional[int] = ...) -> None: ...
+
+class Eviction(_message.Message):
+    __slots__ = ("seqs",)
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CheckpointEvent(_message.Message):
+    __slots__ = ("checkpoint", "reverted_items")
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    REVERTED_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    checkpoint: Checkpoint
+    reverted_items: int
+    def __init__(self, checkpoint: _Optional[_Union[Checkpoint, _Mapping]] = ..., reverted_items: _Optional[int] = ...) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("id", "created_at", "kind", "usage", "eviction", "compaction", "edit", "checkpoint", "missed")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    EVICTION_FIELD_NUMBER: _ClassVar[int]
+    COMPACTION_FIELD_NUMBER: _ClassVar[int]
+    EDIT_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    MISSED_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    created_at: _timestamp_pb2.Timestamp
+    kind: str
+    usage: Usage
+    eviction: Eviction
+    compaction: Compaction
+    edit: ContextEdit
+    checkpoint: CheckpointEvent
+    missed: int
+    def __init__(self, id: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[str] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., eviction: _Optional[_Union[Eviction, _Mapping]] = ..., compaction: _Optional[_Union[Compaction, _Mapping]] = ..., edit: _Optional[_Union[ContextEdit, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointEvent, _Mapping]] = ..., missed: _Optional[int] = ...) -> None: ...

@@ -96,6 +96,51 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.SearchRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.SearchResponse.FromString,
                 _registered_method=True)
+        self.GetUsage = channel.unary_unary(
+                '/contextwm.v1.ContextService/GetUsage',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetUsageRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Usage.FromString,
+                _registered_method=True)
+        self.GetActiveContext = channel.unary_unary(
+                '/contextwm.v1.ContextService/GetActiveContext',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetActiveContextRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ActiveContext.FromString,
+                _registered_method=True)
+        self.Compact = channel.unary_unary(
+                '/contextwm.v1.ContextService/Compact',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.CompactRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CompactResponse.FromString,
+                _registered_method=True)
+        self.Truncate = channel.unary_unary(
+                '/contextwm.v1.ContextService/Truncate',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.TruncateRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.TruncateResponse.FromString,
+                _registered_method=True)
+        self.CreateCheckpoint = channel.unary_unary(
+                '/contextwm.v1.ContextService/CreateCheckpoint',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.CreateCheckpointRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Checkpoint.FromString,
+                _registered_method=True)
+        self.ListCheckpoints = channel.unary_unary(
+                '/contextwm.v1.ContextService/ListCheckpoints',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ListCheckpointsRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ListCheckpointsResponse.FromString,
+                _registered_method=True)
+        self.RestoreCheckpoint = channel.unary_unary(
+                '/contextwm.v1.ContextService/RestoreCheckpoint',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreCheckpointRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreCheckpointResponse.FromString,
+                _registered_method=True)
+        self.ListContextEdits = channel.unary_unary(
+                '/contextwm.v1.ContextService/ListContextEdits',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ListContextEditsRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ListContextEditsResponse.FromString,
+                _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/contextwm.v1.ContextService/Watch',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -186,6 +231,79 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetUsage(self, request, context):
+        """---- the agent loop: call GetUsage before each LLM request (see README, "Compaction").
+
+        The active context's size against the model's limit; when should_compact is set, also
+        the summary request to send to the agent's LLM. May carry the provider's own count.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetActiveContext(self, request, context):
+        """The active context as the agent sends it to its LLM: items after the last compaction,
+        with truncation notices and placeholders, paged, with its token total.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Compact(self, request, context):
+        """Records a compaction: a marker item with the summary starts the new active context;
+        earlier items stay stored, listed and searchable. Refused (FAILED_PRECONDITION) when
+        it would not make the active context smaller or would leave it over the threshold.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Truncate(self, request, context):
+        """Removes items from the active context by a strategy, keeping the first user/assistant
+        pair; they are archived, not deleted, and a notice takes their place.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCheckpoint(self, request, context):
+        """Creates a named checkpoint. ALREADY_EXISTS for a name in use.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCheckpoints(self, request, context):
+        """Lists a conversation's checkpoints, oldest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreCheckpoint(self, request, context):
+        """Returns window, archive, active context and usage to a checkpoint; items added after it
+        are kept but marked reverted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListContextEdits(self, request, context):
+        """The conversation's context history: compactions, truncations and duplicate-read
+        replacements with their times, including those a restore undid.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Watch(self, request, context):
+        """Streams a conversation's events as they happen, after replaying those after
+        after_event_id that are still kept (one hour by default).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -248,6 +366,51 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.Search,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.SearchRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.SearchResponse.SerializeToString,
+            ),
+            'GetUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsage,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetUsageRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Usage.SerializeToString,
+            ),
+            'GetActiveContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetActiveContext,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetActiveContextRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ActiveContext.SerializeToString,
+            ),
+            'Compact': grpc.unary_unary_rpc_method_handler(
+                    servicer.Compact,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CompactRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.CompactResponse.SerializeToString,
+            ),
+            'Truncate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Truncate,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.TruncateRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.TruncateResponse.SerializeToString,
+            ),
+            'CreateCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCheckpoint,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CreateCheckpointRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Checkpoint.SerializeToString,
+            ),
+            'ListCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCheckpoints,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ListCheckpointsRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ListCheckpointsResponse.SerializeToString,
+            ),
+            'RestoreCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreCheckpoint,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreCheckpointRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreCheckpointResponse.SerializeToString,
+            ),
+            'ListContextEdits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListContextEdits,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ListContextEditsRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ListContextEditsResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Event.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -575,6 +738,249 @@ class ContextService:
             '/contextwm.v1.ContextService/Search',
             contextwm_dot_v1_dot_contextwm__pb2.SearchRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.SearchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/GetUsage',
+            contextwm_dot_v1_dot_contextwm__pb2.GetUsageRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.Usage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetActiveContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/GetActiveContext',
+            contextwm_dot_v1_dot_contextwm__pb2.GetActiveContextRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ActiveContext.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Compact(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/Compact',
+            contextwm_dot_v1_dot_contextwm__pb2.CompactRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.CompactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Truncate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/Truncate',
+            contextwm_dot_v1_dot_contextwm__pb2.TruncateRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.TruncateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/CreateCheckpoint',
+            contextwm_dot_v1_dot_contextwm__pb2.CreateCheckpointRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.Checkpoint.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ListCheckpoints',
+            contextwm_dot_v1_dot_contextwm__pb2.ListCheckpointsRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ListCheckpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/RestoreCheckpoint',
+            contextwm_dot_v1_dot_contextwm__pb2.RestoreCheckpointRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.RestoreCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListContextEdits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ListContextEdits',
+            contextwm_dot_v1_dot_contextwm__pb2.ListContextEditsRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ListContextEditsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/contextwm.v1.ContextService/Watch',
+            contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,106 @@
+"""The agent-loop RPCs of ContextService: usage, active context, compaction, truncation,
+checkpoints, context history and Watch. Mixed into the servicer; no business logic here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+
+from contextwm.core.agent_loop import AgentLoop
+from contextwm.transport import convert_loop
+
+
+class AgentLoopRpcs:
+    """Needs self._loop, set by the servicer."""
+
+    _loop: AgentLoop
+
+    def GetUsage(self, request: pb.GetUsageRequest, context: grpc.ServicerContext) -> pb.Usage:
+        reported = None
+        if request.HasField("reported"):
+            r = request.reported
+            reported = r.input_tokens + r.cache_read_input_tokens
+        usage = self._loop.usage(request.namespace, request.conversation_id, reported)
+        return convert_loop.to_proto_usage(usage)
+
+    def GetActiveContext(
+        self, request: pb.GetActiveContextRequest, context: grpc.ServicerContext
+    ) -> pb.ActiveContext:
+        page = self._loop.active_context(
+            request.namespace, request.conversation_id, request.page_size, request.page_token
+        )
+        return convert_loop.to_proto_active_context(page)
+
+    def Compact(
+        self, request: pb.CompactRequest, context: grpc.ServicerContext
+    ) -> pb.CompactResponse:
+        outcome = self._loop.compact(
+            request.namespace,
+            request.conversation_id,
+            request.summary if request.HasField("summary") else None,
+        )
+        return pb.CompactResponse(
+            compaction=convert_loop.to_proto_compaction(outcome.compaction),
+            usage=convert_loop.to_proto_usage(outcome.usage),
+        )
+
+    def Truncate(
+        self, request: pb.TruncateRequest, context: grpc.ServicerContext
+    ) -> pb.TruncateResponse:
+        outcome = self._loop.truncate(request.namespace, request.conversation_id, request.strategy)
+        return pb.TruncateResponse(
+            truncated_seqs=outcome.seqs,
+            tokens_removed=outcome.tokens_removed,
+            usage=convert_loop.to_proto_usage(outcome.usage),
+        )
+
+    def CreateCheckpoint(
+        self, request: pb.CreateCheckpointRequest, context: grpc.ServicerContext
+    ) -> pb.Checkpoint:
+        checkpoint = self._loop.create_checkpoint(
+            request.namespace, request.conversation_id, request.name
+        )
+        return convert_loop.to_proto_checkpoint(checkpoint)
+
+    def ListCheckpoints(
+        self, request: pb.ListCheckpointsRequest, context: grpc.ServicerContext
+    ) -> pb.ListCheckpointsResponse:
+        checkpoints = self._loop.list_checkpoints(request.namespace, request.conversation_id)
+        return pb.ListCheckpointsResponse(
+            checkpoints=[convert_loop.to_proto_checkpoint(c) for c in checkpoints]
+        )
+
+    def RestoreCheckpoint(
+        self, request: pb.RestoreCheckpointRequest, context: grpc.ServicerContext
+    ) -> pb.RestoreCheckpointResponse:
+        outcome = self._loop.restore_checkpoint(
+            request.namespace, request.conversation_id, request.name
+        )
+        return pb.RestoreCheckpointResponse(
+            checkpoint=convert_loop.to_proto_checkpoint(outcome.checkpoint),
+            reverted_items=outcome.reverted_items,
+            undone_edits=outcome.undone_edits,
+            usage=convert_loop.to_proto_usage(outcome.usage),
+        )
+
+    def ListContextEdits(
+        self, request: pb.ListContextEditsRequest, context: grpc.ServicerContext
+    ) -> pb.ListContextEditsResponse:
+        edits, token = self._loop.list_edits(
+            request.namespace, request.conversation_id, request.page_size, request.page_token
+        )
+        return pb.ListContextEditsResponse(
+            edits=[convert_loop.to_proto_edit(e) for e in edits], next_page_token=token
+        )
+
+    def Watch(self, request: pb.WatchRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
+        watch = self._loop.watch(request.namespace, request.conversation_id, request.after_event_id)
+        # A cancelled or finished call (client gone, server stopping) ends the stream.
+        context.add_callback(watch.close)
+        try:
+            for event in watch:
+                yield convert_loop.to_proto_event(event)
+        finally:
+            watch.close()
