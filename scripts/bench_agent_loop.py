@@ -13,9 +13,10 @@ Measures, through the real `contextwm_client.Client` over loopback against a
 3. Compact p50/p99 on the 10,000-item active context, with a client summary and with the
    server's extractive summary: a checkpoint is taken first and restored (untimed) after
    each compaction, so every compaction starts from the same 10,000 items;
-4. duplicate-read savings: the same session in a second conversation with
-   replace_duplicate_reads and masking off; active-context tokens of both ("before" and
-   "after"), and how much of the saving is duplicate reads and how much masking.
+4. duplicate-read savings: a session of --savings-items items in two more conversations, one
+   with replace_duplicate_reads and masking off and one with the defaults; active-context
+   tokens of both ("before" and "after"), and how much of the saving is duplicate reads and
+   how much masking.
 
 Run:  .venv/bin/python scripts/bench_agent_loop.py            (full, a few minutes)
       .venv/bin/python scripts/bench_agent_loop.py --quick    (smoke run)
@@ -47,14 +48,15 @@ FILE_LINES = (20, 80)
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--items", type=int, default=10_000, help="items in the agent session")
+    p.add_argument("--items", type=int, default=10_000, help="items in the timed session")
+    p.add_argument("--savings-items", type=int, default=2000, help="items in the savings sessions")
     p.add_argument("--calls", type=int, default=200, help="timed calls per read operation")
     p.add_argument("--compactions", type=int, default=20, help="timed compactions per kind")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="smoke run: 1,000 items, 30 calls, 3")
     args = p.parse_args()
     if args.quick:
-        args.items, args.calls, args.compactions = 1000, 30, 3
+        args.items, args.savings_items, args.calls, args.compactions = 1000, 500, 30, 3
     return args
 
 
@@ -141,12 +143,14 @@ def main() -> int:
     args = parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="cwm-bench-loop-"))
     items = session(args.items, args.seed)
+    short = session(args.savings_items, args.seed + 1)
     try:
         with ServerProcess(tmp / "data") as server, Client(server.target, timeout=600) as c:
-            log(f"loading {len(items):,} items twice")
+            log(f"loading {len(items):,} items, then {len(short):,} twice")
             load(c, "loop", items, optimise=True)
-            load(c, "loop-raw", items, optimise=False)
-            wait_embedded(c, ["loop", "loop-raw"])
+            load(c, "saving-off", short, optimise=False)
+            load(c, "saving-on", short, optimise=True)
+            wait_embedded(c, ["loop", "saving-off", "saving-on"])
             log("embedded; timing")
             rows = []
             usage = timed(args.calls, lambda: c.get_usage("loop"))
@@ -177,17 +181,17 @@ def main() -> int:
                 ["call", "p50 ms", "p99 ms"],
                 [[r[0], f"{r[1]:.1f}", f"{r[2]:.1f}"] for r in rows],
             )
-            raw = c.get_usage("loop-raw")
-            o = active.optimisations
+            off, on = c.get_usage("saving-off"), c.get_usage("saving-on")
+            o = on.optimisations
             print_table(
-                "Active-context tokens of the same session",
+                f"Active-context tokens of a {len(short):,}-item agent session that re-reads files",
                 ["conversation", "active tokens", "replaced reads", "saved", "masked", "saved"],
                 [
-                    ["duplicate reads and masking off (before)", f"{raw.active_tokens:,}"]
+                    ["duplicate reads and masking off (before)", f"{off.active_tokens:,}"]
                     + ["0"] * 4,
                     [
                         "both on, the defaults (after)",
-                        f"{active.active_tokens:,}",
+                        f"{on.active_tokens:,}",
                         f"{o.duplicate_reads:,}",
                         f"{o.duplicate_tokens_saved:,}",
                         f"{o.masked_items:,}",
@@ -195,7 +199,7 @@ def main() -> int:
                     ],
                 ],
             )
-            print(f"\nafter / before: {active.active_tokens / raw.active_tokens:.2f}")
+            print(f"\nafter / before: {on.active_tokens / off.active_tokens:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

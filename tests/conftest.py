@@ -39,8 +39,11 @@ def start_service(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iter
 
     def start(*, model: Embedder | None = None, **overrides: Any) -> Service:
         data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
+        # The shared model embeds in-process here: a child process per server would load the
+        # model again for every test (the subprocess tests cover the child process).
         settings = dataclasses.replace(
-            ServerSettings(port=0, data_dir=data_dir, grace_seconds=1.0), **overrides
+            ServerSettings(port=0, data_dir=data_dir, grace_seconds=1.0, indexer_process=False),
+            **overrides,
         )
         service = Service.start(settings, embedder=model or embedder)
         started.append(service)

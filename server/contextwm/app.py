@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
@@ -38,6 +39,8 @@ class Service:
     indexer: Indexer
     server: GrpcServer
     port: int
+    # The indexer's embedder when it runs in a child process (settings.indexer_process).
+    batch_embedder: ProcessEmbedder | None = None
 
     @classmethod
     def start(cls, settings: ServerSettings, *, embedder: Embedder | None = None) -> Service:
@@ -72,10 +75,20 @@ class Service:
             models=settings.models,
             event_retention_seconds=settings.event_retention_seconds,
         )
+        batch_embedder = None
+        if settings.indexer_process and settings.embedder == "minilm":
+            batch_embedder = ProcessEmbedder()
+            if batch_embedder.model_name != embedder.model_name:
+                batch_embedder.close()
+                raise RuntimeError(
+                    f"the embedding process loaded {batch_embedder.model_name!r},"
+                    f" the server {embedder.model_name!r}"
+                )
         indexer = Indexer(
             engine,
             batch_size=settings.indexer_batch_size,
             save_interval=settings.index_save_seconds,
+            embedder=batch_embedder,
         )
         server = GrpcServer(
             engine, workers=settings.workers, max_message_bytes=settings.max_message_bytes
@@ -88,10 +101,12 @@ class Service:
         server.start()
         where = address if settings.socket else f"{settings.host}:{port}"
         log.info("contextwm serving on %s (data in %s)", where, settings.data_dir)
-        return cls(settings, store, engine, indexer, server, port)
+        return cls(settings, store, engine, indexer, server, port, batch_embedder)
 
     def stop(self, grace: float | None = None) -> None:
         """Drains calls in flight, stops the indexer, saves indexes, closes the store."""
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
         self.indexer.stop()
+        if self.batch_embedder is not None:
+            self.batch_embedder.close()
         self.store.close()

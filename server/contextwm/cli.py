@@ -148,12 +148,21 @@ def _build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argpars
         sub.add_argument("conversation")
         sub.add_argument("seq", type=int)
 
-    sub = command("create", _create, "create a conversation with explicit settings")
-    sub.add_argument("conversation")
-    sub.add_argument("--window-max-tokens", type=int)
-    sub.add_argument("--window-max-items", type=int)
-    sub.add_argument("--encoding", help="cl100k_base or o200k_base")
-    sub.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction)
+    for name, run, what in (
+        ("create", _create, "create a conversation with explicit settings"),
+        ("update", _update, "change some settings of a conversation"),
+    ):
+        sub = command(name, run, what)
+        sub.add_argument("conversation")
+        sub.add_argument("--window-max-tokens", type=int)
+        sub.add_argument("--window-max-items", type=int)
+        sub.add_argument("--encoding", help="cl100k_base or o200k_base")
+        sub.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction)
+        sub.add_argument("--model", help="a model of the server's models table")
+        sub.add_argument("--context-limit", type=int, help="the LLM's context limit in tokens")
+        sub.add_argument("--reserved-reply-tokens", type=int)
+        sub.add_argument("--compaction-threshold", type=float)
+        sub.add_argument("--compaction", action=argparse.BooleanOptionalAction)
 
     sub = command("get", _get, "show a conversation's settings and statistics")
     sub.add_argument("conversation")
@@ -287,14 +296,27 @@ def _unpin(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _create(client: Client, args: argparse.Namespace) -> int:
-    settings = ConversationSettings(
+def _settings(args: argparse.Namespace) -> ConversationSettings:
+    return ConversationSettings(
         window_max_tokens=args.window_max_tokens,
         window_max_items=args.window_max_items,
         encoding=args.encoding,
         adaptive_window=args.adaptive_window,
+        model=args.model,
+        context_limit=args.context_limit,
+        reserved_reply_tokens=args.reserved_reply_tokens,
+        compaction_threshold=args.compaction_threshold,
+        compaction_enabled=args.compaction,
     )
-    _print_conversation(client.create_conversation(args.conversation, settings=settings))
+
+
+def _create(client: Client, args: argparse.Namespace) -> int:
+    _print_conversation(client.create_conversation(args.conversation, settings=_settings(args)))
+    return 0
+
+
+def _update(client: Client, args: argparse.Namespace) -> int:
+    _print_conversation(client.update_conversation(args.conversation, _settings(args)))
     return 0
 
 

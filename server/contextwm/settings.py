@@ -32,6 +32,8 @@ class ServerSettings:
     embedder: str = "minilm"
     index_wait_seconds: float = 5.0
     indexer_batch_size: int = 32
+    # Embed appended items in a child process at lower priority (the bundled model only).
+    indexer_process: bool = True
     index_save_seconds: float = 30.0
     grace_seconds: float = 10.0
     max_message_bytes: int = 64 * 1024 * 1024

@@ -57,3 +57,33 @@ def test_cli_for_people(service: Service) -> None:
     assert out.returncode == 1
     assert out.stderr.startswith("error: NOT_FOUND")
     assert "Traceback" not in out.stderr
+
+
+def test_cli_agent_loop_commands(service: Service) -> None:
+    out = _cli(
+        service, "create", "loop", "--context-limit", "1000", "--reserved-reply-tokens", "100"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "context limit" in out.stdout and "1000" in out.stdout
+    for k in range(6):
+        role = "user" if k % 2 == 0 else "assistant"
+        text = f"Turn {k}: always keep the changelog current. " * 8
+        assert _cli(service, "append", "loop", text, "--role", role).returncode == 0
+    out = _cli(service, "usage", "loop", "--json")
+    assert out.returncode == 0, out.stderr
+    usage = json.loads(out.stdout)
+    assert usage["usable_tokens"] == 900 and usage["active_items"] == 6
+    assert _cli(service, "checkpoint", "loop", "six").returncode == 0
+    out = _cli(service, "compact", "loop", "--summary", "Six turns about the changelog.")
+    assert out.returncode == 0, out.stderr
+    out = _cli(service, "active", "loop", "--json")
+    entries = json.loads(out.stdout)["entries"]
+    assert [e["kind"] for e in entries] == ["compaction"]
+    out = _cli(service, "restore", "loop", "six")
+    assert out.returncode == 0, out.stderr
+    out = _cli(service, "edits", "loop")
+    assert "compaction" in out.stdout
+    out = _cli(service, "update", "loop", "--no-compaction")
+    assert out.returncode == 0 and "False" in out.stdout
+    out = _cli(service, "truncate", "loop", "sideways")
+    assert out.returncode != 0 and "Traceback" not in out.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from contextwm_client import Client, ConversationSettings, NewItem
+from contextwm_client import Client, ConversationSettings, Event, EventStream, FileRef, NewItem
 from server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -94,3 +94,62 @@ def test_index_is_rebuilt_from_stored_vectors(tmp_path: Path, damage: str) -> No
         server.kill()
     if damage != "missing":
         assert "rebuilding it from stored vectors" in server.log()
+
+
+def test_agent_loop_state_survives_kill_9(tmp_path: Path) -> None:
+    """Compactions, replacements, truncations, checkpoints and events are committed with the
+    change they describe: a kill -9 right after the acknowledgement keeps all of them."""
+    server = ServerProcess(tmp_path)
+    try:
+        with Client(server.target) as client:
+            client.create_conversation("a", settings=ConversationSettings(context_limit=50_000))
+            client.append("a", "Refactor the parser. Never touch the lexer.", role="user")
+            client.append("a", "Reading it.", role="assistant")
+            client.append("a", "def parse(): ...\n" * 40, role="tool", file=FileRef("p.py", "read"))
+            client.compact("a", "Parser refactor under way; the lexer is off limits.")
+            client.create_checkpoint("a", "after-compaction")
+            for k in range(6):
+                client.append("a", f"Step {k}: " + "changed parse() again. " * 10, role="assistant")
+                client.append("a", f"Why step {k}? " + "please explain " * 5, role="user")
+            client.append(
+                "a", "def parse(): pass\n" * 40, role="tool", file=FileRef("p.py", "read")
+            )
+            client.truncate("a", "half")
+            active = [(e.seq, e.treatment, e.content) for e in client.iter_active_context("a")]
+            usage = client.get_usage("a")
+            edits = [(e.id, e.kind, e.seqs) for e in client.iter_context_edits("a")]
+            client.create_checkpoint("a", "end")  # its event is the last one
+            with client.watch("a") as stream:
+                events = _until_checkpoint(stream, "end")
+    finally:
+        server.kill()
+    server = ServerProcess(tmp_path)
+    try:
+        with Client(server.target) as client:
+            assert [
+                (e.seq, e.treatment, e.content) for e in client.iter_active_context("a")
+            ] == active
+            again = client.get_usage("a")
+            assert (again.active_tokens, again.compactions) == (usage.active_tokens, 1)
+            assert again.optimisations == usage.optimisations
+            assert [(e.id, e.kind, e.seqs) for e in client.iter_context_edits("a")] == edits
+            assert [c.name for c in client.list_checkpoints("a")] == ["after-compaction", "end"]
+            with client.watch("a") as stream:
+                assert _until_checkpoint(stream, "end") == events
+    finally:
+        server.kill()
+
+
+def _until_checkpoint(stream: EventStream, name: str) -> list[tuple[int, str]]:
+    """The replayed events up to the creation of the named checkpoint."""
+    out: list[tuple[int, str]] = []
+    event: Event
+    for event in stream:
+        out.append((event.id, event.kind))
+        if (
+            event.kind == "checkpoint_created"
+            and event.checkpoint
+            and event.checkpoint.name == name
+        ):
+            return out
+    raise AssertionError("the stream ended early")

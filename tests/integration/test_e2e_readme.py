@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from conftest import StartService
 from contextwm.app import Service
+from contextwm.core.usage import ModelSpec
+from contextwm_client import Client, ConversationSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -28,3 +31,50 @@ def test_setup_commands_are_the_ones_ci_runs() -> None:
         if script != "setup":
             assert "scripts/setup" in text  # each creates or reuses .venv itself
     assert ".venv" in (ROOT / "scripts" / "setup").read_text()
+
+
+class _Call:
+    def __init__(self, name: str, args: dict[str, str]) -> None:
+        self.name, self.args = name, args
+
+
+class _Reply:
+    def __init__(self, text: str, tool_calls: list[_Call], input_tokens: int) -> None:
+        self.text, self.tool_calls = text, tool_calls
+        self.input_tokens, self.cache_read_tokens = input_tokens, 0
+
+
+def test_agent_loop_example_runs_and_compacts(start_service: StartService) -> None:
+    """The README's agent loop, with a scripted LLM that reads files for 40 steps."""
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    (loop,) = [b for b in blocks if "def run_task" in b]
+    namespace: dict[str, object] = {}
+    exec(compile(loop, "README.md", "exec"), namespace)
+    run_task = namespace["run_task"]
+    service = start_service(models={"tiny": ModelSpec("tiny", 4000, reserved_reply_tokens=500)})
+    prompts: list[list[dict[str, str]]] = []
+    replies: list[_Reply] = []
+
+    def llm(messages: list[dict[str, str]]) -> _Reply:
+        prompts.append(messages)
+        if "<context-compaction-request>" in messages[-1]["content"]:
+            return _Reply("Summary: read src/ files; Never push to main.", [], 0)
+        step = len(replies)
+        sent = sum(len(m["content"]) // 4 for m in messages)
+        calls = [_Call("read_file", {"path": f"src/f{step % 5}.py"})] if step < 40 else []
+        replies.append(_Reply(f"Step {step}: reading on.", calls, sent))
+        return replies[-1]
+
+    tools = {"read_file": lambda args: f"# {args['path']}\n" + "x = 1\n" * 120}
+    with Client(f"127.0.0.1:{service.port}") as cwm:
+        cwm.create_conversation("task", settings=ConversationSettings(model="tiny"))
+        run_task(cwm, "task", "Read the sources. Never push to main.", llm, tools)  # type: ignore[operator]
+        usage = cwm.get_usage("task")
+        assert usage.compactions >= 1
+        assert usage.used_tokens <= usage.usable_tokens
+        assert all(sum(len(m["content"]) for m in p) < 4 * 4000 for p in prompts)
+        # Nothing was lost: the task, every reply and tool output, and the markers.
+        calls = sum(len(r.tool_calls) for r in replies)
+        assert calls == 40
+        items = list(cwm.iter_items("task"))
+        assert len(items) == 1 + len(replies) + calls + usage.compactions

@@ -1,5 +1,7 @@
-"""A rule-based state machine over a real ContextEngine (SQLite file, FAISS files, BPE counts,
-the hashing embedder) with the indexer driven by hand, checking the engine's invariants."""
+"""A rule-based state machine over a real ContextEngine and its agent loop (SQLite file, FAISS
+files, BPE counts, the hashing embedder) with the indexer driven by hand, checking the
+engine's invariants: nothing acknowledged is lost, every item is in exactly one state, the
+window and the active context agree with the store, before and after restarts."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.faiss_index import FaissIndex, FaissIndexFiles
 from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.core.agent_loop import AgentLoop
 from contextwm.core.assembly import QUERY_HEADING
-from contextwm.core.engine import ContextEngine, ContextRequest
+from contextwm.core.engine import ContextEngine
 from contextwm.core.indexer import Indexer
-from contextwm.core.model import Flag, Item, ItemState, NewItem, SettingsPatch
+from contextwm.core.model import FileRef, Flag, Item, ItemState, NewItem, SettingsPatch
+from contextwm.core.retrieval import ContextRequest, Retriever
 from contextwm.core.runtime import ConversationRuntime
-from contextwm.errors import InvalidArgument
+from contextwm.errors import FailedPrecondition, InvalidArgument
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -46,19 +50,21 @@ contents = st.one_of(
     st.tuples(words, st.integers(20, 180)).map(lambda t: (t[0] + " ") * t[1]),
 )
 new_items = st.builds(
-    lambda role, content, pinned, ts, idem: NewItem(
+    lambda role, content, pinned, ts, idem, path: NewItem(
         role=role,
         content=content,
         timestamp=ts,
         flags=Flag.PINNED if pinned else Flag.NONE,
-        metadata={"k": role},
+        metadata={"k": role, "tool": "read_file"},
         idempotency_key=idem,
+        file=FileRef(path, "read") if path else None,
     ),
     st.sampled_from(ROLES),
     contents,
     st.booleans(),
     st.one_of(st.none(), st.floats(T0 - 30 * 86400, T0)),
     st.one_of(st.none(), st.uuids().map(str)),
+    st.sampled_from([None, None, "a.py", "b.py"]),  # re-reads make duplicate-read notices
 )
 
 
@@ -69,16 +75,30 @@ class EngineMachine(RuleBasedStateMachine):
         self.now = T0
         self.store, self.engine, self.indexer = self._build()
         self.engine.create_conversation(
-            NS, CID, SettingsPatch(window_max_tokens=200, window_max_items=8)
+            NS,
+            CID,
+            SettingsPatch(
+                window_max_tokens=200, window_max_items=8, mask_tool_outputs_after_turns=2
+            ),
         )
-        self.appended: list[int] = []  # every seq an append acknowledged, in order
+        self.appended: list[int] = []  # every seq an append or compaction acknowledged
         self.idems: dict[str, int] = {}
+        self.checkpoints: dict[str, int] = {}  # name -> last seq at the checkpoint
 
     # ------------------------------------------------------------ plumbing
 
     def _clock(self) -> float:
         self.now += 7.0
         return self.now
+
+    @property
+    def loop(self) -> AgentLoop:
+        return AgentLoop(self.engine)
+
+    def _active(self) -> list[tuple[int | None, str, int]]:
+        rt = self._rt()
+        with rt.lock:
+            return [(r.seq, r.treatment.value, r.tokens) for r in rt.active.rows()]
 
     def _build(self) -> tuple[SqliteStore, ContextEngine, Indexer]:
         store = SqliteStore(self.dir / "contextwm.db")
@@ -198,7 +218,9 @@ class EngineMachine(RuleBasedStateMachine):
             self.engine._index(rt)  # loads or rebuilds it if this runtime has none yet
             assert rt.index is not None
             ids = sorted(rt.index.ids().tolist())
-        archived = [i.seq for i in self._all_items() if i.state == ItemState.ARCHIVED]
+        archived = [
+            i.seq for i in self._all_items() if i.state in (ItemState.ARCHIVED, ItemState.COMPACTED)
+        ]
         assert ids == archived
         # Saved and loaded again, the file holds the same ids.
         self.engine.save_indexes()
@@ -244,7 +266,7 @@ class EngineMachine(RuleBasedStateMachine):
         )
         counter = token_counter(ENCODING)
         try:
-            ctx = self.engine.get_context(NS, CID, request)
+            ctx = Retriever(self.engine).get_context(NS, CID, request)
         except InvalidArgument:
             assert query is not None and query.strip()
             assert counter.count(f"{QUERY_HEADING}\n\n{query.strip()}") + 1 > budget
@@ -256,6 +278,49 @@ class EngineMachine(RuleBasedStateMachine):
         assert len(seqs) == len(set(seqs))
         assert set(seqs) <= set(self.appended)
         assert {s.item.seq for s in ctx.recent} <= set(self._window_seqs())
+
+    @rule(summary=st.one_of(st.none(), words))
+    def compact(self, summary: str | None) -> None:
+        before = self._active()
+        try:
+            outcome = self.loop.compact(NS, CID, summary)
+        except (FailedPrecondition, InvalidArgument):
+            assert self._active() == before  # a refused compaction changes nothing
+            return
+        marker = outcome.compaction.marker_seq
+        assert marker == self.appended[-1] + 1
+        self.appended.append(marker)
+        assert [r[0] for r in self._active()] == [marker]
+        assert outcome.compaction.tokens_after < outcome.compaction.tokens_before
+
+    @rule(strategy=st.sampled_from(["none", "last_two", "half", "quarter"]))
+    def truncate(self, strategy: str) -> None:
+        before = self._active()
+        try:
+            outcome = self.loop.truncate(NS, CID, strategy)
+        except FailedPrecondition:
+            assert self._active() == before
+            return
+        after = self._active()
+        assert not set(outcome.seqs) & {r[0] for r in after}
+        assert sum(r[2] for r in after) < sum(r[2] for r in before)
+
+    @rule(name=st.sampled_from(["one", "two", "three"]))
+    def checkpoint(self, name: str) -> None:
+        if name in self.checkpoints:
+            return
+        self.loop.create_checkpoint(NS, CID, name)
+        self.checkpoints[name] = self.appended[-1] if self.appended else 0
+
+    @precondition(lambda self: bool(self.checkpoints))
+    @rule(data=st.data())
+    def restore(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.checkpoints)))
+        outcome = self.loop.restore_checkpoint(NS, CID, name)
+        last = self.checkpoints[name]
+        states = {i.seq: i.state for i in self._all_items()}
+        assert all(states[s] == ItemState.REVERTED for s in self.appended if s > last)
+        assert outcome.usage.active_tokens == sum(r[2] for r in self._active())
 
     @rule(tokens=st.integers(30, 400), items=st.integers(1, 10))
     def update_limits(self, tokens: int, items: int) -> None:
@@ -271,8 +336,10 @@ class EngineMachine(RuleBasedStateMachine):
         before_items = self._all_items()
         before_window = self._window_seqs()
         before_settings = self._rt().record.settings
+        before_active = self._active()
+        before_usage = self.loop.usage(NS, CID)
         probe = ContextRequest(query="kestrel deploy 2024", max_tokens=400)
-        before_context = self.engine.get_context(NS, CID, probe)
+        before_context = Retriever(self.engine).get_context(NS, CID, probe)
         if save:
             self.engine.save_indexes()
         self.store.close()
@@ -283,7 +350,9 @@ class EngineMachine(RuleBasedStateMachine):
         assert self._all_items() == before_items
         assert self._window_seqs() == before_window
         assert self._rt().record.settings == before_settings
-        after_context = self.engine.get_context(NS, CID, probe)
+        assert self._active() == before_active
+        assert self.loop.usage(NS, CID) == before_usage
+        after_context = Retriever(self.engine).get_context(NS, CID, probe)
         assert after_context.text == before_context.text
 
     # ------------------------------------------------------------ invariants
@@ -305,14 +374,30 @@ class EngineMachine(RuleBasedStateMachine):
         seqs = [i.seq for i in items]
         assert seqs == sorted(set(seqs))  # each listed once, in seq order
         assert seqs == self.appended
-        assert {i.state for i in items} <= {ItemState.WINDOW, ItemState.ARCHIVED}
         window = [i.seq for i in items if i.state == ItemState.WINDOW]
-        archived = [i.seq for i in items if i.state == ItemState.ARCHIVED]
+        archived = [i.seq for i in items if i.state in (ItemState.ARCHIVED, ItemState.COMPACTED)]
+        reverted = [i.seq for i in items if i.state == ItemState.REVERTED]
         assert window == self._window_seqs()
-        assert sorted(window + archived) == seqs
+        assert sorted(window + archived + reverted) == seqs
         info = self.engine.get_conversation(NS, CID)
         assert info.archived_items == len(archived) and info.total_items == len(seqs)
         assert info.last_seq == (seqs[-1] if seqs else 0)
+
+    @invariant()
+    def active_context_matches_the_store(self) -> None:
+        """The active context is the items from the last live marker on, minus reverted and
+        truncated ones; compacted items are never in it, and its total is its rows' sum."""
+        rt = self._rt()
+        items = self._all_items()
+        with rt.lock:
+            start, totals = rt.active_start, rt.active.totals()
+            active = rt.active.item_seqs()
+        live = [i.seq for i in items if i.seq >= start and i.state != ItemState.REVERTED]
+        assert set(active) <= set(live)
+        assert all(i.state != ItemState.COMPACTED for i in items if i.seq in set(active))
+        assert totals.tokens == sum(r[2] for r in self._active())
+        usage = self.loop.usage(NS, CID)
+        assert usage.active_tokens == totals.tokens
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -386,7 +471,7 @@ def test_restart_keeps_window_index_and_pins(tmp_path: Path) -> None:
         pass
     rt = engine.runtime(NS, CID)
     assert 1 in rt.window  # the pinned item stays while unpinned ones can go
-    ctx = engine.get_context(NS, CID, ContextRequest(query="note 3", max_tokens=200))
+    ctx = Retriever(engine).get_context(NS, CID, ContextRequest(query="note 3", max_tokens=200))
     assert ctx.tokens.total <= 200
     with rt.lock:
         assert rt.index is not None
@@ -399,7 +484,9 @@ def test_restart_keeps_window_index_and_pins(tmp_path: Path) -> None:
     store, engine = build(tmp_path, now)
     try:
         assert [e.item.seq for e in engine.runtime(NS, CID).window] == window
-        again = engine.get_context(NS, CID, ContextRequest(query="note 3", max_tokens=200))
+        again = Retriever(engine).get_context(
+            NS, CID, ContextRequest(query="note 3", max_tokens=200)
+        )
         assert again.text == ctx.text
         assert np.array_equal(
             np.sort(engine.index_files.load(engine.runtime(NS, CID).key).ids()), archived

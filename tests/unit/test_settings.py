@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,43 @@ def test_unreadable_file_raises(tmp_path: Path) -> None:
 def test_flags_are_validated_too() -> None:
     with pytest.raises(SettingsError, match="flags"):
         load_settings(None, None, {"no_such_flag": 1})
+
+
+def test_models_table(tmp_path: Path) -> None:
+    config = toml(
+        tmp_path,
+        '[models."claude-sonnet"]\ncontext_limit = 200000\nreserved_reply_tokens = 32768\n'
+        '[models."gpt-4.1"]\ncontext_limit = 128000\nencoding = "o200k_base"\n'
+        '[conversation]\nmodel = "gpt-4.1"\n',
+    )
+    s = load_settings(config, {"CONTEXTWM_MODELS__gpt-4.1__RESERVED_REPLY_TOKENS": "4096"})
+    claude, gpt = s.models["claude-sonnet"], s.models["gpt-4.1"]
+    assert (claude.context_limit, claude.reserved_reply_tokens, claude.encoding) == (
+        200_000,
+        32_768,
+        "cl100k_base",
+    )
+    # The environment changed one field of a model the file defined.
+    assert (gpt.context_limit, gpt.reserved_reply_tokens, gpt.encoding) == (
+        128_000,
+        4096,
+        "o200k_base",
+    )
+    assert s.conversation.model == "gpt-4.1"
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("[models.m]\nreserved_reply_tokens = 5\n", "models.m needs a context_limit"),
+        ("[models.m]\ncontext_limit = 100\nwindow = 5\n", "models.m.window"),
+        ('[models.m]\ncontext_limit = "lots"\n', "models.m.context_limit"),
+        ('[models.m]\ncontext_limit = 100\nencoding = "gpt2"\n', "unknown encoding 'gpt2'"),
+        ("[models.m]\ncontext_limit = 100\nreserved_reply_tokens = 100\n", "reserved_reply"),
+        ('[conversation]\nmodel = "nope"\n', "'nope' is not in the models table"),
+        ("[conversation]\ncompaction_threshold = 0\n", "compaction_threshold"),
+    ],
+)
+def test_bad_models_raise_naming_them(tmp_path: Path, text: str, named: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(named)):
+        load_settings(toml(tmp_path, text))

@@ -573,3 +573,56 @@ def test_data_survives_reopening(path: Path) -> None:
 def test_bad_synchronous_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="synchronous"):
         SqliteStore(tmp_path / "x.db", synchronous="OFF")
+
+
+# ---------------------------------------------------------------- schema
+
+
+def test_a_version_1_file_is_migrated_in_place(path: Path) -> None:
+    store = SqliteStore(path)
+    key = new_conversation(store)
+    add(store, key, [make_item(1, "before the upgrade", file=FileRef("a.py", "read"))])
+    store.close()
+    # Turn the file back into what version 1 wrote: no agent-loop columns or tables.
+    db = sqlite3.connect(path)
+    for table in ("facts", "edits", "compactions", "checkpoints", "events"):
+        db.execute(f"DROP TABLE {table}")
+    db.execute("DROP INDEX items_file")
+    for table, column in (
+        ("items", "kind"),
+        ("items", "whole_file"),
+        ("conversations", "active_start"),
+        ("conversations", "reported_tokens"),
+        ("conversations", "reported_server_tokens"),
+        ("conversations", "last_event"),
+    ):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    try:
+        (item,) = store.list_items(key, 0, 10, [])
+        assert (item.content, item.kind, item.file) == (
+            "before the upgrade",
+            "message",
+            FileRef("a.py", "read"),
+        )
+        record = store.conversation_record(key)
+        assert record is not None and (record.active_start, record.last_event) == (0, 0)
+        assert store.whole_file_copies(key) == {"a.py": 1}
+        assert store.checkpoints(key) == [] and store.edits(key) == []
+    finally:
+        store.close()
+    version = sqlite3.connect(path).execute("SELECT value FROM meta").fetchone()[0]
+    assert version == "2"
+
+
+def test_a_newer_file_is_refused(path: Path) -> None:
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(RuntimeError, match="schema version 99, newer"):
+        SqliteStore(path)

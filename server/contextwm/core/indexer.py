@@ -8,6 +8,7 @@ import time
 from collections import defaultdict
 
 from contextwm.core.engine import ContextEngine
+from contextwm.ports.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +29,19 @@ class Indexer:
     """
 
     def __init__(
-        self, engine: ContextEngine, *, batch_size: int = 32, save_interval: float = 30.0
+        self,
+        engine: ContextEngine,
+        *,
+        batch_size: int = 32,
+        save_interval: float = 30.0,
+        embedder: Embedder | None = None,
     ) -> None:
+        """Args:
+        embedder: embeds the batches (the same model as the engine's, perhaps in another
+            process); the engine's own embedder when None.
+        """
         self._engine = engine
+        self._embedder = embedder or engine.embedder
         self._batch_size = batch_size
         self._save_interval = save_interval
         self._wake = threading.Event()
@@ -59,7 +70,7 @@ class Indexer:
         if not pending:
             return 0
         self._cursor = pending[-1].item_id
-        vectors = engine.embedder.embed([p.text for p in pending])
+        vectors = self._embedder.embed([p.text for p in pending])
         by_conversation: dict[int, list[int]] = defaultdict(list)
         for row, p in enumerate(pending):
             by_conversation[p.conversation_key].append(row)

@@ -10,7 +10,7 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from contextwm.core.assembly import TokenAccount
-from contextwm.core.engine import AppendedItem, ConversationInfo, EnhancedContext
+from contextwm.core.engine import AppendedItem, ConversationInfo
 from contextwm.core.model import (
     ConversationSettings,
     ConversationState,
@@ -47,6 +47,7 @@ __all__ = [
     "to_proto_tokens",
     "to_proto_window",
 ]
+from contextwm.core.retrieval import EnhancedContext
 from contextwm.core.timehints import TimeHint
 from contextwm.errors import InvalidArgument
 

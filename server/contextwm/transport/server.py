@@ -12,6 +12,7 @@ from grpc_reflection.v1alpha import reflection
 
 from contextwm.core.agent_loop import AgentLoop
 from contextwm.core.engine import ContextEngine
+from contextwm.core.retrieval import Retriever
 from contextwm.transport.interceptors import ErrorInterceptor
 from contextwm.transport.servicer import ContextServicer
 
@@ -33,7 +34,7 @@ class GrpcServer:
             ],
         )
         self._engine = engine
-        servicer = ContextServicer(engine, AgentLoop(engine))
+        servicer = ContextServicer(engine, Retriever(engine), AgentLoop(engine))
         pb_grpc.add_ContextServiceServicer_to_server(servicer, self._server)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)

@@ -7,8 +7,9 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 
 from contextwm.core.agent_loop import AgentLoop
-from contextwm.core.engine import ContextEngine, ContextRequest, SearchRequest
+from contextwm.core.engine import ContextEngine
 from contextwm.core.model import ROLES
+from contextwm.core.retrieval import ContextRequest, Retriever, SearchRequest
 from contextwm.errors import InvalidArgument
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.servicer_loop import AgentLoopRpcs
@@ -17,8 +18,9 @@ from contextwm.transport.servicer_loop import AgentLoopRpcs
 class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: ignore[misc]
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
-    def __init__(self, engine: ContextEngine, loop: AgentLoop) -> None:
+    def __init__(self, engine: ContextEngine, retriever: Retriever, loop: AgentLoop) -> None:
         self._engine = engine
+        self._retriever = retriever
         self._loop = loop
 
     def CreateConversation(
@@ -122,7 +124,7 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: i
         self, request: pb.GetContextRequest, context: grpc.ServicerContext
     ) -> pb.EnhancedContext:
         o = request.options
-        ctx = self._engine.get_context(
+        ctx = self._retriever.get_context(
             request.namespace,
             request.conversation_id,
             ContextRequest(
@@ -141,7 +143,7 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: i
         return convert.to_proto_context(ctx)
 
     def Search(self, request: pb.SearchRequest, context: grpc.ServicerContext) -> pb.SearchResponse:
-        outcome = self._engine.search(
+        outcome = self._retriever.search(
             request.namespace,
             SearchRequest(
                 query=request.query,

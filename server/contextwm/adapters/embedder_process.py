@@ -1,0 +1,125 @@
+"""Batch embedding in a child process at lower CPU priority, for the background indexer.
+
+In the server's own process every transformer layer call takes the interpreter lock, so a
+running indexing batch delays acknowledgements; at a lower priority the operating system
+also hands the CPU to request threads first. The child only ever embeds; queries stay in the
+server's process, where their latency is lowest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import threading
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from contextwm.ports.embedder import Vectors
+
+log = logging.getLogger(__name__)
+
+# How much lower the child's priority is than the server's (os.nice increment).
+NICENESS = 10
+# How long start() waits for the child to load the model.
+START_SECONDS = 300.0
+
+
+def _serve(conn: Connection, niceness: int) -> None:
+    """The child: load the model, then answer lists of texts with vectors until told to stop."""
+    os.nice(niceness)
+    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    conn.send(("ready", embedder.model_name, embedder.dimension))
+    while True:
+        try:
+            texts = conn.recv()
+        except EOFError:  # the server went away
+            return
+        if texts is None:
+            return
+        try:
+            conn.send(("ok", embedder.embed(texts)))
+        except Exception as exc:  # reported to the caller, who logs and retries
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class ProcessEmbedder:
+    """An Embedder whose work runs in a child process; one call at a time (the indexer's).
+
+    A child that dies is started again on the next call, so a crash of the model (or an
+    out-of-memory kill) costs one failed batch, which the indexer retries.
+    """
+
+    def __init__(self, *, niceness: int = NICENESS) -> None:
+        self._niceness = niceness
+        self._lock = threading.Lock()
+        self._process: Any = None
+        self._conn: Connection | None = None
+        self._name = ""
+        self._dimension = 0
+        self._start()
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")  # fork would copy the server's threads
+        parent, child = ctx.Pipe()
+        process = ctx.Process(
+            target=_serve, args=(child, self._niceness), name="contextwm-embedder", daemon=True
+        )
+        process.start()
+        child.close()
+        if not parent.poll(START_SECONDS):
+            process.kill()
+            raise RuntimeError(f"the embedding process did not start in {START_SECONDS:.0f} s")
+        try:
+            status, name, dimension = parent.recv()
+        except EOFError:
+            raise RuntimeError("the embedding process exited while loading the model") from None
+        assert status == "ready"
+        self._process, self._conn = process, parent
+        self._name, self._dimension = name, dimension
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Raises RuntimeError when the child fails (it is restarted for the next call)."""
+        with self._lock:
+            if self._conn is None or not self._process.is_alive():
+                log.warning("embedding process is gone; starting a new one")
+                self._start()
+            assert self._conn is not None
+            try:
+                self._conn.send(list(texts))
+                status, payload = self._conn.recv()
+            except (EOFError, OSError, BrokenPipeError) as exc:
+                self._conn = None
+                raise RuntimeError(f"the embedding process failed: {exc}") from exc
+        if status != "ok":
+            raise RuntimeError(f"the embedding process failed: {payload}")
+        vectors: Vectors = np.asarray(payload, dtype=np.float32)
+        return vectors
+
+    def close(self) -> None:
+        """Stops the child (waits briefly, then kills it)."""
+        with self._lock:
+            if self._conn is not None:
+                with contextlib.suppress(OSError):  # the child may be gone already
+                    self._conn.send(None)
+                self._conn.close()
+                self._conn = None
+            if self._process is not None:
+                self._process.join(5.0)
+                if self._process.is_alive():
+                    self._process.kill()
+                self._process = None

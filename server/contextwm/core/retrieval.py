@@ -1,0 +1,455 @@
+"""Retrieval: the enhanced context (recent window plus relevant history under a budget) and
+hybrid search, over the engine's conversation runtimes."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from contextwm.core.assembly import Assembled, HistoryCandidate, TokenAccount, assemble
+from contextwm.core.engine import ContextEngine
+from contextwm.core.importance import is_question
+from contextwm.core.model import (
+    ConversationState,
+    Flag,
+    Item,
+    ItemFilter,
+    ItemState,
+    ScoredItem,
+    ScoreParts,
+    check_range,
+)
+from contextwm.core.query_terms import query_terms
+from contextwm.core.ranking import Ranked, fuse, rare_word_evidence
+from contextwm.core.runtime import ConversationRuntime
+from contextwm.core.scoring import recency
+from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
+from contextwm.core.validation import namespace_of
+from contextwm.core.window import Vector
+from contextwm.errors import InvalidArgument, NotFound
+
+# How many candidates each ranking contributes before fusion: enough that a hit ranked
+# low by one signal but high by the other is still seen.
+CANDIDATES = 100
+# Items in a named time range found by timestamp alone when the text finds too few.
+TIME_CANDIDATES = 200
+# A term in more items than this carries almost no rare-word evidence (1/df), so its
+# postings are not listed; this bounds the work per query term.
+MAX_POSTINGS = 64
+# Added to the fused score of a hit inside the time range the query names.
+TIME_BOOST = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRequest:
+    query: str | None
+    max_tokens: int
+    recent_share: float = 0.5
+    similarity_threshold: float | None = None
+    max_history_items: int = 50
+    include_neighbors: bool = True
+    mode: str = "hybrid"
+    time_hints: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class EnhancedContext:
+    recent: tuple[ScoredItem, ...]
+    history: tuple[ScoredItem, ...]
+    text: str
+    query: str
+    query_from_focus: bool
+    tokens: TokenAccount
+    time_hint: TimeHint | None
+    unindexed_items: int
+    state: ConversationState
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    conversation_id: str | None = None
+    top_k: int = 10
+    include_window: bool = False
+    filter: ItemFilter = field(default_factory=ItemFilter)
+    mode: str = "hybrid"
+    similarity_threshold: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    hits: tuple[ScoredItem, ...]
+    time_hint: TimeHint | None
+
+
+class Retriever:
+    """Thread-safe: each call holds its conversation's lock only around the in-memory parts."""
+
+    def __init__(self, engine: ContextEngine) -> None:
+        self.engine = engine
+
+    def _wait_indexed(self, rt: ConversationRuntime) -> None:
+        """Read-your-writes for dense search: wait (bounded) until appended items are embedded."""
+        deadline = time.monotonic() + self.engine.index_wait_seconds
+        with rt.indexed:
+            while rt.pending > 0 and not rt.deleted:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                rt.indexed.wait(left)
+
+    def get_context(
+        self, namespace: str, conversation_id: str, request: ContextRequest
+    ) -> EnhancedContext:
+        """The recent window plus relevant history under request.max_tokens.
+
+        Raises:
+            InvalidArgument: bad options, or a budget that cannot hold the query.
+            NotFound: no such conversation.
+        """
+        check_range("max_tokens", request.max_tokens, 1, self.engine.limits.max_budget_tokens)
+        check_range("recent_share", request.recent_share, 0.0, 1.0)
+        check_range("max_history_items", request.max_history_items, 0, self.engine.limits.max_top_k)
+        if request.similarity_threshold is not None:
+            check_range("similarity_threshold", request.similarity_threshold, -1.0, 1.0)
+        rt = self.engine.runtime(namespace, conversation_id)
+        self._wait_indexed(rt)
+        settings = rt.record.settings
+        counter = self.engine.counters(settings.encoding)
+        query = (request.query or "").strip() or None
+        hint = self._hint(rt, query) if (query and request.time_hints) else None
+        search_text = strip_time_phrase(query, hint) if (query and hint) else query
+        query_vec = self._embed_query(search_text) if search_text else None
+        with rt.lock:
+            if rt.deleted:
+                raise NotFound(f"conversation {conversation_id!r} was deleted")
+            focus = rt.window.focus_vector(settings.focus_items)
+            if query is None:
+                focus_text = "\n".join(
+                    e.item.content for e in rt.window.newest(settings.focus_items)
+                )
+                search_text, query_vec = focus_text, focus
+            window = self._scored_window(rt, focus)
+            threshold = (
+                settings.similarity_threshold
+                if request.similarity_threshold is None
+                else request.similarity_threshold
+            )
+            ranked = self._rank(
+                rt,
+                query_vec,
+                search_text or "",
+                states=(ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW),
+                threshold=threshold,
+                mode=request.mode,
+                hint=hint,
+                flt=None,
+                limit=max(CANDIDATES, request.max_history_items),
+            )
+            candidates = self._candidates(rt, ranked[: request.max_history_items], request, hint)
+            if rt.replaced:
+                window = [self._shown(rt, w) for w in window]
+                candidates = [
+                    HistoryCandidate(
+                        self._shown(rt, c.hit), c.neighbor and self._shown(rt, c.neighbor)
+                    )
+                    for c in candidates
+                ]
+            unindexed = rt.pending
+            state = rt.state
+        assembled: Assembled = assemble(
+            window,
+            candidates,
+            query=query,
+            budget=request.max_tokens,
+            recent_share=request.recent_share,
+            counter=counter,
+        )
+        return EnhancedContext(
+            recent=assembled.recent,
+            history=assembled.history,
+            text=assembled.text,
+            query=query if query is not None else (search_text or ""),
+            query_from_focus=query is None,
+            tokens=assembled.tokens,
+            time_hint=hint,
+            unindexed_items=unindexed,
+            state=state,
+        )
+
+    @staticmethod
+    def _shown(rt: ConversationRuntime, s: ScoredItem) -> ScoredItem:
+        """A superseded file copy as its notice (the stored item is unchanged)."""
+        r = rt.replaced.get(s.item.seq)
+        if r is None:
+            return s
+        item = dataclasses.replace(s.item, content=r.text, token_count=r.tokens)
+        return dataclasses.replace(s, item=item, replaced=True)
+
+    def _embed_query(self, text: str) -> Vector:
+        vector: Vector = self.engine.embedder.embed([text])[0]
+        return vector
+
+    def _hint(self, rt: ConversationRuntime, query: str) -> TimeHint | None:
+        if rt.last_ts is None:
+            return None
+
+        def locate(event: str) -> datetime | None:
+            """When the event happened: the item holding most of its rare words, the
+            earliest on a tie (an event is usually named first when it happens)."""
+            evidence = self._rare_word_evidence(
+                rt, event, (ItemState.WINDOW, ItemState.ARCHIVED, ItemState.COMPACTED), None
+            )
+            if not evidence:
+                return None
+            seq = min(evidence, key=lambda s: (-evidence[s], s))
+            item = self._items(rt, [seq]).get(seq)
+            return datetime.fromtimestamp(item.timestamp, UTC) if item else None
+
+        return parse_time_hint(
+            query,
+            datetime.fromtimestamp(rt.last_ts, UTC),
+            locate_event=locate,
+            first=datetime.fromtimestamp(rt.first_ts, UTC) if rt.first_ts is not None else None,
+        )
+
+    def _scored_window(self, rt: ConversationRuntime, focus: Vector | None) -> list[ScoredItem]:
+        scores = rt.window.scores(rt.record.settings, rt.clock(), focus)
+        return [ScoredItem(e.item, *scores.at(i)) for i, e in enumerate(rt.window)]
+
+    def _rank(
+        self,
+        rt: ConversationRuntime,
+        query_vec: Vector | None,
+        text: str,
+        *,
+        states: Sequence[ItemState],
+        threshold: float,
+        mode: str,
+        hint: TimeHint | None,
+        flt: ItemFilter | None,
+        limit: int,
+    ) -> list[Ranked]:
+        """Fused dense + lexical candidates from the archive (and window, if in states)."""
+        allowed: np.ndarray | None = None
+        if flt is not None and not flt.empty:
+            allowed = self.engine.store.filtered_seqs(rt.key, flt, states, 1_000_000)
+        dense: dict[int, float] = {}
+        if query_vec is not None and mode != "lexical":
+            if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
+                self.engine._index(rt)
+                assert rt.index is not None
+                sims, ids = rt.index.search(query_vec, limit, allowed)
+                rt.last_search = time.monotonic()
+                dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
+            if ItemState.WINDOW in states:
+                allowed_set = set(allowed.tolist()) if allowed is not None else None
+                for e in rt.window:
+                    if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
+                        dense[e.item.seq] = float(np.dot(e.vector, query_vec))
+        lexical = self._rare_word_evidence(rt, text, states, flt) if mode != "dense" else {}
+        if len(lexical) > limit:  # a long query lists many items; only the best can rank
+            lexical = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:limit])
+        in_range_seqs: set[int] = set()
+        if hint is not None and (hint.since is not None or hint.until is not None):
+            in_range = ItemFilter(since=_ts(hint.since), until=_ts(hint.until))
+            if flt is not None:
+                in_range = dataclasses.replace(flt, since=in_range.since, until=in_range.until)
+            in_range_seqs = set(
+                self.engine.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
+            )
+        if query_vec is not None and mode != "lexical":
+            # Candidates found by words or time alone: their similarity decides their rank too.
+            found = lexical.keys() | in_range_seqs
+            self._fill_similarity(rt, dense, [s for s in found if s not in dense], query_vec)
+        return fuse(dense, lexical, threshold=threshold, mode=mode, keep=in_range_seqs)
+
+    def _rare_word_evidence(
+        self,
+        rt: ConversationRuntime,
+        text: str,
+        states: Sequence[ItemState],
+        flt: ItemFilter | None,
+    ) -> dict[int, float]:
+        postings: dict[str, list[int]] = {}
+        for term in query_terms(text):
+            seqs = self.engine.store.term_postings(rt.key, term, states, MAX_POSTINGS + 1, flt)
+            if len(seqs) <= MAX_POSTINGS:  # a longer list is a common word: no evidence
+                postings[term] = seqs
+        return rare_word_evidence(postings)
+
+    def _fill_similarity(
+        self, rt: ConversationRuntime, dense: dict[int, float], seqs: list[int], query_vec: Vector
+    ) -> None:
+        from_store: list[int] = []
+        for seq in seqs:
+            entry = rt.window.get(seq)
+            if entry is None:
+                from_store.append(seq)
+            elif entry.vector is not None:
+                dense[seq] = float(np.dot(entry.vector, query_vec))
+        for seq, vec in self.engine.store.vectors_for(
+            rt.key, from_store, self.engine.embedder.model_name
+        ).items():
+            dense[seq] = float(np.dot(vec, query_vec))
+
+    def _candidates(
+        self,
+        rt: ConversationRuntime,
+        ranked: Sequence[Ranked],
+        request: ContextRequest,
+        hint: TimeHint | None,
+    ) -> list[HistoryCandidate]:
+        """Scored history hits with their neighbouring turns, best first (rt.lock held).
+
+        Only a question and its answer travel together: a user question brings the assistant
+        turn after it, an assistant turn the user question before it. A statement's neighbour
+        is usually an acknowledgement, and the budget is better spent on another hit.
+        """
+        hits = self._scored(rt, ranked, hint)
+        if not request.include_neighbors:
+            return [HistoryCandidate(h) for h in hits]
+        wanted: dict[int, int] = {}
+        for h in hits:
+            if h.item.role == "user" and _asks(h.item):
+                wanted[h.item.seq] = h.item.seq + 1
+            elif h.item.role == "assistant":
+                wanted[h.item.seq] = h.item.seq - 1
+        neighbors = self._items(rt, list(set(wanted.values())))
+        neighbors = {s: n for s, n in neighbors.items() if n.role != "user" or _asks(n)}
+        by_seq = {h.item.seq: h for h in hits}
+        out: list[HistoryCandidate] = []
+        for h in hits:
+            n: Item | None = neighbors.get(wanted.get(h.item.seq, -1))
+            if n is None or {n.role, h.item.role} != {"user", "assistant"}:
+                out.append(HistoryCandidate(h))
+                continue
+            own = by_seq.get(n.seq)
+            parts = own.parts if own is not None else self._parts(rt, n, None, hint)
+            out.append(HistoryCandidate(h, ScoredItem(n, h.score, parts, h.item.seq)))
+        return out
+
+    def _items(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Item]:
+        """Items by seq, from the window where possible, else from the store (rt.lock held)."""
+        out: dict[int, Item] = {}
+        missing: list[int] = []
+        for seq in seqs:
+            entry = rt.window.get(seq)
+            if entry is not None:
+                out[seq] = entry.item
+            else:
+                missing.append(seq)
+        out.update(self.engine.store.get_items(rt.key, missing))
+        return out
+
+    def _parts(
+        self, rt: ConversationRuntime, item: Item, ranked: Ranked | None, hint: TimeHint | None
+    ) -> ScoreParts:
+        settings = rt.record.settings
+        return ScoreParts(
+            recency=recency(settings, rt.clock(), item.timestamp, item.seq),
+            importance=settings.weights.importance_of(item.flags),
+            similarity=ranked.similarity if ranked else 0.0,
+            lexical=ranked.lexical if ranked else 0.0,
+            role=settings.weights.role.get(item.role, 0.0),
+            time=1.0 if hint is not None and _in_range(hint, item.timestamp) else 0.0,
+        )
+
+    def _scored(
+        self, rt: ConversationRuntime, ranked: Sequence[Ranked], hint: TimeHint | None
+    ) -> list[ScoredItem]:
+        """Ranked candidates as scored items; the time the query names moves hits up."""
+        items = self._items(rt, [r.seq for r in ranked])
+        out: list[ScoredItem] = []
+        for r in ranked:
+            item = items.get(r.seq)
+            if item is None:
+                continue
+            parts = self._parts(rt, item, r, hint)
+            score = r.score + TIME_BOOST * parts.time
+            if hint is not None and hint.prefer_recent:
+                score += TIME_BOOST * parts.recency
+            if hint is not None and hint.prefer_oldest and rt.last_seq > 0:
+                score += TIME_BOOST * (1.0 - item.seq / rt.last_seq)
+            out.append(ScoredItem(item, score, parts))
+        out.sort(key=lambda s: (-s.score, s.item.seq))
+        return out
+
+    def search(self, namespace: str, request: SearchRequest) -> SearchOutcome:
+        """Hybrid search over one conversation or every conversation of a namespace.
+
+        Raises:
+            InvalidArgument: bad options. NotFound: a named conversation that does not exist.
+        """
+        ns = namespace_of(namespace)
+        check_range("top_k", request.top_k, 1, self.engine.limits.max_top_k)
+        if not request.query.strip():
+            raise InvalidArgument("query is empty")
+        if request.conversation_id:
+            runtimes = [self.engine.runtime(ns, request.conversation_id)]
+        else:
+            runtimes = [
+                self.engine.runtime(ns, cid) for _, cid in self.engine.store.conversation_keys(ns)
+            ]
+        states = (
+            (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
+            if request.include_window
+            else (ItemState.ARCHIVED, ItemState.COMPACTED)
+        )
+        query = request.query.strip()
+        first_hint: TimeHint | None = None
+        query_vec_cache: dict[str, Vector] = {}
+        hits: list[ScoredItem] = []
+        for rt in runtimes:
+            self._wait_indexed(rt)
+            hint = self._hint(rt, query)
+            first_hint = first_hint or hint
+            text = strip_time_phrase(query, hint) if hint else query
+            if text not in query_vec_cache:
+                query_vec_cache[text] = self._embed_query(text)
+            with rt.lock:
+                if rt.deleted:
+                    continue
+                settings = rt.record.settings
+                threshold = (
+                    settings.similarity_threshold
+                    if request.similarity_threshold is None
+                    else request.similarity_threshold
+                )
+                ranked = self._rank(
+                    rt,
+                    query_vec_cache[text],
+                    text,
+                    states=states,
+                    threshold=threshold,
+                    mode=request.mode,
+                    hint=hint,
+                    flt=request.filter,
+                    limit=max(CANDIDATES, request.top_k),
+                )
+                scored = self._scored(rt, ranked[: request.top_k * 2], hint)
+            hits.extend(s for s in scored if request.filter.matches(s.item))
+        hits.sort(key=lambda s: (-s.score, s.item.conversation_id, s.item.seq))
+        return SearchOutcome(tuple(hits[: request.top_k]), first_hint)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _asks(item: Item) -> bool:
+    """Whether an item is a question, flagged or not (detection may be switched off)."""
+    return bool(item.flags & Flag.QUESTION) or is_question(item.role, item.content)
+
+
+def _in_range(hint: TimeHint, timestamp: float) -> bool:
+    """Whether a timestamp falls in the range a hint names (False for a hint without one)."""
+    since, until = _ts(hint.since), _ts(hint.until)
+    if since is None and until is None:
+        return False
+    return (since is None or timestamp >= since) and (until is None or timestamp < until)
