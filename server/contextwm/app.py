@@ -77,7 +77,7 @@ class Service:
         )
         batch_embedder = None
         if settings.indexer_process and settings.embedder == "minilm":
-            batch_embedder = ProcessEmbedder()
+            batch_embedder = ProcessEmbedder(niceness=settings.indexer_niceness)
             if batch_embedder.model_name != embedder.model_name:
                 batch_embedder.close()
                 raise RuntimeError(

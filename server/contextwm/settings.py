@@ -32,8 +32,9 @@ class ServerSettings:
     embedder: str = "minilm"
     index_wait_seconds: float = 5.0
     indexer_batch_size: int = 32
-    # Embed appended items in a child process at lower priority (the bundled model only).
+    # Embed appended items in a child process (the bundled model only), this much nicer.
     indexer_process: bool = True
+    indexer_niceness: int = 10
     index_save_seconds: float = 30.0
     grace_seconds: float = 10.0
     max_message_bytes: int = 64 * 1024 * 1024
@@ -219,6 +220,8 @@ def load_settings(
         settings = _merge(settings, {k: v for k, v in overrides.items() if v is not None}, "flags")
     if settings.sqlite_synchronous not in {"NORMAL", "FULL"}:
         raise SettingsError("sqlite_synchronous must be NORMAL or FULL")
+    if not 0 <= settings.indexer_niceness <= 19:
+        raise SettingsError("indexer_niceness must be between 0 and 19")
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
     if settings.conversation.model and settings.conversation.model not in settings.models:
