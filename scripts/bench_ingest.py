@@ -6,7 +6,8 @@ Measures, in one run:
    all-MiniLM-L6-v2) in this process, on a sample of the same texts, in batches of 32 (the
    indexer's batch size) and 64, before the server starts (so nothing competes with it),
    and once more after the ingest with the server idle, to show drift on a shared machine;
-2. single appends: `Client.append` one item at a time from several client threads over
+2. single appends: `Client.append` one item at a time from several clients (each in its own
+   process, as independent producers are; --clients-in threads for one process) over
    several conversations (default window 100 items / 8000 tokens, so evictions happen),
    against a `contextwm serve` subprocess (port 0, fresh temp data dir) over loopback;
    ack latency p50/p99 of every call, and sustained ingest = items / (time from the first
@@ -24,6 +25,8 @@ Run:  .venv/bin/python scripts/bench_ingest.py            (full: 20,000 items, ~
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import queue
 import shutil
 import tempfile
 import threading
@@ -31,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     ServerProcess,
@@ -67,7 +71,14 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--items", type=int, default=20_000, help="items appended one at a time")
     p.add_argument("--conversations", type=int, default=16, help="conversations per phase")
-    p.add_argument("--threads", type=int, default=4, help="concurrent client threads")
+    p.add_argument("--threads", type=int, default=4, help="concurrent clients")
+    p.add_argument(
+        "--clients-in",
+        choices=["processes", "threads"],
+        default="processes",
+        help="each client in its own process (independent producers, the default) or all"
+        " clients as threads of this process (they then share one interpreter lock)",
+    )
     p.add_argument(
         "--embed-sample",
         type=int,
@@ -132,71 +143,92 @@ def raw_embedding(embedder: Embedder, texts: list[str]) -> dict[int, tuple[float
     return out
 
 
+def client_worker(
+    target: str,
+    conversation_ids: list[str],
+    items: list[tuple[str, str]],
+    batch_size: int | None,
+    barrier: Any,
+    results: Any,
+) -> None:
+    """One client: appends its items (single, or in batches) round-robin over its
+    conversations after the barrier, timing each call; puts (latencies, evicted, calls) or
+    the error it met on `results`."""
+    latencies: list[float] = []
+    evicted = calls = 0
+    try:
+        with Client(target, timeout=120.0) as client:
+            client.get_conversation(conversation_ids[0])  # opens the channel before timing
+            barrier.wait()
+            if batch_size is None:
+                for k, (text, role) in enumerate(items):
+                    cid = conversation_ids[k % len(conversation_ids)]
+                    t0 = time.perf_counter()
+                    result = client.append(cid, text, role=role, metadata={"k": str(k)})
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    evicted += len(result.evicted_seqs)
+                    calls += 1
+            else:
+                for b, start in enumerate(range(0, len(items), batch_size)):
+                    cid = conversation_ids[b % len(conversation_ids)]
+                    batch = [
+                        NewItem(content=text, role=role, metadata={"k": str(start + j)})
+                        for j, (text, role) in enumerate(items[start : start + batch_size])
+                    ]
+                    t0 = time.perf_counter()
+                    result_b = client.append_many(cid, batch)
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    evicted += len(result_b.evicted_seqs)
+                    calls += 1
+    except BaseException as exc:  # reported by the main process
+        barrier.abort()
+        results.put(repr(exc))
+        return
+    results.put((latencies, evicted, calls))
+
+
 def run_phase(
     phase: Phase,
     target: str,
     conversation_ids: list[str],
     texts: list[list[tuple[str, str]]],
-    threads: int,
+    clients: int,
     batch_size: int | None,
+    *,
+    processes: bool,
 ) -> None:
-    """Appends texts from `threads` clients (thread t owns every threads-th conversation),
-    then waits until every item is embedded. batch_size None means single appends."""
+    """Appends texts from `clients` clients (client t owns every clients-th conversation),
+    each in its own process (like independent producers) or thread, then waits until every
+    item is embedded. batch_size None means single appends."""
     with Client(target, timeout=120.0) as admin:
         for cid in conversation_ids:
             admin.create_conversation(cid)
-    barrier = threading.Barrier(threads + 1)
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def worker(t: int) -> None:
-        mine = conversation_ids[t::threads]
-        items = texts[t]
-        latencies: list[float] = []
-        evicted = 0
-        calls = 0
-        try:
-            with Client(target, timeout=120.0) as client:
-                client.get_conversation(mine[0])  # opens the channel before timing
-                barrier.wait()
-                if batch_size is None:
-                    for k, (text, role) in enumerate(items):
-                        cid = mine[k % len(mine)]
-                        t0 = time.perf_counter()
-                        result = client.append(cid, text, role=role, metadata={"k": str(k)})
-                        latencies.append((time.perf_counter() - t0) * 1000)
-                        evicted += len(result.evicted_seqs)
-                        calls += 1
-                else:
-                    for b, start in enumerate(range(0, len(items), batch_size)):
-                        cid = mine[b % len(mine)]
-                        batch = [
-                            NewItem(content=text, role=role, metadata={"k": str(start + j)})
-                            for j, (text, role) in enumerate(items[start : start + batch_size])
-                        ]
-                        t0 = time.perf_counter()
-                        result_b = client.append_many(cid, batch)
-                        latencies.append((time.perf_counter() - t0) * 1000)
-                        evicted += len(result_b.evicted_seqs)
-                        calls += 1
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
-            barrier.abort()
-        with lock:
-            phase.latencies_ms.extend(latencies)
-            phase.evicted += evicted
-            phase.calls += calls
-
-    workers = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    ctx = multiprocessing.get_context("spawn")
+    barrier: Any = ctx.Barrier(clients + 1) if processes else threading.Barrier(clients + 1)
+    results: Any = ctx.Queue() if processes else queue.Queue()
+    runner: Any = ctx.Process if processes else threading.Thread
+    workers = [
+        runner(
+            target=client_worker,
+            args=(target, conversation_ids[t::clients], texts[t], batch_size, barrier, results),
+        )
+        for t in range(clients)
+    ]
     for w in workers:
         w.start()
     load0 = loadavg()
     barrier.wait()
     t_start = time.perf_counter()
+    outcomes = [results.get() for _ in workers]
     for w in workers:
         w.join()
+    errors = [o for o in outcomes if isinstance(o, str)]
     if errors:
-        raise errors[0]
+        raise RuntimeError(f"a client failed: {errors[0]}")
+    for latencies, evicted, calls in outcomes:
+        phase.latencies_ms.extend(latencies)
+        phase.evicted += evicted
+        phase.calls += calls
     phase.acked_seconds = time.perf_counter() - t_start
     with Client(target, timeout=120.0) as poller:
         phase.backlog_at_ack = sum(
@@ -245,7 +277,7 @@ def main() -> int:
             client.append("warmup", "warm up the server", role="user")
             wait_embedded(client, ["warmup"])
         log(
-            f"single appends: {args.items} items, {args.threads} threads,"
+            f"single appends: {args.items} items, {args.threads} clients in {args.clients_in},"
             f" {args.conversations} conversations"
         )
         run_phase(
@@ -255,6 +287,7 @@ def main() -> int:
             single_texts,
             args.threads,
             None,
+            processes=args.clients_in == "processes",
         )
         log(
             f"single appends done: acked in {single.acked_seconds:.1f} s,"
@@ -268,6 +301,7 @@ def main() -> int:
                 batched_texts,
                 args.threads,
                 args.batch_size,
+                processes=args.clients_in == "processes",
             )
             log(
                 f"batched appends done: acked in {batched.acked_seconds:.1f} s,"
@@ -300,7 +334,8 @@ def report(
     print(
         f"texts: seeded templates, mean {mean_tokens:.1f} cl100k tokens; server: `contextwm"
         f" serve` subprocess, default settings (window 100 items / 8000 tokens, indexer"
-        f" batch 32); client: contextwm_client.Client over loopback, {args.threads} threads,"
+        f" batch 32); client: contextwm_client.Client over loopback, {args.threads} clients"
+        f" in {args.clients_in},"
         f" {args.conversations} conversations per phase."
     )
     raw = before[0]

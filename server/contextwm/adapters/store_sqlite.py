@@ -493,14 +493,15 @@ class SqliteStore(HistoryTables):
                     [(int(ItemState.ARCHIVED), key, seq) for seq in evicted],
                 )
             last_seq = max((i.seq for i in items), default=0)
+            # One UPDATE of the conversation row per append, the event counter included.
             db.execute(
-                "UPDATE conversations SET last_seq = max(last_seq, ?), token_limit = ?, state = ?"
-                " WHERE id = ?",
-                (last_seq, token_limit, state, key),
+                "UPDATE conversations SET last_seq = max(last_seq, ?), token_limit = ?, state = ?,"
+                " last_event = max(last_event, ?) WHERE id = ?",
+                (last_seq, token_limit, state, events[-1].number if events else 0, key),
             )
             self._write_facts(db, key, facts)
             self._write_edits(db, key, edits)
-            self._write_events(db, key, events)
+            self._write_events(db, key, events, counter=False)
 
     @staticmethod
     def _insert_items(

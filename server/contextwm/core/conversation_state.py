@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -39,13 +40,19 @@ def detect_state(recent_texts: Sequence[str]) -> ConversationState:
     votes = dict.fromkeys(_STATE_WORDS, 0.0)
     texts = list(recent_texts)[-RECENT:]
     for age, text in enumerate(reversed(texts)):
-        lower = text.lower()
         weight = 1.0 / (1.0 + 0.25 * age)
-        for state, pattern in _STATE_WORDS.items():
-            if pattern.search(lower):
-                votes[state] += weight
+        for state in _states_named(text):
+            votes[state] += weight
     best = max(votes, key=lambda s: votes[s])
     return best if votes[best] >= 1.0 else ConversationState.GENERAL
+
+
+@functools.lru_cache(maxsize=4096)
+def _states_named(text: str) -> tuple[ConversationState, ...]:
+    """The states whose words a text holds. Cached: every append looks at the newest ten
+    items again, nine of which it has seen before."""
+    lower = text.lower()
+    return tuple(state for state, pattern in _STATE_WORDS.items() if pattern.search(lower))
 
 
 def complexity(recent_texts: Sequence[str]) -> float:
