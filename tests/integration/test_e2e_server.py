@@ -67,18 +67,29 @@ def _exercise(server: ServerProcess, target: str) -> None:
         client.append("c", "hello")
         with pytest.raises(Exception, match="max_item_tokens"):
             client.append("c", "word " * 60)
-        # A call in flight when SIGTERM arrives still completes (graceful drain).
+        # A call in flight when SIGTERM arrives ends cleanly (graceful drain): a Watch stream
+        # that has delivered its first event is certainly running on the server.
         result: dict[str, object] = {}
+        received = threading.Event()
 
-        def slow_call() -> None:
-            result["ctx"] = client.get_context("c", "hello", max_tokens=100)
+        def watch() -> None:
+            try:
+                with client.watch("c") as stream:
+                    for event in stream:
+                        result.setdefault("first", event.id)
+                        received.set()
+                result["ended"] = True
+            except Exception as exc:  # reported by the assertions below
+                result["error"] = exc
+                received.set()
 
-        t = threading.Thread(target=slow_call)
+        t = threading.Thread(target=watch)
         t.start()
+        assert received.wait(30)
         code = server.terminate()
-        t.join()
+        t.join(30)
     assert code == 0
-    assert "ctx" in result
+    assert result.get("ended") and result.get("first") == 1, result
 
 
 def test_bad_settings_fail_fast_with_a_clear_message(tmp_path: Path) -> None:

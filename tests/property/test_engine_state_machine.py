@@ -215,7 +215,7 @@ class EngineMachine(RuleBasedStateMachine):
         assert rt.pending == 0
         assert self.engine.get_conversation(NS, CID).pending_embeddings == 0
         with rt.lock:
-            self.engine._index(rt)  # loads or rebuilds it if this runtime has none yet
+            self.engine.ensure_index(rt)  # loads or rebuilds it if this runtime has none yet
             assert rt.index is not None
             ids = sorted(rt.index.ids().tolist())
         archived = [

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -105,7 +104,7 @@ class AgentLoop:
         """
         if reported is not None and reported < 0:
             raise InvalidArgument(f"reported tokens must be at least 0, got {reported}")
-        rt = self.engine._locked(namespace, conversation_id)
+        rt = self.engine.locked(namespace, conversation_id)
         try:
             if reported is not None:
                 rt.reported = Reported(reported, rt.active.totals().tokens)
@@ -128,7 +127,7 @@ class AgentLoop:
         """One page of the active context, rows in order, with their stored items."""
         size = page_size_of(page_size, self.engine.limits)
         start = page_token_seq(page_token)
-        rt = self.engine._locked(namespace, conversation_id)
+        rt = self.engine.locked(namespace, conversation_id)
         try:
             total = rt.active.row_count()
             rows = rt.active.rows(start, start + size)
@@ -159,7 +158,7 @@ class AgentLoop:
                 " and the server writes an extractive one"
             )
         engine = self.engine
-        rt = engine._locked(namespace, conversation_id)
+        rt = engine.locked(namespace, conversation_id)
         try:
             settings = rt.record.settings
             counter = engine.counters(settings.encoding)
@@ -235,14 +234,14 @@ class AgentLoop:
                     tokens_saved=before.tokens - record.tokens_after,
                     detail=f"compaction {number}" + (" (extractive)" if extractive else ""),
                 )
-                events = engine._events(
+                events = engine.number_events(
                     rt, [(EventKind.COMPACTION, record), (EventKind.USAGE, engine.usage_of(rt))]
                 )
                 self.store.commit_compaction(rt.key, marker, record, edit, evicted, events)
             except BaseException:
-                engine._reload(rt)
+                engine.reload(rt)
                 raise
-            engine._archive(rt, old_window)  # compacted: out of the window, into the index
+            engine.archive(rt, old_window)  # compacted: out of the window, into the index
             rt.archived += len(evicted)
             if not evicted:
                 rt.window.add(WindowEntry(marker))
@@ -274,7 +273,7 @@ class AgentLoop:
                 f"unknown truncation strategy {strategy!r}; known: {known}"
             ) from None
         engine = self.engine
-        rt = engine._locked(namespace, conversation_id)
+        rt = engine.locked(namespace, conversation_id)
         try:
             seqs = rt.active.item_seqs()
             removed = tuple(seqs[i] for i in truncation_range(rt.active.item_roles(), how))
@@ -306,14 +305,14 @@ class AgentLoop:
                     tokens_saved=before.tokens - after.tokens,
                     detail=how.value,
                 )
-                events = engine._events(
+                events = engine.number_events(
                     rt, [(EventKind.TRUNCATION, edit), (EventKind.USAGE, engine.usage_of(rt))]
                 )
                 self.store.commit_truncation(rt.key, edit, in_window, events)
             except BaseException:
-                engine._reload(rt)
+                engine.reload(rt)
                 raise
-            engine._archive(rt, in_window)
+            engine.archive(rt, in_window)
             rt.last_edit += 1
             rt.last_event = events[-1].number
             engine.events.publish(rt.key, events)
@@ -330,7 +329,7 @@ class AgentLoop:
                 f"invalid checkpoint name {name!r}: use 1..128 characters, no control characters"
             )
         engine = self.engine
-        rt = engine._locked(namespace, conversation_id)
+        rt = engine.locked(namespace, conversation_id)
         try:
             checkpoint = Checkpoint(
                 name=name,
@@ -345,7 +344,7 @@ class AgentLoop:
                 states=tuple(self.store.item_state_runs(rt.key)),
                 reported=rt.reported,
             )
-            events = engine._events(
+            events = engine.number_events(
                 rt, [(EventKind.CHECKPOINT_CREATED, CheckpointChange(checkpoint))]
             )
             self.store.add_checkpoint(rt.key, checkpoint, events)
@@ -367,7 +366,7 @@ class AgentLoop:
             NotFound: no such checkpoint.
         """
         engine = self.engine
-        rt = engine._locked(namespace, conversation_id)
+        rt = engine.locked(namespace, conversation_id)
         try:
             checkpoint = self.store.checkpoint(rt.key, name)
             if checkpoint is None:
@@ -377,13 +376,13 @@ class AgentLoop:
                     f" (it has: {known or 'none'})"
                 )
             reverted, undone = self.store.commit_restore(rt.key, checkpoint, engine.clock(), ())
-            engine._reload(rt)
+            engine.reload(rt)
             if rt.deleted:
                 raise NotFound(f"conversation {conversation_id!r} was deleted")
             usage = self._usage(rt)
             # Recorded after the restore: a crash in between loses these two events, never
             # the restore itself (whose outcome the next usage call reports anyway).
-            events = engine._events(
+            events = engine.number_events(
                 rt,
                 [
                     (EventKind.CHECKPOINT_RESTORED, CheckpointChange(checkpoint, reverted)),
@@ -465,7 +464,6 @@ class Watch:
         self._subscription = subscription
         self._after = after
         self._current = current
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._subscription.close()

@@ -217,7 +217,12 @@ class ContextEngine:
         with self._registry_lock:
             return self._by_key.get(key)
 
-    def _locked(self, namespace: str, conversation_id: str) -> ConversationRuntime:
+    def locked(self, namespace: str, conversation_id: str) -> ConversationRuntime:
+        """The live runtime with its lock held; the caller releases it.
+
+        Raises:
+            NotFound: no such conversation, or deleted meanwhile.
+        """
         rt = self.runtime(namespace, conversation_id)
         rt.lock.acquire()
         if rt.deleted:
@@ -225,8 +230,9 @@ class ContextEngine:
             raise NotFound(f"conversation {conversation_id!r} was deleted")
         return rt
 
-    def _index(self, rt: ConversationRuntime) -> None:
-        """Makes rt.index hold exactly the archived, embedded items (caller holds rt.lock).
+    def ensure_index(self, rt: ConversationRuntime) -> None:
+        """Makes rt.index hold exactly the archived and compacted embedded items (caller
+        holds rt.lock).
 
         A saved file is used only when its ids equal what the store says; a missing, stale or
         corrupt file is rebuilt from the stored vectors, which are the truth.
@@ -270,7 +276,7 @@ class ContextEngine:
         return dataclasses.replace(patch, encoding=spec.encoding)
 
     def get_conversation(self, namespace: str, conversation_id: str) -> ConversationInfo:
-        rt = self._locked(namespace, conversation_id)
+        rt = self.locked(namespace, conversation_id)
         try:
             return self._info(rt)
         finally:
@@ -306,7 +312,7 @@ class ContextEngine:
     def update_conversation(
         self, namespace: str, conversation_id: str, patch: SettingsPatch
     ) -> ConversationInfo:
-        rt = self._locked(namespace, conversation_id)
+        rt = self.locked(namespace, conversation_id)
         try:
             if rt.last_seq == 0:
                 patch = self._model_encoding(patch)
@@ -333,7 +339,7 @@ class ContextEngine:
             rt.lock.release()
 
     def delete_conversation(self, namespace: str, conversation_id: str) -> int:
-        rt = self._locked(namespace, conversation_id)
+        rt = self.locked(namespace, conversation_id)
         try:
             deleted = self.store.delete_conversation(rt.key)
             rt.deleted = True
@@ -445,7 +451,7 @@ class ContextEngine:
             if evicted:
                 payloads.append((EventKind.EVICTION, tuple(evicted)))
             payloads.append((EventKind.USAGE, self.usage_of(rt)))
-            events = self._events(rt, payloads)
+            events = self.number_events(rt, payloads)
             self.store.commit_append(
                 rt.key,
                 new,
@@ -458,11 +464,11 @@ class ContextEngine:
                 events=events,
             )
         except BaseException:
-            self._reload(rt)
+            self.reload(rt)
             raise
         rt.last_edit += len(superseded.edits)
         rt.last_event = events[-1].number
-        self._archive(rt, evicted)
+        self.archive(rt, evicted)
         rt.pending += len(new)
         rt.total += len(new)
         self.on_append()
@@ -489,7 +495,7 @@ class ContextEngine:
             rt.replaced[seq] = replacement
             rt.active.replace(replacement)
 
-    def _events(
+    def number_events(
         self, rt: ConversationRuntime, payloads: Sequence[tuple[EventKind, EventPayload]]
     ) -> list[Event]:
         """Numbered events for what is about to be committed (rt.lock held); rt.last_event
@@ -500,7 +506,7 @@ class ContextEngine:
             for n, (kind, payload) in enumerate(payloads, start=1)
         ]
 
-    def _reload(self, rt: ConversationRuntime) -> None:
+    def reload(self, rt: ConversationRuntime) -> None:
         """After a failed commit: memory back to the store's truth, or out of the registry
         so that the next call loads it afresh (rt.lock held)."""
         try:
@@ -527,7 +533,7 @@ class ContextEngine:
             compactable=active.row_count() > (1 if rt.active_start else 0),
         )
 
-    def _archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
+    def archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
         """Moves committed evictions out of the window and into the index (rt.lock held).
         Items whose vector has not arrived yet are indexed by the indexer when it does."""
         rt.archived += len(seqs)
@@ -560,7 +566,7 @@ class ContextEngine:
         evicted = self._evictions(rt)
         if evicted:
             self.store.commit_append(rt.key, [], [], evicted, rt.token_limit, rt.state.value)
-            self._archive(rt, evicted)
+            self.archive(rt, evicted)
         return evicted
 
     def apply_vectors(self, key: int, seqs: Sequence[int], vectors: Vector) -> None:
@@ -598,7 +604,7 @@ class ContextEngine:
     # ------------------------------------------------------------ items
 
     def set_pinned(self, namespace: str, conversation_id: str, seq: int, pinned: bool) -> Item:
-        rt = self._locked(namespace, conversation_id)
+        rt = self.locked(namespace, conversation_id)
         try:
             item = self.store.get_items(rt.key, [seq]).get(seq)
             if item is None:

@@ -242,7 +242,7 @@ class Retriever:
         dense: dict[int, float] = {}
         if query_vec is not None and mode != "lexical":
             if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
-                self.engine._index(rt)
+                self.engine.ensure_index(rt)
                 assert rt.index is not None
                 sims, ids = rt.index.search(query_vec, limit, allowed)
                 rt.last_search = time.monotonic()
