@@ -92,3 +92,16 @@ def test_restoring_a_later_checkpoint_brings_reverted_items_back(client: Client)
     client.restore_checkpoint("r", "late")
     assert _state(client, "r") == late
     assert list(client.iter_items("r", states=["reverted"])) == []
+
+
+def test_a_restored_window_fits_todays_limits(client: Client) -> None:
+    """Settings are not part of a checkpoint: a window restored under a smaller item limit
+    evicts down to it (found by the engine's state machine)."""
+    _turns(client, "s", 0, 4)
+    client.create_checkpoint("s", "four")
+    client.update_conversation("s", ConversationSettings(window_max_items=2))
+    client.restore_checkpoint("s", "four")
+    conv = client.get_conversation("s")
+    assert conv.window.item_count == 2 <= conv.window.item_limit
+    states = {i.seq: i.state for i in client.iter_items("s")}
+    assert [states[s] for s in (1, 2, 3, 4)].count("window") == 2

@@ -25,6 +25,7 @@ from contextwm.core.history import (
     EditKind,
     Event,
     EventKind,
+    EventPayload,
 )
 from contextwm.core.model import Flag, Item, ItemState
 from contextwm.core.runtime import ConversationRuntime
@@ -379,16 +380,20 @@ class AgentLoop:
             engine.reload(rt)
             if rt.deleted:
                 raise NotFound(f"conversation {conversation_id!r} was deleted")
+            # Settings are not part of a checkpoint: the restored window must fit today's.
+            settings = rt.record.settings
+            if not settings.adaptive_window:
+                rt.token_limit = settings.window_max_tokens
+            evicted = engine.evict_to_fit(rt)
             usage = self._usage(rt)
             # Recorded after the restore: a crash in between loses these two events, never
             # the restore itself (whose outcome the next usage call reports anyway).
-            events = engine.number_events(
-                rt,
-                [
-                    (EventKind.CHECKPOINT_RESTORED, CheckpointChange(checkpoint, reverted)),
-                    (EventKind.USAGE, usage),
-                ],
-            )
+            payloads: list[tuple[EventKind, EventPayload]] = [
+                (EventKind.CHECKPOINT_RESTORED, CheckpointChange(checkpoint, reverted))
+            ]
+            if evicted:
+                payloads.append((EventKind.EVICTION, tuple(evicted)))
+            events = engine.number_events(rt, [*payloads, (EventKind.USAGE, usage)])
             self.store.record_events(rt.key, events)
             rt.last_event = events[-1].number
             engine.events.publish(rt.key, events)

@@ -333,7 +333,7 @@ class ContextEngine:
             if settings.encoding != previous.encoding:
                 self._fill(rt, rt.record)  # an empty conversation: nothing counted yet
             rt.active.set_mask_after_turns(settings.mask_tool_outputs_after_turns)
-            self._evict_to_fit(rt)
+            self.evict_to_fit(rt)
             return self._info(rt)
         finally:
             rt.lock.release()
@@ -561,8 +561,9 @@ class ContextEngine:
         )
         return [e.seq for e in evictions]
 
-    def _evict_to_fit(self, rt: ConversationRuntime) -> list[int]:
-        """Evicts until the window fits its limits again (after a settings change)."""
+    def evict_to_fit(self, rt: ConversationRuntime) -> list[int]:
+        """Evicts until the window fits its current limits again, after a settings change or
+        a checkpoint restore (rt.lock held)."""
         evicted = self._evictions(rt)
         if evicted:
             self.store.commit_append(rt.key, [], [], evicted, rt.token_limit, rt.state.value)
