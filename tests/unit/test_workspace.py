@@ -341,6 +341,20 @@ def test_diff_against_head(tmp_path: Path) -> None:
 
 
 @needs_git
+def test_a_diff_never_runs_the_agents_git_filters(tmp_path: Path) -> None:
+    """`git diff` would run the clean filter named in .gitattributes and .git/config: code of
+    the agent's choosing, with the sidecar's rights. The diff is made without git's filters."""
+    marker = tmp_path / "filter-ran"
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    write(repo, {".gitattributes": "*.py filter=evil\n", "a.py": "x = 2\n"})
+    git(repo, "config", "filter.evil.clean", f"touch {marker}; cat")
+    git(repo, "config", "filter.evil.smudge", f"touch {marker}; cat")
+    diff = Workspace(repo).diff_against_head("a.py")
+    assert diff is not None and "-x = 1" in diff and "+x = 2" in diff
+    assert not marker.exists()
+
+
+@needs_git
 def test_diff_in_a_subdirectory_root_and_through_a_symlink(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"src/m.py": "a = 1\n"})
     write(repo, {"src/m.py": "a = 2\n"})

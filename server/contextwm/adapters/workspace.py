@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 import shutil
@@ -213,12 +214,16 @@ class Workspace:
         return self._run_git("rev-parse", "--is-inside-work-tree") == b"true\n"
 
     def diff_against_head(self, path: str, max_bytes: int = 1_000_000) -> str | None:
-        """`git diff HEAD` of one file.
+        """A unified diff of one file against its HEAD version.
+
+        The HEAD version comes from `git cat-file blob`, which runs no filters, and the diff
+        is made here: `git diff` would run the clean filters the agent's .gitattributes and
+        .git/config name, that is, code of the agent's choosing with the sidecar's rights.
 
         Args:
-            path: workspace-relative; resolved first, and git is given the real path, since
-                git refuses paths through a symlink.
-            max_bytes: a longer diff counts as no diff (the content is then used).
+            path: workspace-relative; resolved first, and git is asked about the real path,
+                since git refuses paths through a symlink.
+            max_bytes: a longer file or diff counts as no diff (the content is then used).
 
         Returns:
             The diff; None outside git, without git, with no commit yet, for an untracked or
@@ -231,15 +236,31 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise InvalidArgument(f"{path!r} is a directory, not a file")
-        if not self.is_git():  # outside a repo, `git diff` would compare files instead
+        if not self.is_git():
             return None
         relative = real.relative_to(self._root).as_posix()
-        out = self._run_git(
-            "diff", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD", "--", relative
-        )
-        if not out or len(out) > max_bytes:
+        # "./" makes the path relative to the root, which may be below the repository's top.
+        head = self._run_git("cat-file", "blob", f"HEAD:./{relative}")
+        if head is None or len(head) > max_bytes:
+            return None  # untracked, no commit yet, or too large
+        try:
+            current = self.read_text(relative, max_bytes)
+        except NotFound:
+            current = ""  # deleted from the work tree: its diff removes every line
+        except ResourceExhausted:
             return None
-        return out.decode("utf-8", errors="replace")
+        before = head.decode("utf-8", errors="replace")
+        if before == current:
+            return None
+        diff = "".join(
+            difflib.unified_diff(
+                before.splitlines(keepends=True),
+                current.splitlines(keepends=True),
+                fromfile=f"a/{relative}",
+                tofile=f"b/{relative}",
+            )
+        )
+        return diff if len(diff.encode()) <= max_bytes else None
 
     def working_file(
         self, path: str, counter: TokenCounter, max_bytes: int = 1_000_000
