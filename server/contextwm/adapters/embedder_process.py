@@ -60,12 +60,14 @@ class ProcessEmbedder:
         self._niceness = niceness
         self._lock = threading.Lock()
         self._process: Any = None
-        self._conn: Connection | None = None
+        self._conn: Connection | None = None  # set once the child is ready
+        self._pending: Connection | None = None
         self._name = ""
         self._dimension = 0
-        self._start()
+        self._spawn()
 
-    def _start(self) -> None:
+    def _spawn(self) -> None:
+        """Starts the child; it loads the model while the caller goes on (see ready())."""
         ctx = multiprocessing.get_context("spawn")  # fork would copy the server's threads
         parent, child = ctx.Pipe()
         process = ctx.Process(
@@ -73,6 +75,18 @@ class ProcessEmbedder:
         )
         process.start()
         child.close()
+        self._process, self._pending = process, parent
+
+    def ready(self) -> None:
+        """Waits until the child has loaded the model (the server loads its own meanwhile).
+
+        Raises:
+            RuntimeError: the child did not start or exited.
+        """
+        if self._conn is not None:
+            return
+        process, parent = self._process, self._pending
+        assert parent is not None
         if not parent.poll(START_SECONDS):
             process.kill()
             raise RuntimeError(f"the embedding process did not start in {START_SECONDS:.0f} s")
@@ -81,29 +95,36 @@ class ProcessEmbedder:
         except EOFError:
             raise RuntimeError("the embedding process exited while loading the model") from None
         assert status == "ready"
-        self._process, self._conn = process, parent
+        self._conn = parent
         self._name, self._dimension = name, dimension
 
     @property
     def model_name(self) -> str:
+        with self._lock:
+            self.ready()
         return self._name
 
     @property
     def dimension(self) -> int:
+        with self._lock:
+            self.ready()
         return self._dimension
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Raises RuntimeError when the child fails (it is restarted for the next call)."""
         with self._lock:
-            if self._conn is None or not self._process.is_alive():
+            if self._conn is not None and not self._process.is_alive():
                 log.warning("embedding process is gone; starting a new one")
-                self._start()
+                self._conn = None
+                self._spawn()
+            self.ready()
             assert self._conn is not None
             try:
                 self._conn.send(list(texts))
                 status, payload = self._conn.recv()
             except (EOFError, OSError, BrokenPipeError) as exc:
                 self._conn = None
+                self._spawn()  # the next call gets a fresh child
                 raise RuntimeError(f"the embedding process failed: {exc}") from exc
         if status != "ok":
             raise RuntimeError(f"the embedding process failed: {payload}")

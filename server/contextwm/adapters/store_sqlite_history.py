@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from contextwm.core.active_context import ActiveEntry, ActiveTotals
+from contextwm.core.active_context import ActiveEntry, ActiveTotals, tool_name
 from contextwm.core.history import (
     Checkpoint,
     CheckpointChange,
@@ -26,7 +26,7 @@ from contextwm.core.history import (
     StateRun,
 )
 from contextwm.core.ledger import Fact, FactKind
-from contextwm.core.model import ItemState
+from contextwm.core.model import FileRef, ItemState
 from contextwm.core.usage import ContextLimits, Reported, Usage
 from contextwm.errors import AlreadyExists
 
@@ -110,29 +110,40 @@ class HistoryTables:
         rows = (
             self._reader()
             .execute(
-                "SELECT seq, role, tokens, kind, CASE WHEN role = 'tool' AND metadata IS NOT NULL"
-                " THEN coalesce(json_extract(metadata, '$.tool'),"
-                " json_extract(metadata, '$.tool_name')) END"
-                " FROM items WHERE conv = ? AND seq >= ? AND state != ? ORDER BY seq",
+                "SELECT seq, role, tokens, kind, metadata FROM items"
+                " WHERE conv = ? AND seq >= ? AND state != ? ORDER BY seq",
                 (key, start, _REVERTED),
             )
             .fetchall()
         )
-        return [ActiveEntry(seq=r[0], role=r[1], tokens=r[2], kind=r[3], tool=r[4]) for r in rows]
+        return [
+            ActiveEntry(
+                seq=seq,
+                role=role,
+                tokens=tokens,
+                kind=kind,
+                # Only tool outputs have a tool name: the other rows' metadata is not parsed.
+                tool=tool_name(role, json.loads(meta)) if role == "tool" and meta else None,
+            )
+            for seq, role, tokens, kind, meta in rows
+        ]
 
     def whole_file_copies(self, key: int) -> dict[str, int]:
         """Per path, the seq of the newest item that holds the whole file (not reverted)."""
         rows = (
             self._reader()
             .execute(
-                "SELECT file_path, max(seq) FROM items WHERE conv = ? AND file_path IS NOT NULL"
-                " AND state != ? AND ((whole_file = 1 AND file_kind IN ('read', 'write'))"
-                " OR (whole_file IS NULL AND file_kind = 'read')) GROUP BY file_path",
+                "SELECT seq, file_path, file_kind, whole_file FROM items"
+                " WHERE conv = ? AND file_path IS NOT NULL AND state != ? ORDER BY seq",
                 (key, _REVERTED),
             )
             .fetchall()
         )
-        return {r[0]: r[1] for r in rows}
+        return {
+            path: seq
+            for seq, path, kind, whole in rows
+            if FileRef(path, kind, None if whole is None else bool(whole)).carries_whole_file
+        }
 
     def edits(
         self, key: int, *, after_id: int = 0, limit: int = -1, live_only: bool = False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from contextwm.core.truncation import truncation_notice
@@ -19,6 +19,13 @@ class ActiveEntry:
     tokens: int
     tool: str | None = None  # tool name, for a tool output's placeholder
     kind: str = "message"  # "compaction" for a marker
+
+
+def tool_name(role: str, metadata: Mapping[str, str]) -> str | None:
+    """The tool a tool output came from (metadata "tool" or "tool_name"), for its placeholder."""
+    if role != "tool":
+        return None
+    return metadata.get("tool") or metadata.get("tool_name")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextwm.core.active_context import ActiveContext, ActiveEntry, Replacement
+from contextwm.core.active_context import ActiveContext, ActiveEntry, Replacement, tool_name
 from contextwm.core.conversation_state import adapt_window, detect_state
 from contextwm.core.events import EventHub
 from contextwm.core.file_copies import supersede
-from contextwm.core.history import ContextEdit, EditKind, Event, EventKind, EventPayload
+from contextwm.core.history import EditKind, Event, EventKind, EventPayload
 from contextwm.core.importance import detect_flags
 from contextwm.core.ledger import Ledger, extract_facts
 from contextwm.core.model import (
@@ -442,7 +442,9 @@ class ContextEngine:
                     settings.window_max_tokens, rt.token_limit, recent_texts, rt.state
                 )
             evicted = self._evictions(rt)
-            self._replace(rt, superseded.edits, counter)
+            for replacement in superseded.replacements:
+                rt.replaced[replacement.seq] = replacement
+                rt.active.replace(replacement)
             rt.whole_copies = superseded.copies
             rt.ledger.add(facts)
             payloads: list[tuple[EventKind, EventPayload]] = [
@@ -484,16 +486,6 @@ class ContextEngine:
             return entry.item.token_count
         item = self.store.get_items(rt.key, [seq]).get(seq)
         return item.token_count if item else 0
-
-    def _replace(
-        self, rt: ConversationRuntime, edits: Sequence[ContextEdit], counter: TokenCounter
-    ) -> None:
-        """Shows superseded file copies as their notice (rt.lock held)."""
-        for edit in edits:
-            seq = edit.seqs[0]
-            replacement = Replacement(seq, edit.detail, counter.count(edit.detail))
-            rt.replaced[seq] = replacement
-            rt.active.replace(replacement)
 
     def number_events(
         self, rt: ConversationRuntime, payloads: Sequence[tuple[EventKind, EventPayload]]
@@ -663,9 +655,7 @@ class ContextEngine:
 
 
 def _active_entry(item: Item) -> ActiveEntry:
-    tool = (
-        item.metadata.get("tool") or item.metadata.get("tool_name") if item.role == "tool" else None
-    )
+    tool = tool_name(item.role, item.metadata)
     return ActiveEntry(
         seq=item.seq, role=item.role, tokens=item.token_count, tool=tool, kind=item.kind
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from contextwm.core.active_context import Replacement
 from contextwm.core.history import ContextEdit, EditKind
 from contextwm.core.model import Item
 from contextwm.ports.tokens import TokenCounter
@@ -20,10 +21,12 @@ def duplicate_notice(path: str, seq: int, newer: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Superseded:
-    """What new items do to the file copies: edits to record and the newest copy per path."""
+    """What new items do to the file copies: edits to record, the notices to show (counted
+    once, here), and the newest copy per path."""
 
     edits: tuple[ContextEdit, ...]
-    copies: dict[str, int]
+    replacements: tuple[Replacement, ...]
+    copies: Mapping[str, int]
 
 
 def supersede(
@@ -50,20 +53,25 @@ def supersede(
             but the newest copies are still tracked.
 
     Returns:
-        One duplicate_read edit per superseded copy (its notice in detail), and the paths'
-        newest copies after the items.
+        One duplicate_read edit per superseded copy (its notice in detail) with the notice as
+        a Replacement, and the paths' newest copies after the items.
     """
+    whole = [i for i in items if i.file is not None and i.file.carries_whole_file]
+    if not whole:  # most appends: no copy of the mapping
+        return Superseded((), (), copies)
     newest = dict(copies)
     edits: list[ContextEdit] = []
-    for item in items:
-        if item.file is None or not item.file.carries_whole_file:
-            continue
+    replacements: list[Replacement] = []
+    for item in whole:
+        assert item.file is not None
         path = item.file.path
         older = newest.get(path)
         newest[path] = item.seq
         if older is None or not replace:
             continue
         notice = duplicate_notice(path, older, item.seq)
+        notice_tokens = counter.count(notice)
+        replacements.append(Replacement(older, notice, notice_tokens))
         edits.append(
             ContextEdit(
                 id=first_edit_id + len(edits),
@@ -71,8 +79,8 @@ def supersede(
                 kind=EditKind.DUPLICATE_READ,
                 seqs=(older,),
                 related_seq=item.seq,
-                tokens_saved=max(0, tokens_of(older) - counter.count(notice)),
+                tokens_saved=max(0, tokens_of(older) - notice_tokens),
                 detail=notice,
             )
         )
-    return Superseded(tuple(edits), newest)
+    return Superseded(tuple(edits), tuple(replacements), newest)

@@ -4,6 +4,7 @@ and the agent loop's active context, fact ledger and file copies."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from contextwm.core.active_context import ActiveContext, Replacement
@@ -47,7 +48,7 @@ class ConversationRuntime:
     last_event: int = 0
     last_edit: int = 0
     # Per path, the newest item holding the whole file; a newer copy supersedes it.
-    whole_copies: dict[str, int] = field(default_factory=dict)
+    whole_copies: Mapping[str, int] = field(default_factory=dict)
     # Superseded file copies (any state): shown as their notice in every context.
     replaced: dict[int, Replacement] = field(default_factory=dict)
     # Whether any item is reverted: then a vector arriving for an item outside the window
