@@ -38,6 +38,7 @@ from contextwm_client._types import (
     ActiveEntry,
     AppendBatchResult,
     AppendResult,
+    CategoryOptions,
     Checkpoint,
     CompactResult,
     ContextEdit,
@@ -149,6 +150,8 @@ class Client:
             The conversation with its effective settings.
 
         Raises:
+            ValueError: A category or contributor type is not a known name, or a category is
+                given twice (checked before the call).
             AlreadyExistsError: The conversation exists already.
             InvalidArgumentError: The id or a setting is invalid.
             ContextWMError: Any other failure of the call.
@@ -236,6 +239,8 @@ class Client:
             The conversation with its new effective settings.
 
         Raises:
+            ValueError: A category or contributor type is not a known name, or a category is
+                given twice (checked before the call).
             NotFoundError: No such conversation.
             InvalidArgumentError: A setting is invalid.
             ContextWMError: Any other failure of the call.
@@ -443,6 +448,7 @@ class Client:
         include_neighbors: bool | None = None,
         mode: str | None = None,
         time_hints: bool | None = None,
+        categories: CategoryOptions | bool | None = None,
         namespace: str | None = None,
     ) -> EnhancedContext:
         """Returns the enhanced context: recent window plus relevant history, within a budget.
@@ -459,14 +465,20 @@ class Client:
             include_neighbors: Bring a hit's neighbouring turn along when it fits.
             mode: "hybrid", "dense" or "lexical".
             time_hints: Read time words in the query ("last week", "in May").
+            categories: Assemble by category budgets, with contributors and an allocation
+                report: True with the conversation's budgets and weights, CategoryOptions
+                to change them for this request; None or False: the recent/history split.
             namespace: Namespace; None uses the client's.
 
         Returns:
-            The rendered text with the items, scores and token account behind it.
+            The rendered text with the items, scores and token account behind it (and the
+            allocation, with categories).
 
         Raises:
-            ValueError: mode is not a known retrieval mode (checked before the call).
+            ValueError: mode, a category or a contributor type is not a known name, or a
+                category is given twice (checked before the call).
             NotFoundError: No such conversation.
+            PermissionDeniedError: A file of the categories leaves the workspace.
             InvalidArgumentError: Bad budget or option.
             ContextWMError: Any other failure of the call.
         """
@@ -481,6 +493,7 @@ class Client:
             include_neighbors=include_neighbors,
             mode=mode,
             time_hints=time_hints,
+            categories=categories,
         )
         response = self._invoke(self._stub.GetContext, request, pb.EnhancedContext)
         return from_proto_enhanced_context(response)

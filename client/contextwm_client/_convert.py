@@ -19,13 +19,18 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._types import (
     ActiveContext,
     ActiveEntry,
+    AllocationReport,
     AppendBatchResult,
     AppendedItem,
     AppendResult,
+    CategoryAllocation,
+    CategoryBudget,
+    CategoryOptions,
     Checkpoint,
     Compaction,
     CompactResult,
     ContextEdit,
+    ContributorPiece,
     Conversation,
     ConversationSettings,
     EnhancedContext,
@@ -70,9 +75,25 @@ _RETRIEVAL_MODES: Mapping[str, pb.RetrievalMode] = {
     "dense": pb.RETRIEVAL_MODE_DENSE,
     "lexical": pb.RETRIEVAL_MODE_LEXICAL,
 }
+_CATEGORIES: Mapping[str, pb.Category] = {
+    "system": pb.CATEGORY_SYSTEM,
+    "context": pb.CATEGORY_CONTEXT,
+    "dialog": pb.CATEGORY_DIALOG,
+    "system_output": pb.CATEGORY_SYSTEM_OUTPUT,
+}
+_CONTRIBUTOR_TYPES: Mapping[str, pb.ContributorType] = {
+    "working_files": pb.CONTRIBUTOR_TYPE_WORKING_FILES,
+    "retrieval": pb.CONTRIBUTOR_TYPE_RETRIEVAL,
+    "codebase_map": pb.CONTRIBUTOR_TYPE_CODEBASE_MAP,
+    "project_docs": pb.CONTRIBUTOR_TYPE_PROJECT_DOCS,
+}
 _ITEM_STATE_NAMES: Mapping[int, str] = {number: name for name, number in _ITEM_STATES.items()}
 _CONVERSATION_STATE_NAMES: Mapping[int, str] = {
     number: name for name, number in _CONVERSATION_STATES.items()
+}
+_CATEGORY_NAMES: Mapping[int, str] = {number: name for name, number in _CATEGORIES.items()}
+_CONTRIBUTOR_TYPE_NAMES: Mapping[int, str] = {
+    number: name for name, number in _CONTRIBUTOR_TYPES.items()
 }
 
 E = TypeVar("E")
@@ -154,6 +175,34 @@ def to_proto_retrieval_mode(mode: str | None) -> pb.RetrievalMode:
     if mode is None:
         return pb.RETRIEVAL_MODE_UNSPECIFIED
     return _enum_value(_RETRIEVAL_MODES, mode, "retrieval mode")
+
+
+def to_proto_category(category: str) -> pb.Category:
+    """Converts "system", "context", "dialog" or "system_output" to the enum.
+
+    Raises:
+        ValueError: For any other name.
+    """
+    return _enum_value(_CATEGORIES, category, "category")
+
+
+def from_proto_category(category: pb.Category) -> str:
+    """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
+    return _CATEGORY_NAMES.get(category, _UNSPECIFIED)
+
+
+def to_proto_contributor_type(contributor_type: str) -> pb.ContributorType:
+    """Converts "working_files", "retrieval", "codebase_map" or "project_docs" to the enum.
+
+    Raises:
+        ValueError: For any other name.
+    """
+    return _enum_value(_CONTRIBUTOR_TYPES, contributor_type, "contributor type")
+
+
+def from_proto_contributor_type(contributor_type: pb.ContributorType) -> str:
+    """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
+    return _CONTRIBUTOR_TYPE_NAMES.get(contributor_type, _UNSPECIFIED)
 
 
 # ---------------------------------------------------------------- items
@@ -302,6 +351,178 @@ def from_proto_scored_item(message: pb.ScoredItem) -> ScoredItem:
     )
 
 
+# ---------------------------------------------------------------- category budgets
+
+
+def to_proto_category_budget(value: CategoryBudget) -> pb.CategoryBudget:
+    """Converts a CategoryBudget to its message; None shares stay unset (unchanged).
+
+    Raises:
+        ValueError: If the category is not a known category.
+    """
+    return pb.CategoryBudget(
+        category=to_proto_category(value.category),
+        share=value.share,
+        min_share=value.min_share,
+        max_share=value.max_share,
+    )
+
+
+def from_proto_category_budget(message: pb.CategoryBudget) -> CategoryBudget:
+    """Converts a CategoryBudget message to a CategoryBudget; unset shares become None."""
+    m = message
+    return CategoryBudget(
+        category=from_proto_category(m.category),
+        share=_optional(m, "share", m.share),
+        min_share=_optional(m, "min_share", m.min_share),
+        max_share=_optional(m, "max_share", m.max_share),
+    )
+
+
+def to_proto_category_budgets(values: Sequence[CategoryBudget]) -> list[pb.CategoryBudget]:
+    """Converts budgets to their messages.
+
+    Raises:
+        ValueError: If a category is unknown or given twice (the server would refuse it).
+    """
+    seen: set[str] = set()
+    for value in values:
+        if value.category in seen:
+            raise ValueError(f"category {value.category!r} is given twice in the budgets")
+        seen.add(value.category)
+    return [to_proto_category_budget(value) for value in values]
+
+
+def to_proto_contributor_weights(values: Mapping[str, float]) -> list[pb.ContributorWeight]:
+    """Converts weights keyed by contributor type to their messages.
+
+    Raises:
+        ValueError: If a key is not a known contributor type.
+    """
+    return [
+        pb.ContributorWeight(type=to_proto_contributor_type(name), weight=weight)
+        for name, weight in values.items()
+    ]
+
+
+def from_proto_contributor_weights(
+    messages: Sequence[pb.ContributorWeight],
+) -> dict[str, float]:
+    """Converts ContributorWeight messages to weights keyed by contributor type."""
+    return {from_proto_contributor_type(m.type): m.weight for m in messages}
+
+
+def to_proto_category_options(value: CategoryOptions) -> pb.CategoryOptions:
+    """Converts CategoryOptions to its message.
+
+    Raises:
+        ValueError: If a category or contributor type is unknown, or a category is given
+            twice.
+    """
+    return pb.CategoryOptions(
+        budgets=to_proto_category_budgets(value.budgets),
+        contributor_weights=to_proto_contributor_weights(value.contributor_weights),
+        files=value.files,
+    )
+
+
+def from_proto_category_options(message: pb.CategoryOptions) -> CategoryOptions:
+    """Converts a CategoryOptions message to CategoryOptions."""
+    return CategoryOptions(
+        budgets=tuple(from_proto_category_budget(b) for b in message.budgets),
+        contributor_weights=from_proto_contributor_weights(message.contributor_weights),
+        files=tuple(message.files),
+    )
+
+
+def to_proto_category_allocation(value: CategoryAllocation) -> pb.CategoryAllocation:
+    """Converts a CategoryAllocation to its message.
+
+    Raises:
+        ValueError: If the category is not a known category.
+    """
+    return pb.CategoryAllocation(
+        category=to_proto_category(value.category),
+        minimum=value.minimum,
+        maximum=value.maximum,
+        granted=value.granted,
+        used=value.used,
+        lent=value.lent,
+        borrowed=value.borrowed,
+    )
+
+
+def from_proto_category_allocation(message: pb.CategoryAllocation) -> CategoryAllocation:
+    """Converts a CategoryAllocation message to a CategoryAllocation."""
+    return CategoryAllocation(
+        category=from_proto_category(message.category),
+        minimum=message.minimum,
+        maximum=message.maximum,
+        granted=message.granted,
+        used=message.used,
+        lent=message.lent,
+        borrowed=message.borrowed,
+    )
+
+
+def to_proto_contributor_piece(value: ContributorPiece) -> pb.ContributorPiece:
+    """Converts a ContributorPiece to its message.
+
+    Raises:
+        ValueError: If the type is not a known contributor type.
+    """
+    return pb.ContributorPiece(
+        type=to_proto_contributor_type(value.type),
+        source=value.source,
+        chosen=value.chosen,
+        weight=value.weight,
+        salience=value.salience,
+        score=value.score,
+        tokens=value.tokens,
+        detail=value.detail,
+        reason=value.reason,
+        content=value.content,
+    )
+
+
+def from_proto_contributor_piece(message: pb.ContributorPiece) -> ContributorPiece:
+    """Converts a ContributorPiece message to a ContributorPiece."""
+    return ContributorPiece(
+        type=from_proto_contributor_type(message.type),
+        source=message.source,
+        chosen=message.chosen,
+        weight=message.weight,
+        salience=message.salience,
+        score=message.score,
+        tokens=message.tokens,
+        detail=message.detail,
+        reason=message.reason,
+        content=message.content,
+    )
+
+
+def to_proto_allocation_report(value: AllocationReport) -> pb.AllocationReport:
+    """Converts an AllocationReport to its message.
+
+    Raises:
+        ValueError: If a category or contributor type is unknown.
+    """
+    return pb.AllocationReport(
+        allocated=value.allocated,
+        categories=[to_proto_category_allocation(c) for c in value.categories],
+        contributors=[to_proto_contributor_piece(c) for c in value.contributors],
+    )
+
+
+def from_proto_allocation_report(message: pb.AllocationReport) -> AllocationReport:
+    """Converts an AllocationReport message to an AllocationReport."""
+    return AllocationReport(
+        allocated=message.allocated,
+        categories=tuple(from_proto_category_allocation(c) for c in message.categories),
+        contributors=tuple(from_proto_contributor_piece(c) for c in message.contributors),
+    )
+
+
 # ---------------------------------------------------------------- conversations
 
 
@@ -346,7 +567,12 @@ def from_proto_scoring_weights(message: pb.ScoringWeights) -> ScoringWeights:
 
 
 def to_proto_conversation_settings(value: ConversationSettings) -> pb.ConversationSettings:
-    """Converts settings to their message; None fields stay unset (server default/unchanged)."""
+    """Converts settings to their message; None fields stay unset (server default/unchanged).
+
+    Raises:
+        ValueError: If a category or contributor type is unknown, or a category is given
+            twice.
+    """
     # Passing None for a proto3 optional field leaves it unset, which is what None means here.
     message = pb.ConversationSettings(
         window_max_tokens=value.window_max_tokens,
@@ -365,6 +591,9 @@ def to_proto_conversation_settings(value: ConversationSettings) -> pb.Conversati
         compaction_enabled=value.compaction_enabled,
         mask_tool_outputs_after_turns=value.mask_tool_outputs_after_turns,
         replace_duplicate_reads=value.replace_duplicate_reads,
+        workspace_root=value.workspace_root,
+        category_budgets=to_proto_category_budgets(value.category_budgets or ()),
+        contributor_weights=to_proto_contributor_weights(value.contributor_weights or {}),
     )
     if value.weights is not None:
         message.weights.CopyFrom(to_proto_scoring_weights(value.weights))
@@ -372,7 +601,10 @@ def to_proto_conversation_settings(value: ConversationSettings) -> pb.Conversati
 
 
 def from_proto_conversation_settings(message: pb.ConversationSettings) -> ConversationSettings:
-    """Converts a ConversationSettings message to settings; unset fields become None."""
+    """Converts a ConversationSettings message to settings; unset fields become None.
+
+    Empty category budgets or contributor weights are unset too (a server sends all four).
+    """
     m = message
     return ConversationSettings(
         window_max_tokens=_optional(m, "window_max_tokens", m.window_max_tokens),
@@ -396,6 +628,9 @@ def from_proto_conversation_settings(message: pb.ConversationSettings) -> Conver
             m, "mask_tool_outputs_after_turns", m.mask_tool_outputs_after_turns
         ),
         replace_duplicate_reads=_optional(m, "replace_duplicate_reads", m.replace_duplicate_reads),
+        workspace_root=_optional(m, "workspace_root", m.workspace_root),
+        category_budgets=tuple(from_proto_category_budget(b) for b in m.category_budgets) or None,
+        contributor_weights=from_proto_contributor_weights(m.contributor_weights) or None,
     )
 
 
@@ -553,6 +788,7 @@ def to_proto_token_account(value: TokenAccount) -> pb.TokenAccount:
         query=value.query,
         recent_omitted=value.recent_omitted,
         encoding=value.encoding,
+        system=value.system,
     )
 
 
@@ -566,6 +802,7 @@ def from_proto_token_account(message: pb.TokenAccount) -> TokenAccount:
         query=message.query,
         recent_omitted=message.recent_omitted,
         encoding=message.encoding,
+        system=message.system,
     )
 
 
@@ -592,7 +829,7 @@ def to_proto_enhanced_context(value: EnhancedContext) -> pb.EnhancedContext:
     """Converts an EnhancedContext to its message.
 
     Raises:
-        ValueError: If a state is not a known item or conversation state.
+        ValueError: If a state, category or contributor type is unknown.
     """
     message = pb.EnhancedContext(
         recent=[to_proto_scored_item(s) for s in value.recent],
@@ -606,11 +843,13 @@ def to_proto_enhanced_context(value: EnhancedContext) -> pb.EnhancedContext:
     )
     if value.time_range is not None:
         message.time_range.CopyFrom(to_proto_time_range(value.time_range))
+    if value.allocation is not None:
+        message.allocation.CopyFrom(to_proto_allocation_report(value.allocation))
     return message
 
 
 def from_proto_enhanced_context(message: pb.EnhancedContext) -> EnhancedContext:
-    """Converts an EnhancedContext message to an EnhancedContext."""
+    """Converts an EnhancedContext message to an EnhancedContext; no allocation is None."""
     return EnhancedContext(
         text=message.text,
         recent=tuple(from_proto_scored_item(s) for s in message.recent),
@@ -623,6 +862,9 @@ def from_proto_enhanced_context(message: pb.EnhancedContext) -> EnhancedContext:
         else None,
         unindexed_items=message.unindexed_items,
         state=from_proto_conversation_state(message.state),
+        allocation=from_proto_allocation_report(message.allocation)
+        if message.HasField("allocation")
+        else None,
     )
 
 

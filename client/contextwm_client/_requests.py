@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from contextwm_client._convert import (
+    to_proto_category_options,
     to_proto_conversation_settings,
     to_proto_item_state,
     to_proto_new_item,
@@ -18,13 +19,18 @@ from contextwm_client._convert import (
     to_proto_timestamp,
 )
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
-from contextwm_client._types import ConversationSettings, NewItem
+from contextwm_client._types import CategoryOptions, ConversationSettings, NewItem
 
 
 def create_conversation(
     namespace: str, conversation_id: str, settings: ConversationSettings | None
 ) -> pb.CreateConversationRequest:
-    """Builds a CreateConversationRequest; no settings means all server defaults."""
+    """Builds a CreateConversationRequest; no settings means all server defaults.
+
+    Raises:
+        ValueError: If a category or contributor type is unknown, or a category is given
+            twice.
+    """
     request = pb.CreateConversationRequest(namespace=namespace, conversation_id=conversation_id)
     if settings is not None:
         request.settings.CopyFrom(to_proto_conversation_settings(settings))
@@ -48,7 +54,12 @@ def list_conversations(
 def update_conversation(
     namespace: str, conversation_id: str, settings: ConversationSettings
 ) -> pb.UpdateConversationRequest:
-    """Builds an UpdateConversationRequest; None settings fields stay unchanged."""
+    """Builds an UpdateConversationRequest; None settings fields stay unchanged.
+
+    Raises:
+        ValueError: If a category or contributor type is unknown, or a category is given
+            twice.
+    """
     return pb.UpdateConversationRequest(
         namespace=namespace,
         conversation_id=conversation_id,
@@ -113,25 +124,35 @@ def get_context(
     include_neighbors: bool | None,
     mode: str | None,
     time_hints: bool | None,
+    categories: CategoryOptions | bool | None,
 ) -> pb.GetContextRequest:
     """Builds a GetContextRequest; None options stay unset (server defaults).
 
+    categories None or False leaves ContextOptions.categories unset; True sets it empty (the
+    conversation's budgets and weights); CategoryOptions are converted.
+
     Raises:
-        ValueError: If mode is not "hybrid", "dense" or "lexical".
+        ValueError: If mode is not "hybrid", "dense" or "lexical", a category or contributor
+            type is unknown, or a category is given twice.
     """
+    options = pb.ContextOptions(
+        recent_share=recent_share,
+        similarity_threshold=similarity_threshold,
+        max_history_items=max_history_items,
+        include_neighbors=include_neighbors,
+        mode=to_proto_retrieval_mode(mode),
+        time_hints=time_hints,
+    )
+    if isinstance(categories, CategoryOptions):
+        options.categories.CopyFrom(to_proto_category_options(categories))
+    elif categories:
+        options.categories.SetInParent()
     return pb.GetContextRequest(
         namespace=namespace,
         conversation_id=conversation_id,
         query=query or "",
         max_tokens=max_tokens,
-        options=pb.ContextOptions(
-            recent_share=recent_share,
-            similarity_threshold=similarity_threshold,
-            max_history_items=max_history_items,
-            include_neighbors=include_neighbors,
-            mode=to_proto_retrieval_mode(mode),
-            time_hints=time_hints,
-        ),
+        options=options,
     )
 
 

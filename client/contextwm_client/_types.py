@@ -3,9 +3,11 @@
 Vocabularies stay strings, as on the wire: roles (user, assistant, system, tool, file, error),
 flags (pinned, error, code, question, solution), file kinds (read, write, mention), item states
 (window, archived, compacted, reverted), conversation states (general, coding, debugging,
-research), retrieval modes (hybrid, dense, lexical) and the agent loop's words (treatments,
-truncation strategies, edit and event kinds). Datetimes the client returns are timezone-aware
-UTC; datetimes it is given without a timezone are taken as UTC.
+research), retrieval modes (hybrid, dense, lexical), categories (system, context, dialog,
+system_output), contributor types (working_files, retrieval, codebase_map, project_docs) and
+the agent loop's words (treatments, truncation strategies, edit and event kinds). Datetimes the
+client returns are timezone-aware UTC; datetimes it is given without a timezone are taken as
+UTC.
 """
 
 from __future__ import annotations
@@ -187,6 +189,42 @@ class ScoringWeights:
 
 
 @dataclass(frozen=True, slots=True)
+class CategoryBudget:
+    """A category's part of the budget, as shares 0..1; None keeps the current value.
+
+    Attributes:
+        category: "system", "context", "dialog" or "system_output".
+        share: The category's share of the budget.
+        min_share: It never lends below this.
+        max_share: It never borrows past this ("system" excepted: it is never trimmed).
+    """
+
+    category: str
+    share: float | None = None
+    min_share: float | None = None
+    max_share: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryOptions:
+    """Asks get_context to assemble by category budgets, with contributors.
+
+    Budgets and weights change the conversation's for this request only.
+
+    Attributes:
+        budgets: Budgets to change, at most one per category.
+        contributor_weights: Weights 0..1 (0 switches one off), keyed by contributor type:
+            "working_files", "retrieval", "codebase_map" or "project_docs".
+        files: Working files to offer before those the items reference (relative to the
+            workspace, or absolute inside it).
+    """
+
+    budgets: tuple[CategoryBudget, ...] = ()
+    contributor_weights: Mapping[str, float] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ConversationSettings:
     """Per-conversation settings. None means the server default (or unchanged on update).
 
@@ -205,6 +243,12 @@ class ConversationSettings:
             them show as a one-line placeholder in the active context; 0 switches it off.
         replace_duplicate_reads: Replace file contents superseded by a later whole copy of
             the same file by a notice.
+        workspace_root: The agent's workspace, an absolute directory under a root the server
+            allows; "" for the server's own.
+        category_budgets: Budgets of the categories, used by requests that ask for them; an
+            entry changes the named category's set fields. Read back: all four categories.
+        contributor_weights: Contributor weights 0..1 keyed by contributor type (0 switches
+            one off). Read back: all four types.
     """
 
     window_max_tokens: int | None = None
@@ -224,6 +268,9 @@ class ConversationSettings:
     compaction_enabled: bool | None = None
     mask_tool_outputs_after_turns: int | None = None
     replace_duplicate_reads: bool | None = None
+    workspace_root: str | None = None
+    category_budgets: tuple[CategoryBudget, ...] | None = None
+    contributor_weights: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +362,7 @@ class TokenAccount:
         query: Tokens of the current-query section.
         recent_omitted: Window items that did not fit.
         encoding: The encoding the tokens were counted in.
+        system: Tokens of the system section (with categories only).
     """
 
     budget: int
@@ -324,6 +372,7 @@ class TokenAccount:
     query: int
     recent_omitted: int
     encoding: str
+    system: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +391,95 @@ class TimeRange:
 
 
 @dataclass(frozen=True, slots=True)
+class CategoryAllocation:
+    """What one category was allowed and used, in tokens.
+
+    Attributes:
+        category: "system", "context", "dialog" or "system_output".
+        minimum: The tokens it never lends below.
+        maximum: The tokens it never borrows past.
+        granted: Its tokens after lending and borrowing.
+        used: Its kept pieces plus its heading.
+        lent: Tokens it lent to other categories.
+        borrowed: Tokens it borrowed from other categories.
+    """
+
+    category: str
+    minimum: int
+    maximum: int
+    granted: int
+    used: int
+    lent: int
+    borrowed: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContributorPiece:
+    """A contributor's piece of context and whether it was chosen.
+
+    Attributes:
+        type: "working_files", "retrieval", "codebase_map" or "project_docs".
+        source: A workspace path, the doc's file name, "codebase", or "#seq" of a retrieval hit.
+        chosen: It is in the rendered text.
+        weight: Its contributor's weight.
+        salience: Similarity to the query (or the focus), 0..1.
+        score: weight x salience: the order in which the context category is filled.
+        tokens: What it costs in the response.
+        detail: "content", "diff against HEAD", "trimmed from N tokens", ...
+        reason: Why it was left out; "" when chosen.
+        content: The piece's text as rendered; "" when left out.
+    """
+
+    type: str
+    source: str
+    chosen: bool
+    weight: float
+    salience: float
+    score: float
+    tokens: int
+    detail: str
+    reason: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationReport:
+    """How get_context shared the budget between the categories, and which pieces it chose.
+
+    Attributes:
+        allocated: The tokens shared between the categories: the budget less the query.
+        categories: One per category, in the order system, context, dialog, system_output.
+        contributors: Chosen pieces first, then those left out, each by score.
+    """
+
+    allocated: int
+    categories: tuple[CategoryAllocation, ...]
+    contributors: tuple[ContributorPiece, ...]
+
+    def category(self, name: str) -> CategoryAllocation:
+        """Returns the named category's allocation.
+
+        Raises:
+            KeyError: The report has no such category (the message names those it has).
+        """
+        for allocation in self.categories:
+            if allocation.category == name:
+                return allocation
+        known = [allocation.category for allocation in self.categories]
+        raise KeyError(f"no category {name!r} in the report; it has {known}")
+
+    @property
+    def chosen(self) -> tuple[ContributorPiece, ...]:
+        """The pieces in the rendered text."""
+        return tuple(piece for piece in self.contributors if piece.chosen)
+
+    @property
+    def left_out(self) -> tuple[ContributorPiece, ...]:
+        """The pieces left out, each with its reason."""
+        return tuple(piece for piece in self.contributors if not piece.chosen)
+
+
+@dataclass(frozen=True, slots=True)
 class EnhancedContext:
     """Recent window plus relevant history under a token budget.
 
@@ -355,6 +493,8 @@ class EnhancedContext:
         time_range: The time range read from the query, if any.
         unindexed_items: Items not embedded yet when the call ran (found lexically only).
         state: The conversation's state: general, coding, debugging or research.
+        allocation: The category allocation and contributor pieces; set when the request
+            asked for categories.
     """
 
     text: str
@@ -366,6 +506,7 @@ class EnhancedContext:
     time_range: TimeRange | None
     unindexed_items: int
     state: str
+    allocation: AllocationReport | None = None
 
     @property
     def total_tokens(self) -> int:

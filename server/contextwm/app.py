@@ -9,6 +9,7 @@ from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.adapters.workspace import Workspaces
 from contextwm.core.engine import ContextEngine
 from contextwm.core.indexer import Indexer
 from contextwm.ports.embedder import Embedder
@@ -78,6 +79,7 @@ class Service:
             index_wait_seconds=settings.index_wait_seconds,
             models=settings.models,
             event_retention_seconds=settings.event_retention_seconds,
+            workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
         )
         if batch_embedder is not None:
             batch_embedder.ready()

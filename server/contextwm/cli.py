@@ -13,10 +13,13 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 from contextwm_client import (
     ActiveEntry,
+    AllocationReport,
+    CategoryBudget,
+    CategoryOptions,
     Checkpoint,
     Client,
     Compaction,
@@ -35,6 +38,9 @@ DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "CONTEXTWM_TARGET"
 ITEM_STATES = ("window", "archived", "compacted", "reverted")
 TRUNCATE_STRATEGIES = ("none", "last_two", "half", "quarter")
+CATEGORIES = ("system", "context", "dialog", "system_output")
+CONTRIBUTOR_TYPES = ("working_files", "retrieval", "codebase_map", "project_docs")
+_BUDGET_FORM = "CATEGORY=SHARE[:MIN[:MAX]]"
 # Global options that take a value; the command scan in main() must skip their values.
 _GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--target", "--namespace"})
 _PREVIEW_CHARS = 80
@@ -75,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ContextWMError as exc:
         print(f"error: {exc.code}: {exc.details}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # refused by the client before any call (a budget given twice)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 
@@ -136,6 +145,20 @@ def _build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argpars
     sub.add_argument("query", nargs="?", help="the question; omitted: the conversation's focus")
     sub.add_argument("--max-tokens", type=int, required=True, help="token budget")
     sub.add_argument("--json", action="store_true", help="print the structured result as JSON")
+    sub.add_argument(
+        "--categories",
+        action="store_true",
+        help="assemble by category budgets, with contributors and an allocation report",
+    )
+    _add_budget_arguments(sub, "for this request; implies --categories")
+    sub.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a working file to offer first; implies --categories",
+    )
 
     sub = command("search", _search, "search archived items")
     sub.add_argument("query")
@@ -163,6 +186,10 @@ def _build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argpars
         sub.add_argument("--reserved-reply-tokens", type=int)
         sub.add_argument("--compaction-threshold", type=float)
         sub.add_argument("--compaction", action=argparse.BooleanOptionalAction)
+        sub.add_argument(
+            "--workspace-root", metavar="PATH", help="the agent's workspace, an absolute path"
+        )
+        _add_budget_arguments(sub, "for requests with categories")
 
     sub = command("get", _get, "show a conversation's settings and statistics")
     sub.add_argument("conversation")
@@ -229,6 +256,58 @@ def _build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argpars
     return parser, serve
 
 
+def _add_budget_arguments(sub: argparse.ArgumentParser, scope: str) -> None:
+    sub.add_argument(
+        "--budget",
+        dest="budgets",
+        action="append",
+        default=[],
+        type=_budget,
+        metavar=_BUDGET_FORM,
+        help=f"a category's shares 0..1 ({', '.join(CATEGORIES)}); an empty part is left "
+        f"unchanged; {scope}",
+    )
+    sub.add_argument(
+        "--weight",
+        dest="weights",
+        action="append",
+        default=[],
+        type=_weight,
+        metavar="TYPE=W",
+        help=f"a contributor weight 0..1 ({', '.join(CONTRIBUTOR_TYPES)}); {scope}",
+    )
+
+
+def _name_value(text: str, names: Sequence[str], what: str, form: str) -> tuple[str, str]:
+    name, separator, value = text.partition("=")
+    if not separator:
+        raise argparse.ArgumentTypeError(f"expected {form}, got {text!r}")
+    if name not in names:
+        raise argparse.ArgumentTypeError(
+            f"unknown {what} {name!r}; expected one of {', '.join(names)}"
+        )
+    return name, value
+
+
+def _budget(text: str) -> CategoryBudget:
+    category, value = _name_value(text, CATEGORIES, "category", _BUDGET_FORM)
+    try:
+        shares = [float(part) if part else None for part in value.split(":")]
+    except ValueError:
+        shares = []
+    if not 1 <= len(shares) <= 3:
+        raise argparse.ArgumentTypeError(f"expected {_BUDGET_FORM}, got {text!r}")
+    return CategoryBudget(category, *shares)
+
+
+def _weight(text: str) -> tuple[str, float]:
+    contributor_type, value = _name_value(text, CONTRIBUTOR_TYPES, "contributor type", "TYPE=W")
+    try:
+        return contributor_type, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected TYPE=W, got {text!r}") from None
+
+
 def _key_value(text: str) -> tuple[str, str]:
     key, separator, value = text.partition("=")
     if not separator or not key:
@@ -267,8 +346,22 @@ def _append(client: Client, args: argparse.Namespace) -> int:
 
 
 def _context(client: Client, args: argparse.Namespace) -> int:
-    context = client.get_context(args.conversation, args.query, max_tokens=args.max_tokens)
-    print(_json(context) if args.json else context.text)
+    categories: CategoryOptions | bool = args.categories
+    if args.budgets or args.weights or args.files:
+        categories = CategoryOptions(
+            budgets=tuple(args.budgets),
+            contributor_weights=dict(args.weights),
+            files=tuple(args.files),
+        )
+    context = client.get_context(
+        args.conversation, args.query, max_tokens=args.max_tokens, categories=categories
+    )
+    if args.json:
+        print(_json(context))
+        return 0
+    print(context.text)
+    if context.allocation is not None:  # on stderr: stdout stays the text for a prompt
+        _print_allocation(context.allocation, sys.stderr)
     return 0
 
 
@@ -307,6 +400,9 @@ def _settings(args: argparse.Namespace) -> ConversationSettings:
         reserved_reply_tokens=args.reserved_reply_tokens,
         compaction_threshold=args.compaction_threshold,
         compaction_enabled=args.compaction,
+        workspace_root=args.workspace_root,
+        category_budgets=tuple(args.budgets) or None,
+        contributor_weights=dict(args.weights) or None,
     )
 
 
@@ -503,7 +599,14 @@ def _scored_line(hit: ScoredItem) -> str:
 
 
 def _print_conversation(conversation: Conversation) -> None:
-    settings = dataclasses.asdict(conversation.settings)
+    current = conversation.settings
+    settings = dataclasses.asdict(current)
+    # Budgets and weights in the syntax of --budget and --weight.
+    if current.category_budgets is not None:
+        settings["category_budgets"] = " ".join(_budget_text(b) for b in current.category_budgets)
+    if current.contributor_weights is not None:
+        weights = current.contributor_weights.items()
+        settings["contributor_weights"] = " ".join(f"{t}={w:g}" for t, w in weights)
     lines = {
         "conversation": f"{conversation.namespace}/{conversation.conversation_id}",
         "state": conversation.state,
@@ -518,6 +621,28 @@ def _print_conversation(conversation: Conversation) -> None:
     width = max(len(name) for name in lines)
     for name, value in lines.items():
         print(f"{name:<{width}}  {value}")
+
+
+def _budget_text(budget: CategoryBudget) -> str:
+    shares = (budget.share, budget.min_share, budget.max_share)
+    return f"{budget.category}=" + ":".join("" if s is None else f"{s:g}" for s in shares)
+
+
+def _print_allocation(report: AllocationReport, out: TextIO) -> None:
+    print(f"allocation: {report.allocated} tokens", file=out)
+    for c in report.categories:
+        print(
+            f"{c.category}\tmin {c.minimum}\tmax {c.maximum}\tgranted {c.granted}\t"
+            f"used {c.used}\tlent {c.lent}\tborrowed {c.borrowed}",
+            file=out,
+        )
+    for piece in report.contributors:
+        status = "chosen" if piece.chosen else "left out"
+        print(
+            f"{status}\t{piece.type}\t{piece.source}\tscore {piece.score:.3f}\t"
+            f"{piece.tokens} tok\t{piece.reason or piece.detail or '-'}",
+            file=out,
+        )
 
 
 def _seq_ranges(seqs: Sequence[int]) -> str:

@@ -19,6 +19,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="port to listen on; 0 picks one (default 50051)")
     parser.add_argument("--socket", help="listen on this Unix socket instead of a port")
     parser.add_argument("--data-dir", type=Path, help="where the SQLite file and indexes live")
+    parser.add_argument(
+        "--workspace",
+        help="the agent's files: the workspace of conversations that name none (issue 4)",
+    )
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     parser.add_argument(
         "--embedder", choices=["minilm", "hashing"], help="minilm (default) or hashing (tests only)"
@@ -38,6 +42,7 @@ def run_serve(args: argparse.Namespace) -> int:
                 "data_dir": args.data_dir,
                 "log_level": args.log_level,
                 "embedder": args.embedder,
+                "workspace_root": args.workspace,
             },
         )
     except SettingsError as exc:

@@ -4,12 +4,14 @@ environment (CONTEXTWM_*), then command-line flags; passed down through construc
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contextwm.core.budgets import BudgetPatch, Category, ContributorType
 from contextwm.core.model import ConversationSettings, SettingsPatch, WeightsPatch, apply_patch
 from contextwm.core.usage import ModelSpec
 from contextwm.core.validation import Limits
@@ -44,6 +46,10 @@ class ServerSettings:
     models: Mapping[str, ModelSpec] = field(default_factory=dict)
     # How long Watch can replay a conversation's events.
     event_retention_seconds: float = 3600.0
+    # The agent's files, as a sidecar sees them: the workspace of conversations that name
+    # none, and the directories a conversation's own workspace_root may lie under.
+    workspace_root: str = ""
+    workspace_allowed_roots: tuple[str, ...] = ()
 
 
 class SettingsError(ValueError):
@@ -61,6 +67,9 @@ def _coerce(name: str, value: Any, target: Any, source: str) -> Any:
             return lowered in {"1", "true", "yes", "on"}
         if kind is Path:
             return Path(value)
+        if kind is tuple:  # a TOML list, or PATH-style "a:b" from the environment
+            parts = value.split(os.pathsep) if isinstance(value, str) else list(value)
+            return tuple(str(p) for p in parts if str(p))
         if target is None or kind is type(None):
             return str(value)
         return kind(value)
@@ -144,12 +153,21 @@ def _models(
 def _conversation(
     base: ConversationSettings, values: Mapping[str, Any], source: str
 ) -> ConversationSettings:
-    fields = {f.name for f in dataclasses.fields(SettingsPatch)} - {"weights"}
+    tables = {"weights", "category_budgets", "contributor_weights"}
+    fields = {f.name for f in dataclasses.fields(SettingsPatch)} - tables
     patch: dict[str, Any] = {}
     weights: WeightsPatch | None = None
     for k, v in values.items():
         if k == "weights" and isinstance(v, Mapping):
             weights = _weights(v, source)
+        elif k == "workspace_root":
+            raise SettingsError(
+                f"{source}: conversation.workspace_root: set the server's workspace_root instead"
+            )
+        elif k == "category_budgets" and isinstance(v, Mapping):
+            patch[k] = _category_budgets(v, source)
+        elif k == "contributor_weights" and isinstance(v, Mapping):
+            patch[k] = _contributor_weights(v, source)
         elif k in fields:
             patch[k] = _coerce(f"conversation.{k}", v, type(getattr(base, k)), source)
         else:
@@ -158,6 +176,38 @@ def _conversation(
         return apply_patch(base, SettingsPatch(**patch, weights=weights))
     except InvalidArgument as exc:
         raise SettingsError(f"{source}: conversation.{exc.message}") from None
+
+
+def _category_budgets(values: Mapping[str, Any], source: str) -> dict[Category, BudgetPatch]:
+    """[conversation.category_budgets.<category>] tables of share, min_share, max_share."""
+    out: dict[Category, BudgetPatch] = {}
+    for name, table in values.items():
+        where = f"conversation.category_budgets.{name}"
+        if name not in Category.__members__.values() or not isinstance(table, Mapping):
+            known = ", ".join(c.value for c in Category)
+            raise SettingsError(f"{source}: {where} must be a table, one of {known}")
+        unknown = set(table) - {"share", "min_share", "max_share"}
+        if unknown:
+            raise SettingsError(f"{source}: unknown setting {where}.{min(unknown)}")
+        out[Category(name)] = BudgetPatch(
+            **{k: float(_coerce(f"{where}.{k}", v, float, source)) for k, v in table.items()}
+        )
+    return out
+
+
+def _contributor_weights(values: Mapping[str, Any], source: str) -> dict[ContributorType, float]:
+    """The [conversation.contributor_weights] table: a weight per contributor type."""
+    out: dict[ContributorType, float] = {}
+    for name, v in values.items():
+        if name not in ContributorType.__members__.values():
+            known = ", ".join(t.value for t in ContributorType)
+            raise SettingsError(
+                f"{source}: unknown contributor conversation.contributor_weights.{name}"
+                f" (known: {known})"
+            )
+        where = f"conversation.contributor_weights.{name}"
+        out[ContributorType(name)] = float(_coerce(where, v, float, source))
+    return out
 
 
 def _weights(values: Mapping[str, Any], source: str) -> WeightsPatch:
@@ -224,6 +274,9 @@ def load_settings(
         raise SettingsError("indexer_niceness must be between 0 and 19")
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
+    for root in (settings.workspace_root, *settings.workspace_allowed_roots):
+        if root and not Path(root).is_dir():
+            raise SettingsError(f"workspace root {root!r} is not an existing directory")
     if settings.conversation.model and settings.conversation.model not in settings.models:
         raise SettingsError(
             f"conversation.model = {settings.conversation.model!r} is not in the models table"

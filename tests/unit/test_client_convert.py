@@ -16,17 +16,22 @@ import pytest
 from contextwm_client import (
     ActiveContext,
     ActiveEntry,
+    AllocationReport,
     AppendBatchResult,
     AppendedItem,
     AppendResult,
     AsyncClient,
     AsyncEventStream,
+    CategoryAllocation,
+    CategoryBudget,
+    CategoryOptions,
     Checkpoint,
     Client,
     Compaction,
     CompactResult,
     ContextEdit,
     ContextWMError,
+    ContributorPiece,
     Conversation,
     ConversationSettings,
     DeadlineExceededError,
@@ -67,6 +72,19 @@ from hypothesis import strategies as st
 T0 = datetime(2024, 5, 17, 9, 30, 15, 123456, tzinfo=UTC)
 T1 = T0 + timedelta(days=3)
 
+BUDGETS = (
+    CategoryBudget("system", share=0.1, min_share=0.1, max_share=0.1),
+    CategoryBudget("context", share=0.35, min_share=0.1, max_share=0.7),
+    CategoryBudget("dialog", share=0.5, min_share=0.2, max_share=0.85),
+    CategoryBudget("system_output", share=0.05, min_share=0.0, max_share=0.25),
+)
+CONTRIBUTOR_WEIGHTS = {
+    "working_files": 0.4,
+    "retrieval": 0.25,
+    "codebase_map": 0.2,
+    "project_docs": 0.15,
+}
+
 FULL_SETTINGS = ConversationSettings(
     window_max_tokens=8000,
     window_max_items=100,
@@ -87,6 +105,9 @@ FULL_SETTINGS = ConversationSettings(
     compaction_enabled=True,
     mask_tool_outputs_after_turns=10,
     replace_duplicate_reads=True,
+    workspace_root="/srv/work/repo",
+    category_budgets=BUDGETS,
+    contributor_weights=CONTRIBUTOR_WEIGHTS,
 )
 # Zero values that are *set* must survive as 0/False, not turn into None.
 ZERO_SETTINGS = ConversationSettings(
@@ -104,6 +125,9 @@ ZERO_SETTINGS = ConversationSettings(
     compaction_enabled=False,
     mask_tool_outputs_after_turns=0,
     replace_duplicate_reads=False,
+    workspace_root="",
+    category_budgets=(CategoryBudget("system_output", share=0.0, min_share=0.0, max_share=0.0),),
+    contributor_weights={"codebase_map": 0.0},
 )
 WINDOW = WindowStats(item_count=4, token_count=900, token_limit=8000, item_limit=100)
 
@@ -227,7 +251,48 @@ NOTICE = ActiveEntry(
 )
 
 TOKENS = TokenAccount(
-    budget=1000, total=950, recent=500, history=400, query=50, recent_omitted=1, encoding="x"
+    budget=1000,
+    total=950,
+    recent=500,
+    history=300,
+    query=50,
+    recent_omitted=1,
+    encoding="x",
+    system=100,
+)
+CHOSEN = ContributorPiece(
+    type="working_files",
+    source="src/parser.py",
+    chosen=True,
+    weight=0.4,
+    salience=0.9,
+    score=0.36,
+    tokens=120,
+    detail="diff against HEAD",
+    reason="",
+    content="--- a/src/parser.py ...",
+)
+LEFT_OUT = ContributorPiece(
+    type="codebase_map",
+    source="codebase",
+    chosen=False,
+    weight=0.2,
+    salience=0.5,
+    score=0.1,
+    tokens=900,
+    detail="content",
+    reason="did not fit the CONTEXT grant",
+    content="",
+)
+ALLOCATION = AllocationReport(
+    allocated=950,
+    categories=(
+        CategoryAllocation("system", 95, 95, 95, 100, 0, 5),
+        CategoryAllocation("context", 95, 665, 400, 300, 0, 67),
+        CategoryAllocation("dialog", 190, 807, 400, 500, 75, 0),
+        CategoryAllocation("system_output", 0, 237, 55, 0, 47, 0),
+    ),
+    contributors=(CHOSEN, LEFT_OUT),
 )
 
 # (value, to_proto, from_proto): every converter pair, with optional fields set and unset.
@@ -338,6 +403,45 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
         convert.from_proto_append_batch_response,
     ),
     (TOKENS, convert.to_proto_token_account, convert.from_proto_token_account),
+    (
+        dataclasses.replace(TOKENS, system=0),
+        convert.to_proto_token_account,
+        convert.from_proto_token_account,
+    ),
+    (BUDGETS[1], convert.to_proto_category_budget, convert.from_proto_category_budget),
+    (
+        CategoryBudget("dialog", share=0.6),
+        convert.to_proto_category_budget,
+        convert.from_proto_category_budget,
+    ),
+    (
+        CategoryBudget("context", min_share=0.0),
+        convert.to_proto_category_budget,
+        convert.from_proto_category_budget,
+    ),
+    (CategoryOptions(), convert.to_proto_category_options, convert.from_proto_category_options),
+    (
+        CategoryOptions(
+            budgets=(CategoryBudget("context", max_share=0.8), BUDGETS[2]),
+            contributor_weights={"retrieval": 0.0, "project_docs": 1.0},
+            files=("src/a.py", "/srv/work/repo/b.py"),
+        ),
+        convert.to_proto_category_options,
+        convert.from_proto_category_options,
+    ),
+    (
+        ALLOCATION.categories[2],
+        convert.to_proto_category_allocation,
+        convert.from_proto_category_allocation,
+    ),
+    (CHOSEN, convert.to_proto_contributor_piece, convert.from_proto_contributor_piece),
+    (LEFT_OUT, convert.to_proto_contributor_piece, convert.from_proto_contributor_piece),
+    (ALLOCATION, convert.to_proto_allocation_report, convert.from_proto_allocation_report),
+    (
+        AllocationReport(allocated=0, categories=(), contributors=()),
+        convert.to_proto_allocation_report,
+        convert.from_proto_allocation_report,
+    ),
     (TimeRange(T0, T1, "last week"), convert.to_proto_time_range, convert.from_proto_time_range),
     (TimeRange(None, T1, "before May"), convert.to_proto_time_range, convert.from_proto_time_range),
     (TimeRange(T0, None, "since May"), convert.to_proto_time_range, convert.from_proto_time_range),
@@ -352,6 +456,22 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             time_range=TimeRange(T0, T1, "last week"),
             unindexed_items=3,
             state="coding",
+        ),
+        convert.to_proto_enhanced_context,
+        convert.from_proto_enhanced_context,
+    ),
+    (
+        EnhancedContext(
+            text="# System\n...",
+            recent=(make_scored(),),
+            history=(),
+            query="what broke?",
+            query_from_focus=False,
+            tokens=TOKENS,
+            time_range=None,
+            unindexed_items=0,
+            state="coding",
+            allocation=ALLOCATION,
         ),
         convert.to_proto_enhanced_context,
         convert.from_proto_enhanced_context,
@@ -491,6 +611,8 @@ def test_unset_optional_settings_read_back_as_none() -> None:
     assert message.HasField("focus_items")
     assert not message.HasField("window_max_tokens")
     assert not message.HasField("weights")
+    assert not message.HasField("workspace_root")
+    assert (list(message.category_budgets), list(message.contributor_weights)) == ([], [])
 
 
 def test_unset_message_fields_read_back_as_none() -> None:
@@ -498,7 +620,8 @@ def test_unset_message_fields_read_back_as_none() -> None:
     assert (item.timestamp, item.file, item.idempotency_key) == (None, None, None)
     conversation = convert.from_proto_conversation(pb.Conversation())
     assert conversation.last_item_at is None
-    assert convert.from_proto_enhanced_context(pb.EnhancedContext()).time_range is None
+    context = convert.from_proto_enhanced_context(pb.EnhancedContext())
+    assert (context.time_range, context.allocation, context.tokens.system) == (None, None, 0)
     assert convert.from_proto_search_response(pb.SearchResponse()).time_range is None
     assert convert.from_proto_scored_item(pb.ScoredItem()).neighbor_of is None
 
@@ -574,6 +697,13 @@ def test_item_round_trip_property(
             convert.to_proto_conversation_state,
             convert.from_proto_conversation_state,
         ),
+        (pb.Category, "CATEGORY_", convert.to_proto_category, convert.from_proto_category),
+        (
+            pb.ContributorType,
+            "CONTRIBUTOR_TYPE_",
+            convert.to_proto_contributor_type,
+            convert.from_proto_contributor_type,
+        ),
     ],
 )
 def test_every_state_has_a_name(
@@ -616,14 +746,115 @@ def test_get_context_request_leaves_unset_options_to_the_server() -> None:
         include_neighbors=False,
         mode=None,
         time_hints=None,
+        categories=None,
     )
     options = request.options
     assert request.query == ""
+    assert not options.HasField("categories")
     assert not options.HasField("recent_share")
     assert options.HasField("similarity_threshold") and options.similarity_threshold == 0.0
     assert options.HasField("include_neighbors") and options.include_neighbors is False
     assert not options.HasField("time_hints")
     assert options.mode == pb.RETRIEVAL_MODE_UNSPECIFIED
+
+
+def get_context_request(categories: CategoryOptions | bool | None) -> Any:
+    return requests.get_context(
+        "ns",
+        "conv",
+        "q",
+        max_tokens=500,
+        recent_share=None,
+        similarity_threshold=None,
+        max_history_items=None,
+        include_neighbors=None,
+        mode=None,
+        time_hints=None,
+        categories=categories,
+    )
+
+
+def test_get_context_request_categories() -> None:
+    for unset in (None, False):
+        assert not get_context_request(unset).options.HasField("categories")
+    empty = get_context_request(True).options
+    assert empty.HasField("categories") and empty.categories == pb.CategoryOptions()
+    # Empty options are sent as set too: categories with the conversation's budgets.
+    assert get_context_request(CategoryOptions()).options.HasField("categories")
+    full = CategoryOptions(
+        budgets=(CategoryBudget("context", share=0.5, max_share=0.8), CategoryBudget("dialog")),
+        contributor_weights={"codebase_map": 0.0, "working_files": 0.7},
+        files=("src/a.py",),
+    )
+    assert get_context_request(full).options.categories == pb.CategoryOptions(
+        budgets=[
+            pb.CategoryBudget(category=pb.CATEGORY_CONTEXT, share=0.5, max_share=0.8),
+            pb.CategoryBudget(category=pb.CATEGORY_DIALOG),
+        ],
+        contributor_weights=[
+            pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_CODEBASE_MAP, weight=0.0),
+            pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_WORKING_FILES, weight=0.7),
+        ],
+        files=["src/a.py"],
+    )
+    budget = get_context_request(full).options.categories.budgets[0]
+    assert not budget.HasField("min_share")
+
+
+def test_settings_request_with_budgets_weights_and_workspace() -> None:
+    settings = ConversationSettings(
+        workspace_root="/srv/work",
+        category_budgets=(CategoryBudget("system", min_share=0.05),),
+        contributor_weights={"retrieval": 0.5},
+    )
+    for request in (
+        requests.create_conversation("ns", "c", settings),
+        requests.update_conversation("ns", "c", settings),
+    ):
+        assert request.settings == pb.ConversationSettings(
+            workspace_root="/srv/work",
+            category_budgets=[pb.CategoryBudget(category=pb.CATEGORY_SYSTEM, min_share=0.05)],
+            contributor_weights=[
+                pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_RETRIEVAL, weight=0.5)
+            ],
+        )
+
+
+BAD_CATEGORY_OPTIONS = [
+    # The error names the known ones.
+    (
+        CategoryOptions(budgets=(CategoryBudget("history"),)),
+        r"unknown category 'history'; expected one of \['context', 'dialog', 'system', "
+        r"'system_output'\]",
+    ),
+    (
+        CategoryOptions(contributor_weights={"docs": 0.1}),
+        r"unknown contributor type 'docs'; expected one of \['codebase_map', 'project_docs', "
+        r"'retrieval', 'working_files'\]",
+    ),
+    (
+        CategoryOptions(budgets=(CategoryBudget("dialog", 0.5), CategoryBudget("dialog"))),
+        "'dialog' is given twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_CATEGORY_OPTIONS)
+def test_unknown_or_repeated_category_names_raise(options: CategoryOptions, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        get_context_request(options)
+    settings = ConversationSettings(
+        category_budgets=options.budgets, contributor_weights=options.contributor_weights
+    )
+    with pytest.raises(ValueError, match=message):
+        requests.update_conversation("ns", "c", settings)
+
+
+def test_allocation_report_lookups() -> None:
+    assert ALLOCATION.category("dialog") == ALLOCATION.categories[2]
+    assert (ALLOCATION.chosen, ALLOCATION.left_out) == ((CHOSEN,), (LEFT_OUT,))
+    with pytest.raises(KeyError, match=r"'history'.*'system', 'context', 'dialog'"):
+        ALLOCATION.category("history")
 
 
 def test_search_request_filter() -> None:
@@ -864,6 +1095,57 @@ PB_SETTINGS_LOOP = pb.ConversationSettings(
     compaction_enabled=False,
     mask_tool_outputs_after_turns=0,
     replace_duplicate_reads=False,
+    workspace_root="/srv/work",
+    category_budgets=[
+        pb.CategoryBudget(category=pb.CATEGORY_DIALOG, share=0.6, min_share=0.2, max_share=0.9),
+        pb.CategoryBudget(category=pb.CATEGORY_CONTEXT, max_share=0.5),
+    ],
+    contributor_weights=[
+        pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_PROJECT_DOCS, weight=0.5),
+        pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_RETRIEVAL, weight=0.0),
+    ],
+)
+PB_TOKENS = pb.TokenAccount(
+    budget=1, total=2, recent=3, history=4, query=5, recent_omitted=6, encoding="e", system=8
+)
+PB_BUDGET = pb.CategoryBudget(
+    category=pb.CATEGORY_SYSTEM_OUTPUT, share=0.05, min_share=0.01, max_share=0.25
+)
+PB_CATEGORY = pb.CategoryAllocation(
+    category=pb.CATEGORY_CONTEXT, minimum=1, maximum=2, granted=3, used=4, lent=5, borrowed=6
+)
+EXPECTED_CATEGORY = CategoryAllocation(
+    category="context", minimum=1, maximum=2, granted=3, used=4, lent=5, borrowed=6
+)
+PB_PIECE = pb.ContributorPiece(
+    type=pb.CONTRIBUTOR_TYPE_RETRIEVAL,
+    source="#12",
+    chosen=True,
+    weight=0.25,
+    salience=0.8,
+    score=0.2,
+    tokens=40,
+    detail="content",
+    reason="no workspace",
+    content="the hit",
+)
+EXPECTED_PIECE = ContributorPiece(
+    type="retrieval",
+    source="#12",
+    chosen=True,
+    weight=0.25,
+    salience=0.8,
+    score=0.2,
+    tokens=40,
+    detail="content",
+    reason="no workspace",
+    content="the hit",
+)
+PB_ALLOCATION = pb.AllocationReport(
+    allocated=900, categories=[PB_CATEGORY], contributors=[PB_PIECE]
+)
+EXPECTED_ALLOCATION = AllocationReport(
+    allocated=900, categories=(EXPECTED_CATEGORY,), contributors=(EXPECTED_PIECE,)
 )
 
 # (message with every field set, converter, expected value)
@@ -991,6 +1273,76 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             compaction_enabled=False,
             mask_tool_outputs_after_turns=0,
             replace_duplicate_reads=False,
+            workspace_root="/srv/work",
+            category_budgets=(
+                CategoryBudget("dialog", share=0.6, min_share=0.2, max_share=0.9),
+                CategoryBudget("context", max_share=0.5),
+            ),
+            contributor_weights={"project_docs": 0.5, "retrieval": 0.0},
+        ),
+    ),
+    (
+        PB_TOKENS,
+        convert.from_proto_token_account,
+        TokenAccount(
+            budget=1,
+            total=2,
+            recent=3,
+            history=4,
+            query=5,
+            recent_omitted=6,
+            encoding="e",
+            system=8,
+        ),
+    ),
+    (
+        PB_BUDGET,
+        convert.from_proto_category_budget,
+        CategoryBudget("system_output", share=0.05, min_share=0.01, max_share=0.25),
+    ),
+    (
+        pb.CategoryOptions(
+            budgets=[PB_BUDGET],
+            contributor_weights=[
+                pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_WORKING_FILES, weight=0.9)
+            ],
+            files=["a.py"],
+        ),
+        convert.from_proto_category_options,
+        CategoryOptions(
+            budgets=(CategoryBudget("system_output", share=0.05, min_share=0.01, max_share=0.25),),
+            contributor_weights={"working_files": 0.9},
+            files=("a.py",),
+        ),
+    ),
+    (PB_CATEGORY, convert.from_proto_category_allocation, EXPECTED_CATEGORY),
+    (PB_PIECE, convert.from_proto_contributor_piece, EXPECTED_PIECE),
+    (PB_ALLOCATION, convert.from_proto_allocation_report, EXPECTED_ALLOCATION),
+    (
+        pb.EnhancedContext(
+            recent=[convert.to_proto_scored_item(make_scored())],
+            history=[convert.to_proto_scored_item(make_scored(neighbor_of=6))],
+            text="# System",
+            query="q",
+            query_from_focus=True,
+            tokens=PB_TOKENS,
+            time_range=pb.TimeRange(since=ts(T0), until=ts(T1), phrase="last week"),
+            unindexed_items=2,
+            state=pb.CONVERSATION_STATE_CODING,
+            allocation=PB_ALLOCATION,
+        ),
+        convert.from_proto_enhanced_context,
+        EnhancedContext(
+            text="# System",
+            recent=(make_scored(),),
+            history=(make_scored(neighbor_of=6),),
+            query="q",
+            query_from_focus=True,
+            tokens=TokenAccount(1, 2, 3, 4, 5, 6, "e", 8),
+            time_range=TimeRange(T0, T1, "last week"),
+            unindexed_items=2,
+            state="coding",
+            allocation=EXPECTED_ALLOCATION,
         ),
     ),
 ]
@@ -1228,6 +1580,37 @@ def test_client_pages_active_context_and_edits() -> None:
         ("ListContextEdits", 500, "e2"),
         ("ListContextEdits", 5, "t"),
     ]
+
+
+def test_client_get_context_sends_categories_and_reads_the_allocation() -> None:
+    answer = pb.EnhancedContext(tokens=PB_TOKENS, allocation=PB_ALLOCATION)
+    client, stub = fake_client({"GetContext": [answer, pb.EnhancedContext()] * 2})
+    with client:
+        context = client.get_context("c", "q", max_tokens=500, categories=True)
+        assert (context.allocation, context.tokens.system) == (EXPECTED_ALLOCATION, 8)
+        assert client.get_context("c", max_tokens=500).allocation is None
+        options = CategoryOptions(files=("a.py",))
+        client.get_context("c", max_tokens=500, categories=options)
+        client.get_context("c", max_tokens=500, categories=False)
+    sent = [request.options for _, request, _ in stub.calls]
+    assert [o.HasField("categories") for o in sent] == [True, False, True, False]
+    assert list(sent[2].categories.files) == ["a.py"]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_CATEGORY_OPTIONS)
+def test_bad_category_options_raise_before_the_call(options: CategoryOptions, message: str) -> None:
+    client, stub = fake_client({})
+    with client, pytest.raises(ValueError, match=message):
+        client.get_context("c", max_tokens=500, categories=options)
+    assert stub.calls == []
+
+    async def call() -> None:
+        # Nothing listens on port 1; the ValueError comes first.
+        async with AsyncClient("127.0.0.1:1", timeout=10) as async_client:
+            await async_client.get_context("c", max_tokens=500, categories=options)
+
+    with pytest.raises(ValueError, match=message):
+        asyncio.run(call())
 
 
 def test_get_usage_refuses_cache_tokens_without_input_before_the_call() -> None:

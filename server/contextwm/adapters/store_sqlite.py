@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contextwm.adapters.store_sqlite_history import HistoryTables, compaction_row
+from contextwm.core.budgets import Category, CategoryBudget, ContributorType
 from contextwm.core.history import CompactionRecord, ContextEdit, Event
 from contextwm.core.ledger import Fact
 from contextwm.core.model import (
@@ -161,8 +162,12 @@ def _settings_to_json(settings: ConversationSettings) -> str:
     data: dict[str, Any] = {
         f.name: getattr(settings, f.name)
         for f in dataclasses.fields(settings)
-        if f.name != "weights"
+        if f.name not in ("weights", "category_budgets", "contributor_weights")
     }
+    data["category_budgets"] = {
+        str(c): [b.share, b.min_share, b.max_share] for c, b in settings.category_budgets.items()
+    }
+    data["contributor_weights"] = {str(t): w for t, w in settings.contributor_weights.items()}
     data["weights"] = {
         "recency": settings.weights.recency,
         "similarity": settings.weights.similarity,
@@ -181,6 +186,17 @@ def _settings_from_json(text: str) -> ConversationSettings:
         importance=MappingProxyType(w["importance"]),
         role=MappingProxyType(w["role"]),
     )
+    # Rows written before budgets existed have neither field: the defaults apply.
+    budgets = data.pop("category_budgets", None)
+    if budgets is not None:
+        data["category_budgets"] = MappingProxyType(
+            {Category(c): CategoryBudget(*b) for c, b in budgets.items()}
+        )
+    contributors = data.pop("contributor_weights", None)
+    if contributors is not None:
+        data["contributor_weights"] = MappingProxyType(
+            {ContributorType(t): w for t, w in contributors.items()}
+        )
     known = {f.name for f in dataclasses.fields(ConversationSettings)}
     return ConversationSettings(weights=weights, **{k: v for k, v in data.items() if k in known})
 
@@ -605,6 +621,18 @@ class SqliteStore(HistoryTables):
                 item = _item(row)
                 out[item.seq] = item
         return out
+
+    def file_paths(self, key: int, limit: int) -> list[str]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT file_path FROM items WHERE conv = ? AND file_path IS NOT NULL"
+                " AND state != ? GROUP BY file_path ORDER BY MAX(seq) DESC LIMIT ?",
+                (key, int(ItemState.REVERTED), limit),
+            )
+            .fetchall()
+        )
+        return [r[0] for r in rows]
 
     def list_items(
         self, key: int, after_seq: int, limit: int, states: Sequence[ItemState]

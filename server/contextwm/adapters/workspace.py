@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import os
-import re
 import shutil
 import stat
 import subprocess
+import threading
+from collections import OrderedDict
 from pathlib import Path
-from typing import Literal
 
 from contextwm.adapters.code_map import render_map, walk_files
 from contextwm.adapters.code_symbols import SymbolCache, grammar_for
@@ -22,11 +21,10 @@ from contextwm.errors import (
     ResourceExhausted,
 )
 from contextwm.ports.tokens import TokenCounter
+from contextwm.ports.workspace import WorkingFile
 
 # In priority order; the exact name wins over a case variant (Readme.md) of the same doc.
 PROJECT_DOCS = ("PENGUIN.md", "AGENTS.md", "CLAUDE.md", "README.md")
-_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
-_FENCE = re.compile(r" {0,3}(```|~~~)")
 # git runs with this environment only: no user or system config, no pager, no prompt, no
 # lock taken on the agent's index (GIT_OPTIONAL_LOCKS), and a path is never a glob.
 _GIT_ENV = {
@@ -39,16 +37,6 @@ _GIT_ENV = {
 # The agent's repo config must not make us run its programs: fsmonitor hooks, external diff
 # drivers and textconv are switched off (a clean filter from .gitattributes still runs).
 _GIT_SAFE = ("-c", "core.fsmonitor=false")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class WorkingFile:
-    """A file the agent works on, as its content or as its diff against HEAD."""
-
-    path: str
-    text: str
-    kind: Literal["content", "diff"]
-    tokens: int
 
 
 class Workspace:
@@ -75,6 +63,7 @@ class Workspace:
             raise InvalidArgument(f"workspace root {str(root)!r} is not an existing directory")
         # Everything is compared with the real root, so a root reached through a symlink
         # does not make every file in it look outside.
+        self._given = os.path.normpath(os.path.abspath(root))
         self._root = Path(os.path.realpath(root))
         # "/work/root/": a component-wise prefix, so /work/root-evil is not inside.
         self._prefix = os.path.join(self._root, "")
@@ -111,6 +100,29 @@ class Workspace:
         if os.path.normpath(path).split(os.sep)[0] == "..":
             raise PermissionDenied(f"path {path!r} leaves the workspace root")
         raise PermissionDenied(f"path {path!r} leads through a symlink outside the workspace root")
+
+    def relative(self, path: str) -> str:
+        """path relative to the root, checked by resolve(); an absolute path inside the root
+        (as given or as its real path) is accepted, since agents often name files so.
+
+        Raises:
+            PermissionDenied: an absolute path outside the root, or see resolve().
+            InvalidArgument: the path is empty or contains a NUL byte.
+        """
+        if not path or "\0" in path:
+            raise InvalidArgument("a workspace path must be non-empty and free of NUL bytes")
+        if os.path.isabs(path):
+            norm = os.path.normpath(path)
+            for base in (self._given, str(self._root)):
+                if norm.startswith(os.path.join(base, "")):
+                    path = norm[len(base) + 1 :]
+                    break
+            else:
+                raise PermissionDenied(
+                    f"absolute path {path!r} is outside the workspace root {str(self._root)!r}"
+                )
+        self.resolve(path)
+        return os.path.normpath(path)
 
     def read_text(self, path: str, max_bytes: int = 1_000_000) -> str:
         """A file's text, decoded as UTF-8 with undecodable bytes replaced.
@@ -345,63 +357,59 @@ class Workspace:
             return ()
 
 
-def _boundaries(text: str) -> tuple[list[int], list[int]]:
-    """Cut offsets: (paragraph breaks and heading starts, ends of lines).
+class Workspaces:
+    """The server's workspace policy: a default root and the roots conversations may name.
 
-    Blank lines and `#` lines inside fenced code are not paragraph breaks or headings.
+    Opened workspaces are kept (their symbol caches with them) per real root, the most
+    recently used MAX_OPEN of them.
     """
-    paragraphs: list[int] = []
-    line_ends: list[int] = []
-    start, fence, previous_blank, seen_text = 0, "", False, False
-    while start < len(text):
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end + 1
-        line = text[start:end].rstrip("\r\n")
-        blank = not line.strip()
-        if not fence and seen_text and ((blank and not previous_blank) or _HEADING.match(line)):
-            paragraphs.append(start)
-        if marker := _FENCE.match(line):
-            fence = "" if fence == marker.group(1) else fence or marker.group(1)
-        if text[end - 1] == "\n":
-            line_ends.append(end)
-        previous_blank, seen_text = blank, seen_text or not blank
-        start = end
-    return paragraphs, line_ends
 
+    MAX_OPEN = 64
 
-def _longest_fitting(text: str, cuts: list[int], counter: TokenCounter, max_tokens: int) -> int:
-    """The largest cut whose prefix fits, by bisection (prefix counts grow with length)."""
-    low, high, best = 0, len(cuts) - 1, 0
-    while low <= high:
-        middle = (low + high) // 2
-        if counter.count(text[: cuts[middle]]) <= max_tokens:
-            best, low = cuts[middle], middle + 1
-        else:
-            high = middle - 1
-    return best
+    def __init__(self, default_root: str = "", allowed_roots: tuple[str, ...] = ()) -> None:
+        """Args:
+            default_root: the workspace of conversations that name none; "" for none.
+            allowed_roots: directories under which a conversation's own root must lie; the
+                default root is always allowed.
 
+        Raises:
+            InvalidArgument: a root that is not an existing directory.
+        """
+        self._default = default_root
+        allowed = [r for r in (default_root, *allowed_roots) if r]
+        for r in allowed:
+            if not os.path.isdir(r):
+                raise InvalidArgument(f"workspace root {r!r} is not an existing directory")
+        self._allowed = tuple(os.path.join(os.path.realpath(r), "") for r in allowed)
+        self._open: OrderedDict[str, Workspace] = OrderedDict()
+        self._lock = threading.Lock()
 
-def trim_at_boundary(text: str, counter: TokenCounter, max_tokens: int) -> str:
-    """The longest prefix of text that fits max_tokens and ends at a natural boundary.
+    def check_root(self, root: str) -> None:
+        if not root:
+            return
+        if not os.path.isabs(root):
+            raise InvalidArgument(f"workspace_root must be an absolute path, got {root!r}")
+        if not os.path.isdir(root):
+            raise InvalidArgument(f"workspace_root {root!r} is not an existing directory")
+        real = os.path.join(os.path.realpath(root), "")
+        if not any(real.startswith(a) for a in self._allowed):
+            allowed = ", ".join(a.rstrip(os.sep) for a in self._allowed) or "none"
+            raise PermissionDenied(
+                f"workspace_root {root!r} is outside the roots this server allows ({allowed});"
+                " start the server with --workspace or list the root in workspace_allowed_roots"
+            )
 
-    Args:
-        text: Markdown or plain text (a project doc, typically).
-        counter: the conversation's token counter.
-        max_tokens: the share the text may take.
-
-    Returns:
-        text itself when it fits; else the longest prefix ending right before a blank line
-        or a Markdown heading (those inside fenced code do not count); if not even the
-        first paragraph fits, the longest prefix ending after a newline; else "".
-
-    Raises:
-        InvalidArgument: max_tokens is negative.
-    """
-    if max_tokens < 0:
-        raise InvalidArgument(f"max_tokens may not be negative, got {max_tokens}")
-    if counter.count(text) <= max_tokens:
-        return text
-    for cuts in _boundaries(text):
-        if best := _longest_fitting(text, cuts, counter, max_tokens):
-            return text[:best]
-    return ""
+    def open(self, root: str) -> Workspace | None:
+        root = root or self._default
+        if not root:
+            return None
+        self.check_root(root)
+        real = os.path.realpath(root)
+        with self._lock:
+            ws = self._open.get(real)
+            if ws is None:
+                ws = self._open[real] = Workspace(Path(root))
+                if len(self._open) > self.MAX_OPEN:
+                    self._open.popitem(last=False)
+            self._open.move_to_end(real)
+            return ws

@@ -34,6 +34,7 @@ class TokenAccount:
     query: int
     recent_omitted: int
     encoding: str
+    system: int = 0  # the "# System" section, with category budgets only
 
 
 @dataclass(frozen=True, slots=True)

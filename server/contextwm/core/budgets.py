@@ -16,7 +16,8 @@ The rules, for a budget of N tokens (issue 4, points 1-3; seed 002):
 - Borrowing. Then CONTEXT, DIALOG and SYSTEM_OUTPUT, in that order (SYSTEM_OUTPUT goes short
   first), borrow when they need more than their grant: from what each of their LENDERS leaves
   above both its need and its minimum, never past their maximum, and exactly what their kept
-  pieces use beyond the grant. SYSTEM never lends (seed 002); unused grants stay unused.
+  pieces use beyond the grant. SYSTEM lends last and only above its minimum, which by
+  default is its whole share, so by default it never lends (seed 002).
 
 Hence sum(used) <= sum(granted) <= N, used <= granted <= maximum + borrowed (only SYSTEM passes
 its maximum), sum(lent) == sum(borrowed), nobody both lends and borrows, and a category ends
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from contextwm.core.model import check_range
+from contextwm.core.checks import check_range
 from contextwm.errors import FailedPrecondition, InvalidArgument
 
 # Below this budget the 1e-9 slack allowed in the shares' sum is under one token, so the
@@ -61,6 +62,15 @@ class CategoryBudget:
     max_share: float = 1.0  # it never borrows past this (SYSTEM excepted)
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetPatch:
+    """A category's budget as a request or an update states it: None keeps the field."""
+
+    share: float | None = None
+    min_share: float | None = None
+    max_share: float | None = None
+
+
 DEFAULT_BUDGETS: Mapping[Category, CategoryBudget] = MappingProxyType(
     {
         # Fixed at 10% as in seed 002; it grows past that only by borrowing.
@@ -73,13 +83,57 @@ DEFAULT_BUDGETS: Mapping[Category, CategoryBudget] = MappingProxyType(
     }
 )
 
+
+def category_of_role(role: str) -> Category:
+    """The category of a stored item: system prompts, dialog turns, or tool and file output."""
+    if role == "system":
+        return Category.SYSTEM
+    if role in ("user", "assistant"):
+        return Category.DIALOG
+    return Category.SYSTEM_OUTPUT  # tool, file, error
+
+
+class ContributorType(enum.StrEnum):
+    """A source of CONTEXT beyond the dialog (seed 002)."""
+
+    WORKING_FILES = "working_files"
+    RETRIEVAL = "retrieval"
+    CODEBASE_MAP = "codebase_map"
+    PROJECT_DOCS = "project_docs"
+
+
+DEFAULT_CONTRIBUTOR_WEIGHTS: Mapping[ContributorType, float] = MappingProxyType(
+    {
+        ContributorType.WORKING_FILES: 0.4,
+        ContributorType.RETRIEVAL: 0.25,
+        ContributorType.CODEBASE_MAP: 0.2,
+        ContributorType.PROJECT_DOCS: 0.15,
+    }
+)
+
+
+def check_contributor_weights(weights: Mapping[ContributorType, float]) -> None:
+    """Checks contributor weights: each 0 (switched off) to 1, every type present.
+
+    Raises:
+        InvalidArgument: naming the contributor at fault.
+    """
+    missing = [t.value for t in ContributorType if t not in weights]
+    if missing:
+        raise InvalidArgument(f"contributor weights: missing {', '.join(missing)}")
+    for t in ContributorType:
+        check_range(f"contributor_weights[{t}]", weights[t], 0.0, 1.0)
+
+
 # Whom each category borrows from, first to last (seed 002: CONTEXT from DIALOG first).
 LENDERS: Mapping[Category, tuple[Category, ...]] = MappingProxyType(
     {
         Category.SYSTEM: (Category.SYSTEM_OUTPUT, Category.DIALOG, Category.CONTEXT),
-        Category.CONTEXT: (Category.DIALOG, Category.SYSTEM_OUTPUT),
-        Category.DIALOG: (Category.CONTEXT, Category.SYSTEM_OUTPUT),
-        Category.SYSTEM_OUTPUT: (Category.DIALOG, Category.CONTEXT),
+        # SYSTEM lends last, and only above its minimum: at the default minimum (its whole
+        # share) it never does, as in seed 002; lower system.min_share to let it.
+        Category.CONTEXT: (Category.DIALOG, Category.SYSTEM_OUTPUT, Category.SYSTEM),
+        Category.DIALOG: (Category.CONTEXT, Category.SYSTEM_OUTPUT, Category.SYSTEM),
+        Category.SYSTEM_OUTPUT: (Category.DIALOG, Category.CONTEXT, Category.SYSTEM),
     }
 )
 # Borrowers after SYSTEM, served in reverse trimming order.
@@ -146,6 +200,31 @@ def check_budgets(budgets: Mapping[Category, CategoryBudget]) -> None:
     total = math.fsum(budgets[c].share for c in Category)
     if total > 1.0 + _SUM_TOLERANCE:
         raise InvalidArgument(f"budgets: the shares sum to {total:g}, more than 1")
+
+
+def patch_budgets(
+    base: Mapping[Category, CategoryBudget], patch: Mapping[Category, BudgetPatch]
+) -> Mapping[Category, CategoryBudget]:
+    """base with the patch's fields applied, checked as a whole (check_budgets)."""
+    merged = dict(base)
+    for c, p in patch.items():
+        b = merged[c]
+        merged[c] = CategoryBudget(
+            b.share if p.share is None else p.share,
+            b.min_share if p.min_share is None else p.min_share,
+            b.max_share if p.max_share is None else p.max_share,
+        )
+    check_budgets(merged)
+    return MappingProxyType(merged)
+
+
+def patch_contributor_weights(
+    base: Mapping[ContributorType, float], patch: Mapping[ContributorType, float]
+) -> Mapping[ContributorType, float]:
+    """base with the patch's weights applied, checked (check_contributor_weights)."""
+    merged = {**base, **patch}
+    check_contributor_weights(merged)
+    return MappingProxyType(merged)
 
 
 def allocate(

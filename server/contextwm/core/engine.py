@@ -48,11 +48,12 @@ from contextwm.core.validation import (
     page_token_seq,
 )
 from contextwm.core.window import Vector, Window, WindowEntry, choose_evictions
-from contextwm.errors import InvalidArgument, NotFound
+from contextwm.errors import ContextWMError, InvalidArgument, NotFound, PermissionDenied
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import ConversationRecord, Store
 from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.vector_index import VectorIndexFiles
+from contextwm.ports.workspace import Workspace, Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class ContextEngine:
         clock: Callable[[], float] = time.time,
         models: Models | None = None,
         event_retention_seconds: float = 3600.0,
+        workspaces: Workspaces | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -112,6 +114,7 @@ class ContextEngine:
         self.models: Models = models or {}
         self.events = EventHub()
         self.event_retention_seconds = event_retention_seconds
+        self.workspaces = workspaces
         self._runtimes: dict[tuple[str, str], ConversationRuntime] = {}
         self._by_key: dict[int, ConversationRuntime] = {}
         self._registry_lock = threading.Lock()
@@ -263,6 +266,7 @@ class ContextEngine:
         check_conversation_id(conversation_id)
         settings = apply_patch(self.defaults, self._model_encoding(patch))
         check_model(settings, self.models)
+        self.workspace_of(settings)
         self.counters(settings.encoding)  # fail before storing if the encoding cannot load
         with self._registry_lock:
             record = self.store.create_conversation(ns, conversation_id, settings, self.clock())
@@ -274,6 +278,22 @@ class ContextEngine:
         if spec is None or patch.encoding is not None:
             return patch
         return dataclasses.replace(patch, encoding=spec.encoding)
+
+    def workspace_of(self, settings: ConversationSettings) -> Workspace | None:
+        """The conversation's workspace (its own root or the server's default), if any.
+
+        Raises:
+            PermissionDenied: a root outside those the server allows.
+            InvalidArgument: a root that is not an absolute path to a directory.
+        """
+        if self.workspaces is None:
+            if settings.workspace_root:
+                raise PermissionDenied(
+                    "this server has no workspaces: start it with --workspace to allow"
+                    f" workspace_root {settings.workspace_root!r}"
+                )
+            return None
+        return self.workspaces.open(settings.workspace_root)
 
     def get_conversation(self, namespace: str, conversation_id: str) -> ConversationInfo:
         rt = self.locked(namespace, conversation_id)
@@ -319,6 +339,7 @@ class ContextEngine:
             previous = rt.record.settings
             settings = apply_patch(previous, patch)
             check_model(settings, self.models)
+            self.workspace_of(settings)
             if settings.encoding != rt.record.settings.encoding and rt.last_seq > 0:
                 raise InvalidArgument(
                     "encoding cannot change once a conversation has items (their token"
@@ -370,11 +391,35 @@ class ContextEngine:
         keys = [i.idempotency_key for i in items if i.idempotency_key]
         if len(keys) != len(set(keys)):
             raise InvalidArgument("two items in one batch share an idempotency_key")
+        self._check_files(namespace, conversation_id, items)
         rt = self.runtime(namespace, conversation_id, create=True)
         with rt.lock:
             if rt.deleted:
                 raise NotFound(f"conversation {conversation_id!r} was deleted")
             return self._append_locked(rt, items, keys)
+
+    def _check_files(self, namespace: str, conversation_id: str, items: Sequence[NewItem]) -> None:
+        """File references must stay inside the workspace, which the server reads them from
+        (checked before a conversation is created implicitly, so a refusal leaves none)."""
+        files = [(n, i.file.path) for n, i in enumerate(items) if i.file is not None]
+        if not files:
+            return
+        try:
+            settings = self.runtime(namespace, conversation_id).record.settings
+        except NotFound:
+            settings = self.defaults
+        workspace = self.workspace_of(settings)
+        if workspace is None:
+            return
+        for n, path in files:
+            try:
+                workspace.relative(path)
+            except ContextWMError as e:
+                where = f"item {n}: " if len(items) > 1 else ""
+                raise type(e)(
+                    f"{where}file reference refused: {e.message}; name a path inside the"
+                    " workspace, or append without the file reference"
+                ) from None
 
     def _append_locked(
         self, rt: ConversationRuntime, items: Sequence[NewItem], keys: list[str]

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from contextwm.core.budgets import (
+    DEFAULT_BUDGETS,
+    DEFAULT_CONTRIBUTOR_WEIGHTS,
+    BudgetPatch,
+    Category,
+    CategoryBudget,
+    ContributorType,
+    patch_budgets,
+    patch_contributor_weights,
+)
+from contextwm.core.checks import check_range
 from contextwm.errors import InvalidArgument
 
 ROLES: frozenset[str] = frozenset({"user", "assistant", "system", "tool", "file", "error"})
@@ -195,6 +205,14 @@ class ConversationSettings:
     compaction_enabled: bool = True
     mask_tool_outputs_after_turns: int = 10
     replace_duplicate_reads: bool = True
+    # Category budgets and contributors (seed 002), for requests that ask for categories.
+    workspace_root: str = ""  # "": the server's default workspace, if any
+    category_budgets: Mapping[Category, CategoryBudget] = field(
+        default_factory=lambda: DEFAULT_BUDGETS
+    )
+    contributor_weights: Mapping[ContributorType, float] = field(
+        default_factory=lambda: DEFAULT_CONTRIBUTOR_WEIGHTS
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,19 +244,13 @@ class SettingsPatch:
     compaction_enabled: bool | None = None
     mask_tool_outputs_after_turns: int | None = None
     replace_duplicate_reads: bool | None = None
+    workspace_root: str | None = None
+    category_budgets: Mapping[Category, BudgetPatch] | None = None
+    contributor_weights: Mapping[ContributorType, float] | None = None
 
 
-def check_range(name: str, value: float, low: float, high: float) -> None:
-    """Raises InvalidArgument unless low <= value <= high (and value is finite)."""
-    if not (math.isfinite(value) and low <= value <= high):
-        raise InvalidArgument(
-            f"{name} must be between {_number(low)} and {_number(high)}, got {value!r}"
-        )
-
-
-def _number(x: float) -> str:
-    """1000000 rather than 1e+06: bounds are read by people."""
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+# Patched field by field rather than replaced.
+_MERGED = frozenset({"weights", "category_budgets", "contributor_weights"})
 
 
 def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> ConversationSettings:
@@ -250,7 +262,7 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
     changes: dict[str, object] = {}
     for f in dataclasses.fields(SettingsPatch):
         value = getattr(patch, f.name)
-        if value is not None and f.name != "weights":
+        if value is not None and f.name not in _MERGED:
             changes[f.name] = value
     merged = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
     check_range("window_max_tokens", merged.window_max_tokens, 1, 10_000_000)
@@ -279,8 +291,21 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
     check_range("mask_tool_outputs_after_turns", merged.mask_tool_outputs_after_turns, 0, 1e6)
     if len(merged.model) > 200:
         raise InvalidArgument("model must be at most 200 characters")
+    if len(merged.workspace_root) > 4096 or "\0" in merged.workspace_root:
+        raise InvalidArgument("workspace_root must be a path of at most 4096 characters")
     if patch.weights is not None:
         merged = dataclasses.replace(merged, weights=_apply_weights(merged.weights, patch.weights))
+    if patch.category_budgets:
+        merged = dataclasses.replace(
+            merged, category_budgets=patch_budgets(merged.category_budgets, patch.category_budgets)
+        )
+    if patch.contributor_weights:
+        merged = dataclasses.replace(
+            merged,
+            contributor_weights=patch_contributor_weights(
+                merged.contributor_weights, patch.contributor_weights
+            ),
+        )
     return merged
 
 

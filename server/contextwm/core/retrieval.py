@@ -5,13 +5,34 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
 
 from contextwm.core.assembly import Assembled, HistoryCandidate, TokenAccount, assemble
+from contextwm.core.budgeted_assembly import (
+    AllocationReport,
+    assemble_by_category,
+    retrieval_line_cost,
+    retrieval_text,
+)
+from contextwm.core.budgets import (
+    BudgetPatch,
+    Category,
+    ContributorType,
+    patch_budgets,
+    patch_contributor_weights,
+)
+from contextwm.core.checks import check_range
+from contextwm.core.contributors import (
+    MAX_WORKING_FILES,
+    Contribution,
+    SalienceCache,
+    WorkspaceContributors,
+    share_caps,
+)
 from contextwm.core.engine import ContextEngine
 from contextwm.core.importance import is_question
 from contextwm.core.model import (
@@ -22,7 +43,6 @@ from contextwm.core.model import (
     ItemState,
     ScoredItem,
     ScoreParts,
-    check_range,
 )
 from contextwm.core.query_terms import query_terms
 from contextwm.core.ranking import Ranked, fuse, rare_word_evidence
@@ -31,7 +51,8 @@ from contextwm.core.scoring import recency
 from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
 from contextwm.core.validation import namespace_of
 from contextwm.core.window import Vector
-from contextwm.errors import InvalidArgument, NotFound
+from contextwm.errors import FailedPrecondition, InvalidArgument, NotFound
+from contextwm.ports.tokens import TokenCounter
 
 # How many candidates each ranking contributes before fusion: enough that a hit ranked
 # low by one signal but high by the other is still seen.
@@ -46,6 +67,19 @@ TIME_BOOST = 0.5
 
 
 @dataclass(frozen=True, slots=True)
+class CategoryRequest:
+    """Asks for a context assembled by category budgets, with contributors (issue 4).
+
+    Budgets and weights patch the conversation's; files are working files the request names,
+    offered ahead of those the conversation's items refer to.
+    """
+
+    budgets: Mapping[Category, BudgetPatch] = field(default_factory=dict)
+    contributor_weights: Mapping[ContributorType, float] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ContextRequest:
     query: str | None
     max_tokens: int
@@ -55,6 +89,7 @@ class ContextRequest:
     include_neighbors: bool = True
     mode: str = "hybrid"
     time_hints: bool = True
+    categories: CategoryRequest | None = None  # None: the recent/history split of seed 004
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +103,7 @@ class EnhancedContext:
     time_hint: TimeHint | None
     unindexed_items: int
     state: ConversationState
+    allocation: AllocationReport | None = None  # set when the request asked for categories
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +128,7 @@ class Retriever:
 
     def __init__(self, engine: ContextEngine) -> None:
         self.engine = engine
+        self._salience = SalienceCache(engine.embedder)
 
     def _wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: wait (bounded) until appended items are embedded."""
@@ -118,6 +155,8 @@ class Retriever:
         if request.similarity_threshold is not None:
             check_range("similarity_threshold", request.similarity_threshold, -1.0, 1.0)
         rt = self.engine.runtime(namespace, conversation_id)
+        if request.categories is not None:
+            return self._by_category(rt, request, request.categories)
         self._wait_indexed(rt)
         settings = rt.record.settings
         counter = self.engine.counters(settings.encoding)
@@ -181,6 +220,127 @@ class Retriever:
             unindexed_items=unindexed,
             state=state,
         )
+
+    def _by_category(
+        self, rt: ConversationRuntime, request: ContextRequest, asked: CategoryRequest
+    ) -> EnhancedContext:
+        """The context by category budgets: window items by category, contributors in CONTEXT."""
+        settings = rt.record.settings
+        budgets = patch_budgets(settings.category_budgets, asked.budgets)
+        weights = patch_contributor_weights(settings.contributor_weights, asked.contributor_weights)
+        workspace = self.engine.workspace_of(settings)
+        if asked.files and workspace is None:
+            raise FailedPrecondition(
+                "the request names files but the conversation has no workspace: set its"
+                " workspace_root or start the server with --workspace"
+            )
+        named = [workspace.relative(p) for p in asked.files] if workspace else []
+        self._wait_indexed(rt)
+        counter = self.engine.counters(settings.encoding)
+        query = (request.query or "").strip() or None
+        hint = self._hint(rt, query) if (query and request.time_hints) else None
+        search_text = strip_time_phrase(query, hint) if (query and hint) else query
+        query_vec = self._embed_query(search_text) if search_text else None
+        with rt.lock:
+            if rt.deleted:
+                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+            if query_vec is None:
+                query_vec = rt.window.focus_vector(settings.focus_items)
+                search_text = "\n".join(
+                    e.item.content for e in rt.window.newest(settings.focus_items)
+                )
+            # Scored against the query, so the least relevant window items go first.
+            window = [self._shown(rt, w) for w in self._scored_window(rt, query_vec)]
+            candidates: list[HistoryCandidate] = []
+            if weights[ContributorType.RETRIEVAL] > 0:
+                ranked = self._rank(
+                    rt,
+                    query_vec,
+                    search_text or "",
+                    states=(ItemState.ARCHIVED, ItemState.COMPACTED),
+                    threshold=settings.similarity_threshold
+                    if request.similarity_threshold is None
+                    else request.similarity_threshold,
+                    mode=request.mode,
+                    hint=hint,
+                    flt=None,
+                    limit=max(CANDIDATES, request.max_history_items),
+                )
+                candidates = self._candidates(
+                    rt, ranked[: request.max_history_items], request, hint
+                )
+            paths = self.engine.store.file_paths(rt.key, MAX_WORKING_FILES)
+            unindexed = rt.pending
+            state = rt.state
+        # File reads, git and embeddings run outside the conversation's lock.
+        context_max = int(budgets[Category.CONTEXT].max_share * request.max_tokens)
+        contributions = WorkspaceContributors(
+            workspace, counter, weights, share_caps(weights, context_max)
+        ).gather([*named, *paths])
+        offered = [c for c in contributions if not c.reason]
+        saliences = self._salience.saliences([c.text for c in offered], query_vec)
+        salient = iter(saliences)
+        contributions = [
+            c if c.reason else dataclasses.replace(c, salience=next(salient)) for c in contributions
+        ]
+        contributions += self._retrieval_pieces(
+            rt, candidates, {w.item.seq for w in window}, weights, counter
+        )
+        assembled = assemble_by_category(
+            window,
+            contributions,
+            query=query,
+            budget=request.max_tokens,
+            budgets=budgets,
+            counter=counter,
+        )
+        return EnhancedContext(
+            recent=assembled.recent,
+            history=assembled.history,
+            text=assembled.text,
+            query=query if query is not None else (search_text or ""),
+            query_from_focus=query is None,
+            tokens=assembled.tokens,
+            time_hint=hint,
+            unindexed_items=unindexed,
+            state=state,
+            allocation=assembled.report,
+        )
+
+    def _retrieval_pieces(
+        self,
+        rt: ConversationRuntime,
+        candidates: Sequence[HistoryCandidate],
+        window: set[int],
+        weights: Mapping[ContributorType, float],
+        counter: TokenCounter,
+    ) -> list[Contribution]:
+        """Each archive hit with the turn that asks or answers it, as one piece; a turn the
+        window holds stays there, and no turn appears in two pieces. Salience is the larger
+        of the hit's similarity and its rare-word match (so exact names count too)."""
+        pieces: list[Contribution] = []
+        taken: set[int] = set(window)
+        for cand in candidates:
+            hit = self._shown(rt, cand.hit)
+            if hit.item.seq in taken:
+                continue
+            items = [hit]
+            n = cand.neighbor
+            if n is not None and n.item.seq not in taken:
+                items.append(self._shown(rt, n))
+            taken.update(s.item.seq for s in items)
+            pieces.append(
+                Contribution(
+                    ContributorType.RETRIEVAL,
+                    f"#{hit.item.seq}",
+                    retrieval_text(items),
+                    sum(retrieval_line_cost(counter, s) for s in items),
+                    weights[ContributorType.RETRIEVAL],
+                    min(1.0, max(0.0, hit.parts.similarity, hit.parts.lexical)),
+                    items=tuple(items),
+                )
+            )
+        return pieces
 
     @staticmethod
     def _shown(rt: ConversationRuntime, s: ScoredItem) -> ScoredItem:

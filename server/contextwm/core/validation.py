@@ -6,7 +6,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from contextwm.core.model import FILE_KINDS, ROLES, NewItem, check_range
+from contextwm.core.checks import check_range
+from contextwm.core.model import FILE_KINDS, ROLES, NewItem
 from contextwm.errors import InvalidArgument, ResourceExhausted
 
 DEFAULT_NAMESPACE = "default"

@@ -127,6 +127,11 @@ class Store(HistoryStore, Protocol):
 
     def get_items(self, key: int, seqs: Sequence[int]) -> dict[int, Item]: ...
 
+    def file_paths(self, key: int, limit: int) -> list[str]:
+        """Distinct file paths the conversation's items refer to (reverted ones aside), the
+        most recently referenced first."""
+        ...
+
     def list_items(
         self, key: int, after_seq: int, limit: int, states: Sequence[ItemState]
     ) -> list[Item]: ...

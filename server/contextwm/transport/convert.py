@@ -50,6 +50,13 @@ __all__ = [
 from contextwm.core.retrieval import EnhancedContext
 from contextwm.core.timehints import TimeHint
 from contextwm.errors import InvalidArgument
+from contextwm.transport.convert_budgets import (
+    from_proto_budget_patches,
+    from_proto_contributor_weights,
+    to_proto_allocation,
+    to_proto_budgets,
+    to_proto_contributor_weights,
+)
 
 _STATE_TO_PROTO = {
     ItemState.WINDOW: pb.ITEM_STATE_WINDOW,
@@ -118,6 +125,9 @@ def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
         compaction_enabled=opt("compaction_enabled"),  # type: ignore[arg-type]
         mask_tool_outputs_after_turns=opt("mask_tool_outputs_after_turns"),  # type: ignore[arg-type]
         replace_duplicate_reads=opt("replace_duplicate_reads"),  # type: ignore[arg-type]
+        workspace_root=opt("workspace_root"),  # type: ignore[arg-type]
+        category_budgets=from_proto_budget_patches(msg.category_budgets),
+        contributor_weights=from_proto_contributor_weights(msg.contributor_weights),
     )
 
 
@@ -145,6 +155,9 @@ def to_proto_settings(s: ConversationSettings) -> pb.ConversationSettings:
         compaction_enabled=s.compaction_enabled,
         mask_tool_outputs_after_turns=s.mask_tool_outputs_after_turns,
         replace_duplicate_reads=s.replace_duplicate_reads,
+        workspace_root=s.workspace_root,
+        category_budgets=to_proto_budgets(s.category_budgets),
+        contributor_weights=to_proto_contributor_weights(s.contributor_weights),
     )
 
 
@@ -263,6 +276,7 @@ def to_proto_tokens(t: TokenAccount) -> pb.TokenAccount:
         query=t.query,
         recent_omitted=t.recent_omitted,
         encoding=t.encoding,
+        system=t.system,
     )
 
 
@@ -277,6 +291,7 @@ def to_proto_context(ctx: EnhancedContext) -> pb.EnhancedContext:
         time_range=to_proto_time_range(ctx.time_hint),
         unindexed_items=ctx.unindexed_items,
         state=_CONVERSATION_STATE[ctx.state],
+        allocation=to_proto_allocation(ctx.allocation) if ctx.allocation else None,
     )
 
 

@@ -12,6 +12,7 @@ from contextwm.core.model import ROLES
 from contextwm.core.retrieval import ContextRequest, Retriever, SearchRequest
 from contextwm.errors import InvalidArgument
 from contextwm.transport import convert, convert_loop
+from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_loop import AgentLoopRpcs
 
 
@@ -138,6 +139,9 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: i
                 include_neighbors=o.include_neighbors if o.HasField("include_neighbors") else True,
                 mode=convert.from_proto_mode(o.mode),
                 time_hints=o.time_hints if o.HasField("time_hints") else True,
+                categories=(
+                    from_proto_category_options(o.categories) if o.HasField("categories") else None
+                ),
             ),
         )
         return convert.to_proto_context(ctx)

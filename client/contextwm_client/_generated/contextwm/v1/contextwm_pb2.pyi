@@ -11,6 +11,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Category(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CATEGORY_UNSPECIFIED: _ClassVar[Category]
+    CATEGORY_SYSTEM: _ClassVar[Category]
+    CATEGORY_CONTEXT: _ClassVar[Category]
+    CATEGORY_DIALOG: _ClassVar[Category]
+    CATEGORY_SYSTEM_OUTPUT: _ClassVar[Category]
+
+class ContributorType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONTRIBUTOR_TYPE_UNSPECIFIED: _ClassVar[ContributorType]
+    CONTRIBUTOR_TYPE_WORKING_FILES: _ClassVar[ContributorType]
+    CONTRIBUTOR_TYPE_RETRIEVAL: _ClassVar[ContributorType]
+    CONTRIBUTOR_TYPE_CODEBASE_MAP: _ClassVar[ContributorType]
+    CONTRIBUTOR_TYPE_PROJECT_DOCS: _ClassVar[ContributorType]
+
 class ItemState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ITEM_STATE_UNSPECIFIED: _ClassVar[ItemState]
@@ -33,6 +49,16 @@ class RetrievalMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RETRIEVAL_MODE_HYBRID: _ClassVar[RetrievalMode]
     RETRIEVAL_MODE_DENSE: _ClassVar[RetrievalMode]
     RETRIEVAL_MODE_LEXICAL: _ClassVar[RetrievalMode]
+CATEGORY_UNSPECIFIED: Category
+CATEGORY_SYSTEM: Category
+CATEGORY_CONTEXT: Category
+CATEGORY_DIALOG: Category
+CATEGORY_SYSTEM_OUTPUT: Category
+CONTRIBUTOR_TYPE_UNSPECIFIED: ContributorType
+CONTRIBUTOR_TYPE_WORKING_FILES: ContributorType
+CONTRIBUTOR_TYPE_RETRIEVAL: ContributorType
+CONTRIBUTOR_TYPE_CODEBASE_MAP: ContributorType
+CONTRIBUTOR_TYPE_PROJECT_DOCS: ContributorType
 ITEM_STATE_UNSPECIFIED: ItemState
 ITEM_STATE_WINDOW: ItemState
 ITEM_STATE_ARCHIVED: ItemState
@@ -75,7 +101,7 @@ class ScoringWeights(_message.Message):
     def __init__(self, recency: _Optional[float] = ..., similarity: _Optional[float] = ..., importance: _Optional[_Mapping[str, float]] = ..., role: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class ConversationSettings(_message.Message):
-    __slots__ = ("window_max_tokens", "window_max_items", "encoding", "recency_half_life_seconds", "recency_half_life_items", "focus_items", "similarity_threshold", "adaptive_window", "detect_importance", "weights", "model", "context_limit", "reserved_reply_tokens", "compaction_threshold", "compaction_enabled", "mask_tool_outputs_after_turns", "replace_duplicate_reads")
+    __slots__ = ("window_max_tokens", "window_max_items", "encoding", "recency_half_life_seconds", "recency_half_life_items", "focus_items", "similarity_threshold", "adaptive_window", "detect_importance", "weights", "model", "context_limit", "reserved_reply_tokens", "compaction_threshold", "compaction_enabled", "mask_tool_outputs_after_turns", "replace_duplicate_reads", "workspace_root", "category_budgets", "contributor_weights")
     WINDOW_MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_MAX_ITEMS_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +119,9 @@ class ConversationSettings(_message.Message):
     COMPACTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
     MASK_TOOL_OUTPUTS_AFTER_TURNS_FIELD_NUMBER: _ClassVar[int]
     REPLACE_DUPLICATE_READS_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    CONTRIBUTOR_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     window_max_tokens: int
     window_max_items: int
     encoding: str
@@ -110,7 +139,92 @@ class ConversationSettings(_message.Message):
     compaction_enabled: bool
     mask_tool_outputs_after_turns: int
     replace_duplicate_reads: bool
-    def __init__(self, window_max_tokens: _Optional[int] = ..., window_max_items: _Optional[int] = ..., encoding: _Optional[str] = ..., recency_half_life_seconds: _Optional[float] = ..., recency_half_life_items: _Optional[float] = ..., focus_items: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., adaptive_window: _Optional[bool] = ..., detect_importance: _Optional[bool] = ..., weights: _Optional[_Union[ScoringWeights, _Mapping]] = ..., model: _Optional[str] = ..., context_limit: _Optional[int] = ..., reserved_reply_tokens: _Optional[int] = ..., compaction_threshold: _Optional[float] = ..., compaction_enabled: _Optional[bool] = ..., mask_tool_outputs_after_turns: _Optional[int] = ..., replace_duplicate_reads: _Optional[bool] = ...) -> None: ...
+    workspace_root: str
+    category_budgets: _containers.RepeatedCompositeFieldContainer[CategoryBudget]
+    contributor_weights: _containers.RepeatedCompositeFieldContainer[ContributorWeight]
+    def __init__(self, window_max_tokens: _Optional[int] = ..., window_max_items: _Optional[int] = ..., encoding: _Optional[str] = ..., recency_half_life_seconds: _Optional[float] = ..., recency_half_life_items: _Optional[float] = ..., focus_items: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., adaptive_window: _Optional[bool] = ..., detect_importance: _Optional[bool] = ..., weights: _Optional[_Union[ScoringWeights, _Mapping]] = ..., model: _Optional[str] = ..., context_limit: _Optional[int] = ..., reserved_reply_tokens: _Optional[int] = ..., compaction_threshold: _Optional[float] = ..., compaction_enabled: _Optional[bool] = ..., mask_tool_outputs_after_turns: _Optional[int] = ..., replace_duplicate_reads: _Optional[bool] = ..., workspace_root: _Optional[str] = ..., category_budgets: _Optional[_Iterable[_Union[CategoryBudget, _Mapping]]] = ..., contributor_weights: _Optional[_Iterable[_Union[ContributorWeight, _Mapping]]] = ...) -> None: ...
+
+class CategoryBudget(_message.Message):
+    __slots__ = ("category", "share", "min_share", "max_share")
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    SHARE_FIELD_NUMBER: _ClassVar[int]
+    MIN_SHARE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SHARE_FIELD_NUMBER: _ClassVar[int]
+    category: Category
+    share: float
+    min_share: float
+    max_share: float
+    def __init__(self, category: _Optional[_Union[Category, str]] = ..., share: _Optional[float] = ..., min_share: _Optional[float] = ..., max_share: _Optional[float] = ...) -> None: ...
+
+class ContributorWeight(_message.Message):
+    __slots__ = ("type", "weight")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    type: ContributorType
+    weight: float
+    def __init__(self, type: _Optional[_Union[ContributorType, str]] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class CategoryOptions(_message.Message):
+    __slots__ = ("budgets", "contributor_weights", "files")
+    BUDGETS_FIELD_NUMBER: _ClassVar[int]
+    CONTRIBUTOR_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    budgets: _containers.RepeatedCompositeFieldContainer[CategoryBudget]
+    contributor_weights: _containers.RepeatedCompositeFieldContainer[ContributorWeight]
+    files: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, budgets: _Optional[_Iterable[_Union[CategoryBudget, _Mapping]]] = ..., contributor_weights: _Optional[_Iterable[_Union[ContributorWeight, _Mapping]]] = ..., files: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CategoryAllocation(_message.Message):
+    __slots__ = ("category", "minimum", "maximum", "granted", "used", "lent", "borrowed")
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
+    MINIMUM_FIELD_NUMBER: _ClassVar[int]
+    MAXIMUM_FIELD_NUMBER: _ClassVar[int]
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    LENT_FIELD_NUMBER: _ClassVar[int]
+    BORROWED_FIELD_NUMBER: _ClassVar[int]
+    category: Category
+    minimum: int
+    maximum: int
+    granted: int
+    used: int
+    lent: int
+    borrowed: int
+    def __init__(self, category: _Optional[_Union[Category, str]] = ..., minimum: _Optional[int] = ..., maximum: _Optional[int] = ..., granted: _Optional[int] = ..., used: _Optional[int] = ..., lent: _Optional[int] = ..., borrowed: _Optional[int] = ...) -> None: ...
+
+class ContributorPiece(_message.Message):
+    __slots__ = ("type", "source", "chosen", "weight", "salience", "score", "tokens", "detail", "reason", "content")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    SALIENCE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    type: ContributorType
+    source: str
+    chosen: bool
+    weight: float
+    salience: float
+    score: float
+    tokens: int
+    detail: str
+    reason: str
+    content: str
+    def __init__(self, type: _Optional[_Union[ContributorType, str]] = ..., source: _Optional[str] = ..., chosen: _Optional[bool] = ..., weight: _Optional[float] = ..., salience: _Optional[float] = ..., score: _Optional[float] = ..., tokens: _Optional[int] = ..., detail: _Optional[str] = ..., reason: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
+
+class AllocationReport(_message.Message):
+    __slots__ = ("allocated", "categories", "contributors")
+    ALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    CATEGORIES_FIELD_NUMBER: _ClassVar[int]
+    CONTRIBUTORS_FIELD_NUMBER: _ClassVar[int]
+    allocated: int
+    categories: _containers.RepeatedCompositeFieldContainer[CategoryAllocation]
+    contributors: _containers.RepeatedCompositeFieldContainer[ContributorPiece]
+    def __init__(self, allocated: _Optional[int] = ..., categories: _Optional[_Iterable[_Union[CategoryAllocation, _Mapping]]] = ..., contributors: _Optional[_Iterable[_Union[ContributorPiece, _Mapping]]] = ...) -> None: ...
 
 class FileRef(_message.Message):
     __slots__ = ("path", "kind", "whole_file")
@@ -395,20 +509,22 @@ class ScoredItem(_message.Message):
     def __init__(self, item: _Optional[_Union[Item, _Mapping]] = ..., score: _Optional[float] = ..., parts: _Optional[_Union[ScoreParts, _Mapping]] = ..., neighbor_of: _Optional[int] = ..., replaced: _Optional[bool] = ...) -> None: ...
 
 class ContextOptions(_message.Message):
-    __slots__ = ("recent_share", "similarity_threshold", "max_history_items", "include_neighbors", "mode", "time_hints")
+    __slots__ = ("recent_share", "similarity_threshold", "max_history_items", "include_neighbors", "mode", "time_hints", "categories")
     RECENT_SHARE_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     MAX_HISTORY_ITEMS_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_NEIGHBORS_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     TIME_HINTS_FIELD_NUMBER: _ClassVar[int]
+    CATEGORIES_FIELD_NUMBER: _ClassVar[int]
     recent_share: float
     similarity_threshold: float
     max_history_items: int
     include_neighbors: bool
     mode: RetrievalMode
     time_hints: bool
-    def __init__(self, recent_share: _Optional[float] = ..., similarity_threshold: _Optional[float] = ..., max_history_items: _Optional[int] = ..., include_neighbors: _Optional[bool] = ..., mode: _Optional[_Union[RetrievalMode, str]] = ..., time_hints: _Optional[bool] = ...) -> None: ...
+    categories: CategoryOptions
+    def __init__(self, recent_share: _Optional[float] = ..., similarity_threshold: _Optional[float] = ..., max_history_items: _Optional[int] = ..., include_neighbors: _Optional[bool] = ..., mode: _Optional[_Union[RetrievalMode, str]] = ..., time_hints: _Optional[bool] = ..., categories: _Optional[_Union[CategoryOptions, _Mapping]] = ...) -> None: ...
 
 class GetContextRequest(_message.Message):
     __slots__ = ("namespace", "conversation_id", "query", "max_tokens", "options")
@@ -435,7 +551,7 @@ class TimeRange(_message.Message):
     def __init__(self, since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., phrase: _Optional[str] = ...) -> None: ...
 
 class TokenAccount(_message.Message):
-    __slots__ = ("budget", "total", "recent", "history", "query", "recent_omitted", "encoding")
+    __slots__ = ("budget", "total", "recent", "history", "query", "recent_omitted", "encoding", "system")
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     RECENT_FIELD_NUMBER: _ClassVar[int]
@@ -443,6 +559,7 @@ class TokenAccount(_message.Message):
     QUERY_FIELD_NUMBER: _ClassVar[int]
     RECENT_OMITTED_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_FIELD_NUMBER: _ClassVar[int]
     budget: int
     total: int
     recent: int
@@ -450,10 +567,11 @@ class TokenAccount(_message.Message):
     query: int
     recent_omitted: int
     encoding: str
-    def __init__(self, budget: _Optional[int] = ..., total: _Optional[int] = ..., recent: _Optional[int] = ..., history: _Optional[int] = ..., query: _Optional[int] = ..., recent_omitted: _Optional[int] = ..., encoding: _Optional[str] = ...) -> None: ...
+    system: int
+    def __init__(self, budget: _Optional[int] = ..., total: _Optional[int] = ..., recent: _Optional[int] = ..., history: _Optional[int] = ..., query: _Optional[int] = ..., recent_omitted: _Optional[int] = ..., encoding: _Optional[str] = ..., system: _Optional[int] = ...) -> None: ...
 
 class EnhancedContext(_message.Message):
-    __slots__ = ("recent", "history", "text", "query", "query_from_focus", "tokens", "time_range", "unindexed_items", "state")
+    __slots__ = ("recent", "history", "text", "query", "query_from_focus", "tokens", "time_range", "unindexed_items", "state", "allocation")
     RECENT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -463,6 +581,7 @@ class EnhancedContext(_message.Message):
     TIME_RANGE_FIELD_NUMBER: _ClassVar[int]
     UNINDEXED_ITEMS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     recent: _containers.RepeatedCompositeFieldContainer[ScoredItem]
     history: _containers.RepeatedCompositeFieldContainer[ScoredItem]
     text: str
@@ -472,7 +591,8 @@ class EnhancedContext(_message.Message):
     time_range: TimeRange
     unindexed_items: int
     state: ConversationState
-    def __init__(self, recent: _Optional[_Iterable[_Union[ScoredItem, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[ScoredItem, _Mapping]]] = ..., text: _Optional[str] = ..., query: _Optional[str] = ..., query_from_focus: _Optional[bool] = ..., tokens: _Optional[_Union[TokenAccount, _Mapping]] = ..., time_range: _Optional[_Union[TimeRange, _Mapping]] = ..., unindexed_items: _Optional[int] = ..., state: _Optional[_Union[ConversationState, str]] = ...) -> None: ...
+    allocation: AllocationReport
+    def __init__(self, recent: _Optional[_Iterable[_Union[ScoredItem, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[ScoredItem, _Mapping]]] = ..., text: _Optional[str] = ..., query: _Optional[str] = ..., query_from_focus: _Optional[bool] = ..., tokens: _Optional[_Union[TokenAccount, _Mapping]] = ..., time_range: _Optional[_Union[TimeRange, _Mapping]] = ..., unindexed_items: _Optional[int] = ..., state: _Optional[_Union[ConversationState, str]] = ..., allocation: _Optional[_Union[AllocationReport, _Mapping]] = ...) -> None: ...
 
 class SearchFilter(_message.Message):
     __slots__ = ("roles", "flags", "since", "until", "metadata")

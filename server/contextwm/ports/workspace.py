@@ -1,0 +1,65 @@
+"""The Workspace port: an agent's files, as the contributors of a budgeted context read them."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Literal, Protocol
+
+from contextwm.ports.tokens import TokenCounter
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkingFile:
+    """A file the agent works on, as its content or as its diff against HEAD."""
+
+    path: str
+    text: str
+    kind: Literal["content", "diff"]
+    tokens: int
+
+
+class Workspace(Protocol):
+    """A directory no path may leave. Every method raises PermissionDenied for a path that
+    would (`..`, an absolute path elsewhere, a symlink pointing out)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def relative(self, path: str) -> str:
+        """path relative to the root (an absolute path inside the root is accepted), checked."""
+        ...
+
+    def project_doc(self) -> tuple[str, str] | None:
+        """(file name, text) of the first of PENGUIN.md, AGENTS.md, CLAUDE.md, README.md."""
+        ...
+
+    def working_file(self, path: str, counter: TokenCounter) -> WorkingFile:
+        """A file's content, or its diff against HEAD in a git workspace when smaller.
+
+        Raises:
+            NotFound, PermissionDenied, InvalidArgument, ResourceExhausted.
+        """
+        ...
+
+    def codebase_map(self, counter: TokenCounter, max_tokens: int | None = None) -> str:
+        """The file tree with top-level symbols, cut at a line to fit max_tokens."""
+        ...
+
+
+class Workspaces(Protocol):
+    """Opens conversations' workspaces under the server's policy."""
+
+    def check_root(self, root: str) -> None:
+        """Checks a conversation's workspace_root: "" (the default) or an allowed directory.
+
+        Raises:
+            InvalidArgument: not an absolute path to an existing directory.
+            PermissionDenied: outside every root the server allows.
+        """
+        ...
+
+    def open(self, root: str) -> Workspace | None:
+        """The workspace of a conversation's workspace_root ("": the server's default);
+        None when neither names one. Raises as check_root."""
+        ...
