@@ -81,7 +81,7 @@ def session(n: int, files: list[str], where: Path, seed: int) -> list[NewItem]:
             items.append(NewItem(content=gen.text("assistant")[0], role="assistant"))
         else:
             name = rng.choice(files)
-            text = (where / name).read_text()[:6000] or "(empty file)"
+            text = (where / name).read_text()[:1500] or "(empty file)"
             items.append(
                 NewItem(
                     content=text,

@@ -123,8 +123,8 @@ def test_a_request_naming_categories_gets_sections_and_an_allocation_report(
     # The seed's defaults: 10 / 35 / 50 / 5 %, with our minimums and maximums.
     expected = {
         "system": (0.10, 0.10),
-        "context": (0.10, 0.70),
-        "dialog": (0.20, 0.85),
+        "context": (0.05, 0.70),
+        "dialog": (0.10, 0.85),
         "system_output": (0.0, 0.25),
     }
     for name, (low, high) in expected.items():

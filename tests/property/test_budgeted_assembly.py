@@ -183,7 +183,9 @@ def test_dialog_is_trimmed_oldest_and_least_relevant_first(budget: int) -> None:
     # The relevant old turn 3 outranks turns of similar age; the newest are kept.
     assert 40 in kept and 3 in kept and 4 not in kept
     dropped = set(range(1, 41)) - kept - {3}
-    assert max(dropped) < min(kept - {3})
+    # Older turns went first; a turn that did not fit may leave room for a smaller older one
+    # ("[assistant] " costs more than "[user] "), never for more than one.
+    assert len([d for d in dropped if d > min(kept - {3})]) <= 1
 
 
 def test_system_output_goes_before_dialog() -> None:

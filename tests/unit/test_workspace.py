@@ -16,6 +16,7 @@ from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.adapters.workspace import Workspace
 from contextwm.core.text_trim import trim_at_boundary
 from contextwm.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
+from contextwm.ports.workspace import WorkingFile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -409,6 +410,24 @@ def test_working_file_picks_the_smaller_of_diff_and_content(tmp_path: Path) -> N
     assert deleted.kind == "diff" and "-b" in deleted.text
     with pytest.raises(NotFound):
         ws.working_file("never.py", COUNTER)
+
+
+@needs_git
+def test_working_files_are_cached_until_the_file_or_head_changes(tmp_path: Path) -> None:
+    long = "".join(f"def function_{i}(argument):\n    return argument * {i}\n" for i in range(60))
+    repo = make_repo(tmp_path / "repo", {"long.py": long})
+    write(repo, {"long.py": long + "EXTRA = 1\n"})
+    ws = Workspace(repo)
+    first, missing = ws.working_files(["long.py", "nope.py"], COUNTER)
+    assert isinstance(missing, NotFound)
+    assert isinstance(first, WorkingFile) and first.kind == "diff"
+    assert ws.working_file("long.py", COUNTER) is first  # unchanged: from the cache
+    git(repo, "commit", "-qam", "extra")  # HEAD moves: the file now equals HEAD
+    again = ws.working_file("long.py", COUNTER)
+    assert again.kind == "content" and again.text == long + "EXTRA = 1\n"
+    write(repo, {"long.py": long + "EXTRA = 2\n"})  # the file changes: diffed again
+    changed = ws.working_file("long.py", COUNTER)
+    assert changed.kind == "diff" and "+EXTRA = 2" in changed.text
 
 
 def test_working_file_outside_git_is_content(root: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import shutil
 import stat
 import subprocess
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 from contextwm.adapters.code_map import render_map, walk_files
@@ -48,12 +50,14 @@ class Workspace:
         *,
         git_timeout: float = 10.0,
         symbol_cache_size: int = 4096,
+        file_cache_size: int = 256,
         max_parse_bytes: int = 512_000,
     ) -> None:
         """Args:
             root: the workspace directory; a symlink to one is followed once, here.
             git_timeout: seconds any one git command may take.
             symbol_cache_size: files whose parsed symbols are kept (least recently used go).
+            file_cache_size: working files kept as last given (least recently used go).
             max_parse_bytes: larger source files are mapped without symbols.
 
         Raises:
@@ -71,6 +75,9 @@ class Workspace:
         self._git_timeout = git_timeout
         self._max_parse_bytes = max_parse_bytes
         self._symbols = SymbolCache(symbol_cache_size)
+        self._max_cached_files = file_cache_size
+        self._files: OrderedDict[tuple[object, ...], WorkingFile] = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def root(self) -> Path:
@@ -225,7 +232,14 @@ class Workspace:
         """Whether the root is inside a git work tree (asked each time: agents run git init)."""
         return self._run_git("rev-parse", "--is-inside-work-tree") == b"true\n"
 
-    def diff_against_head(self, path: str, max_bytes: int = 1_000_000) -> str | None:
+    def head_commit(self) -> str | None:
+        """HEAD's commit id; None outside git, without git, or before the first commit."""
+        out = self._run_git("rev-parse", "--verify", "-q", "HEAD^{commit}")
+        return out.decode().strip() if out else None
+
+    def diff_against_head(
+        self, path: str, max_bytes: int = 1_000_000, *, head: str | None = ""
+    ) -> str | None:
         """A unified diff of one file against its HEAD version.
 
         The HEAD version comes from `git cat-file blob`, which runs no filters, and the diff
@@ -236,6 +250,7 @@ class Workspace:
             path: workspace-relative; resolved first, and git is asked about the real path,
                 since git refuses paths through a symlink.
             max_bytes: a longer file or diff counts as no diff (the content is then used).
+            head: HEAD's commit id from head_commit() (None: not in git); "" asks git.
 
         Returns:
             The diff; None outside git, without git, with no commit yet, for an untracked or
@@ -248,12 +263,14 @@ class Workspace:
         real = self.resolve(path)
         if real.is_dir():
             raise InvalidArgument(f"{path!r} is a directory, not a file")
-        if not self.is_git():
+        if head == "":
+            head = self.head_commit()
+        if head is None:
             return None
         relative = real.relative_to(self._root).as_posix()
         # "./" makes the path relative to the root, which may be below the repository's top.
-        head = self._run_git("cat-file", "blob", f"HEAD:./{relative}")
-        if head is None or len(head) > max_bytes:
+        blob = self._run_git("cat-file", "blob", f"{head}:./{relative}")
+        if blob is None or len(blob) > max_bytes:
             return None  # untracked, no commit yet, or too large
         try:
             current = self.read_text(relative, max_bytes)
@@ -261,7 +278,7 @@ class Workspace:
             current = ""  # deleted from the work tree: its diff removes every line
         except ResourceExhausted:
             return None
-        before = head.decode("utf-8", errors="replace")
+        before = blob.decode("utf-8", errors="replace")
         if before == current:
             return None
         diff = "".join(
@@ -274,31 +291,73 @@ class Workspace:
         )
         return diff if len(diff.encode()) <= max_bytes else None
 
-    def working_file(
-        self, path: str, counter: TokenCounter, max_bytes: int = 1_000_000
-    ) -> WorkingFile:
-        """A working file as whichever of its diff against HEAD and its content is smaller.
+    def working_files(
+        self, paths: Sequence[str], counter: TokenCounter, max_bytes: int = 1_000_000
+    ) -> list[WorkingFile | ContextWMError]:
+        """Each file as whichever of its diff against HEAD and its content is smaller.
+
+        git is asked for HEAD once; a file unchanged since an earlier call (same size,
+        mtime, inode and HEAD) comes from a cache without being read or diffed again.
 
         Args:
-            path: workspace-relative; a tracked file deleted from the working tree is given
+            paths: workspace-relative; a tracked file deleted from the working tree is given
                 as its (deletion) diff.
             counter: decides which is smaller and fills WorkingFile.tokens.
             max_bytes: the limit for the content, as in read_text(), and for the diff.
 
-        Raises:
-            NotFound, PermissionDenied, InvalidArgument, ResourceExhausted: as read_text().
+        Returns:
+            Per path, the file or the error reading it raised (NotFound, PermissionDenied,
+            InvalidArgument, ResourceExhausted, as read_text()).
         """
-        diff = self.diff_against_head(path, max_bytes)
+        head = self.head_commit()
+        out: list[WorkingFile | ContextWMError] = []
+        for path in paths:
+            try:
+                out.append(self._working_file(path, counter, max_bytes, head))
+            except ContextWMError as e:
+                out.append(e)
+        return out
+
+    def working_file(
+        self, path: str, counter: TokenCounter, max_bytes: int = 1_000_000
+    ) -> WorkingFile:
+        """One file as working_files() gives it. Raises what it would return."""
+        (f,) = self.working_files([path], counter, max_bytes)
+        if isinstance(f, ContextWMError):
+            raise f
+        return f
+
+    def _working_file(
+        self, path: str, counter: TokenCounter, max_bytes: int, head: str | None
+    ) -> WorkingFile:
         try:
-            text = self.read_text(path, max_bytes)
+            text: str | None = self.read_text(path, max_bytes)
         except NotFound:
+            text = None  # deleted from the work tree: its diff, if tracked
+        # Keyed by content, not mtime: a rewrite within one clock tick must not be missed.
+        digest = hashlib.blake2b(text.encode(), digest_size=16).digest() if text else b""
+        key = (path, text is None, digest, head, counter.encoding, max_bytes)
+        with self._lock:
+            cached = self._files.get(key)
+            if cached is not None:
+                self._files.move_to_end(key)
+                return cached
+        diff = self.diff_against_head(path, max_bytes, head=head)
+        if text is None:
             if diff is None:
-                raise
-            return WorkingFile(path, diff, "diff", counter.count(diff))
-        tokens = counter.count(text)
-        if diff is not None and (diff_tokens := counter.count(diff)) < tokens:
-            return WorkingFile(path, diff, "diff", diff_tokens)
-        return WorkingFile(path, text, "content", tokens)
+                raise NotFound(f"no file {path!r} in the workspace")
+            f = WorkingFile(path, diff, "diff", counter.count(diff))
+        else:
+            tokens = counter.count(text)
+            if diff is not None and (diff_tokens := counter.count(diff)) < tokens:
+                f = WorkingFile(path, diff, "diff", diff_tokens)
+            else:
+                f = WorkingFile(path, text, "content", tokens)
+        with self._lock:
+            self._files[key] = f
+            while len(self._files) > self._max_cached_files:
+                self._files.popitem(last=False)
+        return f
 
     def codebase_map(
         self, counter: TokenCounter, max_tokens: int | None = None, max_files: int = 2000

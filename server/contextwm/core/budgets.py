@@ -75,10 +75,12 @@ DEFAULT_BUDGETS: Mapping[Category, CategoryBudget] = MappingProxyType(
     {
         # Fixed at 10% as in seed 002; it grows past that only by borrowing.
         Category.SYSTEM: CategoryBudget(0.10, 0.10, 0.10),
-        # Mins keep each a floor against a huge system prompt; maxes keep one category from
-        # swallowing the window through borrowing: tool output at most a quarter of it.
-        Category.CONTEXT: CategoryBudget(0.35, 0.10, 0.70),
-        Category.DIALOG: CategoryBudget(0.50, 0.20, 0.85),
+        # Mins keep each a floor against a huge system prompt and against borrowers; a lender
+        # keeps its minimum even when it needs less, so they are small: what they hold idle
+        # is lost to the response. Maxes keep one category from swallowing the window through
+        # borrowing: tool output at most a quarter of it.
+        Category.CONTEXT: CategoryBudget(0.35, 0.05, 0.70),
+        Category.DIALOG: CategoryBudget(0.50, 0.10, 0.85),
         Category.SYSTEM_OUTPUT: CategoryBudget(0.05, 0.0, 0.25),
     }
 )

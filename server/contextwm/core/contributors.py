@@ -3,10 +3,11 @@ hits as candidate pieces of CONTEXT, each with its weight and its salience to th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,29 @@ class Contribution:
         return self.weight * self.salience
 
 
+class PieceCache:
+    """Rendered pieces by what decides them (heading, body, cap, encoding), so an unchanged
+    file or doc is neither counted nor trimmed again."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._max = max_entries
+        self._pieces: OrderedDict[tuple[object, ...], Contribution] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...]) -> Contribution | None:
+        with self._lock:
+            piece = self._pieces.get(key)
+            if piece is not None:
+                self._pieces.move_to_end(key)
+            return piece
+
+    def put(self, key: tuple[object, ...], piece: Contribution) -> None:
+        with self._lock:
+            self._pieces[key] = piece
+            while len(self._pieces) > self._max:
+                self._pieces.popitem(last=False)
+
+
 class SalienceCache:
     """Embeddings of contributor texts by content hash: an unchanged file is embedded once."""
 
@@ -64,7 +88,7 @@ class SalienceCache:
         """Each text's cosine similarity to query, clamped to 0..1 (0 without a query)."""
         if query is None or not texts:
             return [0.0] * len(texts)
-        keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
+        keys = [_digest(t) for t in texts]
         with self._lock:
             known = {k: self._vectors[k] for k in keys if k in self._vectors}
             for k in known:
@@ -99,8 +123,10 @@ class WorkspaceContributors:
         counter: TokenCounter,
         weights: Mapping[ContributorType, float],
         caps: Mapping[ContributorType, int],
+        cache: PieceCache,
     ) -> None:
         self._ws = workspace
+        self._cache = cache
         self._counter = counter
         self._weights = weights
         self._caps = caps
@@ -132,19 +158,28 @@ class WorkspaceContributors:
     def _working_files(self, paths: Sequence[str]) -> list[Contribution]:
         """The first MAX_WORKING_FILES distinct files of paths (as given or absolute)."""
         assert self._ws is not None
+        t = ContributorType.WORKING_FILES
         out: list[Contribution] = []
-        seen: set[str] = set()
+        relatives: list[str] = []
         for path in paths:
-            if len(seen) >= MAX_WORKING_FILES:
+            if len(relatives) >= MAX_WORKING_FILES:
                 break
             try:
                 relative = self._ws.relative(path)
             except ContextWMError as e:  # e.g. a symlink that now points outside
-                out.append(self._left_out(ContributorType.WORKING_FILES, path, _why(e)))
+                out.append(self._left_out(t, path, _why(e)))
                 continue
-            if relative not in seen:
-                seen.add(relative)
-                out.append(self._working_file(relative))
+            if relative not in relatives:
+                relatives.append(relative)
+        files = self._ws.working_files(relatives, self._counter)
+        for path, f in zip(relatives, files, strict=True):
+            if isinstance(f, ContextWMError):  # gone, unreadable, too large
+                out.append(self._left_out(t, path, _why(f)))
+                continue
+            fence = "diff" if f.kind == "diff" else ""
+            detail = "diff against HEAD" if f.kind == "diff" else "content"
+            heading = f"## Working file: {f.path} ({detail})"
+            out.append(self._piece(t, f.path, heading, f.text, detail, fence))
         return out
 
     def _left_out(self, t: ContributorType, source: str, reason: str) -> Contribution:
@@ -170,6 +205,23 @@ class WorkspaceContributors:
             )
 
         cap = self._caps[t]
+        key = (t, source, heading, _digest(body), detail, fence, cap, self._counter.encoding)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return dataclasses.replace(cached, weight=self._weights[t])
+        piece = self._render_piece(t, source, detail, body, render, cap)
+        self._cache.put(key, piece)
+        return piece
+
+    def _render_piece(
+        self,
+        t: ContributorType,
+        source: str,
+        detail: str,
+        body: str,
+        render: Callable[[str], str],
+        cap: int,
+    ) -> Contribution:
         text = render(body)
         tokens = self._counter.count(text) + 1
         if tokens > cap:
@@ -208,18 +260,9 @@ class WorkspaceContributors:
             return [self._left_out(t, "codebase", "empty, or not even one line fits its share")]
         return [self._piece(t, "codebase", heading, body, "")]
 
-    def _working_file(self, path: str) -> Contribution:
-        assert self._ws is not None
-        t = ContributorType.WORKING_FILES
-        try:
-            f = self._ws.working_file(path, self._counter)
-        except ContextWMError as e:  # gone, unreadable, too large
-            return self._left_out(t, path, _why(e))
-        fence = "diff" if f.kind == "diff" else ""
-        detail = "diff against HEAD" if f.kind == "diff" else "content"
-        return self._piece(
-            t, f.path, f"## Working file: {f.path} ({detail})", f.text, detail, fence
-        )
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _why(e: ContextWMError) -> str:

@@ -29,6 +29,7 @@ from contextwm.core.checks import check_range
 from contextwm.core.contributors import (
     MAX_WORKING_FILES,
     Contribution,
+    PieceCache,
     SalienceCache,
     WorkspaceContributors,
     share_caps,
@@ -129,6 +130,7 @@ class Retriever:
     def __init__(self, engine: ContextEngine) -> None:
         self.engine = engine
         self._salience = SalienceCache(engine.embedder)
+        self._pieces = PieceCache()
 
     def _wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: wait (bounded) until appended items are embedded."""
@@ -275,7 +277,7 @@ class Retriever:
         # File reads, git and embeddings run outside the conversation's lock.
         context_max = int(budgets[Category.CONTEXT].max_share * request.max_tokens)
         contributions = WorkspaceContributors(
-            workspace, counter, weights, share_caps(weights, context_max)
+            workspace, counter, weights, share_caps(weights, context_max), self._pieces
         ).gather([*named, *paths])
         offered = [c for c in contributions if not c.reason]
         saliences = self._salience.saliences([c.text for c in offered], query_vec)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+from contextwm.errors import ContextWMError
 from contextwm.ports.tokens import TokenCounter
 
 
@@ -34,12 +36,11 @@ class Workspace(Protocol):
         """(file name, text) of the first of PENGUIN.md, AGENTS.md, CLAUDE.md, README.md."""
         ...
 
-    def working_file(self, path: str, counter: TokenCounter) -> WorkingFile:
-        """A file's content, or its diff against HEAD in a git workspace when smaller.
-
-        Raises:
-            NotFound, PermissionDenied, InvalidArgument, ResourceExhausted.
-        """
+    def working_files(
+        self, paths: Sequence[str], counter: TokenCounter
+    ) -> list[WorkingFile | ContextWMError]:
+        """Each file's content, or its diff against HEAD in a git workspace when smaller;
+        per path the file or the error reading it (NotFound, PermissionDenied, ...)."""
         ...
 
     def codebase_map(self, counter: TokenCounter, max_tokens: int | None = None) -> str:
