@@ -3,9 +3,11 @@ end through a real server on loopback (real MiniLM, SQLite, a real temporary wor
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from conftest import StartService
 from contextwm_client import (
     AllocationReport,
+    AsyncClient,
     CategoryAllocation,
     CategoryBudget,
     CategoryOptions,
@@ -258,6 +261,24 @@ def test_tool_output_is_trimmed_first_then_the_oldest_dialog(client: Client) -> 
     # What was dropped of the dialog is older than what was kept.
     assert max(set(range(1, 25)) - kept) < max(kept)
     assert ctx.tokens.total <= 400
+    # With no query the focus stands in, for the dialog's order and the contributors' salience.
+    assert ctx.query_from_focus and any(p.salience > 0 for p in _report(ctx).contributors)
+
+
+def test_the_asyncio_client_asks_for_categories(
+    start_service: StartService, workspace: Path
+) -> None:
+    service = start_service(workspace_root=str(workspace))
+
+    async def run() -> EnhancedContext:
+        async with AsyncClient(f"127.0.0.1:{service.port}") as c:
+            await c.append("c", "How are invoice totals rounded?", role="user")
+            options = CategoryOptions(files=("src/billing.py",))
+            return await c.get_context("c", "invoice totals", max_tokens=2000, categories=options)
+
+    ctx = asyncio.run(run())
+    chosen = {(p.type, p.source) for p in _report(ctx).chosen}
+    assert ("working_files", "src/billing.py") in chosen
 
 
 def test_a_system_prompt_over_the_budget_is_failed_precondition(client: Client) -> None:
@@ -561,3 +582,26 @@ def test_the_readme_example_runs(client: Client, capsys: pytest.CaptureFixture[s
     exec(compile(example, "README.md", "exec"), {"client": client})
     out = capsys.readouterr().out
     assert "context " in out and "chosen working_files src/billing.py" in out
+
+
+def test_the_command_line_asks_for_categories(start_service: StartService, workspace: Path) -> None:
+    service = start_service(workspace_root=str(workspace))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        target = f"127.0.0.1:{service.port}"
+        command = [sys.executable, "-m", "contextwm", "--target", target, *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+    out = cli("create", "c", "--budget", "dialog=0.4", "--budget", "context=0.45",
+              "--weight", "codebase_map=0")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "dialog=0.4:0.1:0.85" in out.stdout and "codebase_map=0" in out.stdout
+    cli("append", "c", "How are invoice totals rounded?")
+    out = cli("context", "c", "invoice totals", "--max-tokens", "2000",
+              "--file", "src/billing.py")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "## Working file: src/billing.py (content)" in out.stdout
+    assert "allocation:" not in out.stdout and "allocation:" in out.stderr
+    assert "chosen\tworking_files\tsrc/billing.py" in out.stderr
+    out = cli("context", "c", "x", "--max-tokens", "500", "--file", "../secret")
+    assert out.returncode == 1 and "PERMISSION_DENIED" in out.stderr
