@@ -108,6 +108,14 @@ class EnhancedContext:
 
 
 @dataclass(frozen=True, slots=True)
+class _Query:
+    text: str | None  # as the request gave it, stripped; None: the focus stands in
+    hint: TimeHint | None
+    search: str  # what is searched for: the query less its time phrase, or the focus text
+    vector: Vector | None
+
+
+@dataclass(frozen=True, slots=True)
 class SearchRequest:
     query: str
     conversation_id: str | None = None
@@ -160,39 +168,13 @@ class Retriever:
         if request.categories is not None:
             return self._by_category(rt, request, request.categories)
         self._wait_indexed(rt)
-        settings = rt.record.settings
-        counter = self.engine.counters(settings.encoding)
-        query = (request.query or "").strip() or None
-        hint = self._hint(rt, query) if (query and request.time_hints) else None
-        search_text = strip_time_phrase(query, hint) if (query and hint) else query
-        query_vec = self._embed_query(search_text) if search_text else None
+        counter = self.engine.counters(rt.record.settings.encoding)
+        asked = self._query(rt, request)
         with rt.lock:
-            if rt.deleted:
-                raise NotFound(f"conversation {conversation_id!r} was deleted")
-            focus = rt.window.focus_vector(settings.focus_items)
-            if query is None:
-                focus_text = "\n".join(
-                    e.item.content for e in rt.window.newest(settings.focus_items)
-                )
-                search_text, query_vec = focus_text, focus
-            window = self._scored_window(rt, focus)
-            threshold = (
-                settings.similarity_threshold
-                if request.similarity_threshold is None
-                else request.similarity_threshold
-            )
-            ranked = self._rank(
-                rt,
-                query_vec,
-                search_text or "",
-                states=(ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW),
-                threshold=threshold,
-                mode=request.mode,
-                hint=hint,
-                flt=None,
-                limit=max(CANDIDATES, request.max_history_items),
-            )
-            candidates = self._candidates(rt, ranked[: request.max_history_items], request, hint)
+            q = self._focused(rt, asked)
+            window = self._scored_window(rt, rt.window.focus_vector(rt.record.settings.focus_items))
+            states = (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
+            candidates = self._history(rt, q, request, states)
             if rt.replaced:
                 window = [self._shown(rt, w) for w in window]
                 candidates = [
@@ -206,7 +188,7 @@ class Retriever:
         assembled: Assembled = assemble(
             window,
             candidates,
-            query=query,
+            query=q.text,
             budget=request.max_tokens,
             recent_share=request.recent_share,
             counter=counter,
@@ -215,10 +197,10 @@ class Retriever:
             recent=assembled.recent,
             history=assembled.history,
             text=assembled.text,
-            query=query if query is not None else (search_text or ""),
-            query_from_focus=query is None,
+            query=q.text if q.text is not None else q.search,
+            query_from_focus=q.text is None,
             tokens=assembled.tokens,
-            time_hint=hint,
+            time_hint=q.hint,
             unindexed_items=unindexed,
             state=state,
         )
@@ -239,38 +221,15 @@ class Retriever:
         named = [workspace.relative(p) for p in asked.files] if workspace else []
         self._wait_indexed(rt)
         counter = self.engine.counters(settings.encoding)
-        query = (request.query or "").strip() or None
-        hint = self._hint(rt, query) if (query and request.time_hints) else None
-        search_text = strip_time_phrase(query, hint) if (query and hint) else query
-        query_vec = self._embed_query(search_text) if search_text else None
+        asked_query = self._query(rt, request)
         with rt.lock:
-            if rt.deleted:
-                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
-            if query_vec is None:
-                query_vec = rt.window.focus_vector(settings.focus_items)
-                search_text = "\n".join(
-                    e.item.content for e in rt.window.newest(settings.focus_items)
-                )
+            q = self._focused(rt, asked_query)
             # Scored against the query, so the least relevant window items go first.
-            window = [self._shown(rt, w) for w in self._scored_window(rt, query_vec)]
+            window = [self._shown(rt, w) for w in self._scored_window(rt, q.vector)]
             candidates: list[HistoryCandidate] = []
-            if weights[ContributorType.RETRIEVAL] > 0:
-                ranked = self._rank(
-                    rt,
-                    query_vec,
-                    search_text or "",
-                    states=(ItemState.ARCHIVED, ItemState.COMPACTED),
-                    threshold=settings.similarity_threshold
-                    if request.similarity_threshold is None
-                    else request.similarity_threshold,
-                    mode=request.mode,
-                    hint=hint,
-                    flt=None,
-                    limit=max(CANDIDATES, request.max_history_items),
-                )
-                candidates = self._candidates(
-                    rt, ranked[: request.max_history_items], request, hint
-                )
+            if weights[ContributorType.RETRIEVAL] > 0:  # the window's items are DIALOG's
+                states = (ItemState.ARCHIVED, ItemState.COMPACTED)
+                candidates = self._history(rt, q, request, states)
             paths = self.engine.store.file_paths(rt.key, MAX_WORKING_FILES)
             unindexed = rt.pending
             state = rt.state
@@ -280,7 +239,7 @@ class Retriever:
             workspace, counter, weights, share_caps(weights, context_max), self._pieces
         ).gather([*named, *paths])
         offered = [c for c in contributions if not c.reason]
-        saliences = self._salience.saliences([c.text for c in offered], query_vec)
+        saliences = self._salience.saliences([c.text for c in offered], q.vector)
         salient = iter(saliences)
         contributions = [
             c if c.reason else dataclasses.replace(c, salience=next(salient)) for c in contributions
@@ -291,7 +250,7 @@ class Retriever:
         assembled = assemble_by_category(
             window,
             contributions,
-            query=query,
+            query=q.text,
             budget=request.max_tokens,
             budgets=budgets,
             counter=counter,
@@ -300,14 +259,56 @@ class Retriever:
             recent=assembled.recent,
             history=assembled.history,
             text=assembled.text,
-            query=query if query is not None else (search_text or ""),
-            query_from_focus=query is None,
+            query=q.text if q.text is not None else q.search,
+            query_from_focus=q.text is None,
             tokens=assembled.tokens,
-            time_hint=hint,
+            time_hint=q.hint,
             unindexed_items=unindexed,
             state=state,
             allocation=assembled.report,
         )
+
+    def _query(self, rt: ConversationRuntime, request: ContextRequest) -> _Query:
+        """The request's query: its time phrase read and the rest embedded (no lock held)."""
+        text = (request.query or "").strip() or None
+        hint = self._hint(rt, text) if (text and request.time_hints) else None
+        search = strip_time_phrase(text, hint) if (text and hint) else text
+        return _Query(text, hint, search or "", self._embed_query(search) if search else None)
+
+    @staticmethod
+    def _focused(rt: ConversationRuntime, q: _Query) -> _Query:
+        """q, or the focus standing in when the request has no query (rt.lock held)."""
+        if rt.deleted:
+            raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+        if q.text is not None:
+            return q
+        n = rt.record.settings.focus_items
+        text = "\n".join(e.item.content for e in rt.window.newest(n))
+        return dataclasses.replace(q, search=text, vector=rt.window.focus_vector(n))
+
+    def _history(
+        self,
+        rt: ConversationRuntime,
+        q: _Query,
+        request: ContextRequest,
+        states: Sequence[ItemState],
+    ) -> list[HistoryCandidate]:
+        """History hits for the query with their neighbours, best first (rt.lock held)."""
+        settings = rt.record.settings
+        ranked = self._rank(
+            rt,
+            q.vector,
+            q.search,
+            states=states,
+            threshold=settings.similarity_threshold
+            if request.similarity_threshold is None
+            else request.similarity_threshold,
+            mode=request.mode,
+            hint=q.hint,
+            flt=None,
+            limit=max(CANDIDATES, request.max_history_items),
+        )
+        return self._candidates(rt, ranked[: request.max_history_items], request, q.hint)
 
     def _retrieval_pieces(
         self,
