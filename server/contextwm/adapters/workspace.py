@@ -8,13 +8,12 @@ import os
 import shutil
 import stat
 import subprocess
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
 from contextwm.adapters.code_map import render_map, walk_files
 from contextwm.adapters.code_symbols import SymbolCache, grammar_for
+from contextwm.core.lru import Lru
 from contextwm.errors import (
     ContextWMError,
     InvalidArgument,
@@ -75,9 +74,7 @@ class Workspace:
         self._git_timeout = git_timeout
         self._max_parse_bytes = max_parse_bytes
         self._symbols = SymbolCache(symbol_cache_size)
-        self._max_cached_files = file_cache_size
-        self._files: OrderedDict[tuple[object, ...], WorkingFile] = OrderedDict()
-        self._lock = threading.Lock()
+        self._files: Lru[tuple[object, ...], WorkingFile] = Lru(file_cache_size)
 
     @property
     def root(self) -> Path:
@@ -337,11 +334,9 @@ class Workspace:
         # Keyed by content, not mtime: a rewrite within one clock tick must not be missed.
         digest = hashlib.blake2b(text.encode(), digest_size=16).digest() if text else b""
         key = (path, text is None, digest, head, counter.encoding, max_bytes)
-        with self._lock:
-            cached = self._files.get(key)
-            if cached is not None:
-                self._files.move_to_end(key)
-                return cached
+        cached = self._files.get(key)
+        if cached is not None:
+            return cached
         diff = self.diff_against_head(path, max_bytes, head=head)
         if text is None:
             if diff is None:
@@ -353,10 +348,7 @@ class Workspace:
                 f = WorkingFile(path, diff, "diff", diff_tokens)
             else:
                 f = WorkingFile(path, text, "content", tokens)
-        with self._lock:
-            self._files[key] = f
-            while len(self._files) > self._max_cached_files:
-                self._files.popitem(last=False)
+        self._files.put(key, f)
         return f
 
     def codebase_map(
@@ -440,8 +432,7 @@ class Workspaces:
             if not os.path.isdir(r):
                 raise InvalidArgument(f"workspace root {r!r} is not an existing directory")
         self._allowed = tuple(os.path.join(os.path.realpath(r), "") for r in allowed)
-        self._open: OrderedDict[str, Workspace] = OrderedDict()
-        self._lock = threading.Lock()
+        self._open: Lru[str, Workspace] = Lru(self.MAX_OPEN)
 
     def check_root(self, root: str) -> None:
         if not root:
@@ -464,11 +455,8 @@ class Workspaces:
             return None
         self.check_root(root)
         real = os.path.realpath(root)
-        with self._lock:
-            ws = self._open.get(real)
-            if ws is None:
-                ws = self._open[real] = Workspace(Path(root))
-                if len(self._open) > self.MAX_OPEN:
-                    self._open.popitem(last=False)
-            self._open.move_to_end(real)
-            return ws
+        ws = self._open.get(real)
+        if ws is None:  # two racing calls may both open it: harmless, one is kept
+            ws = Workspace(Path(root))
+            self._open.put(real, ws)
+        return ws

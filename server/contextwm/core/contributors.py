@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from contextwm.core.budgets import ContributorType
+from contextwm.core.lru import Lru
 from contextwm.core.model import ScoredItem
 from contextwm.core.text_trim import trim_at_boundary
 from contextwm.core.window import Vector
@@ -52,27 +51,9 @@ class Contribution:
         return self.weight * self.salience
 
 
-class PieceCache:
-    """Rendered pieces by what decides them (heading, body, cap, encoding), so an unchanged
-    file or doc is neither counted nor trimmed again."""
-
-    def __init__(self, max_entries: int = 1024) -> None:
-        self._max = max_entries
-        self._pieces: OrderedDict[tuple[object, ...], Contribution] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[object, ...]) -> Contribution | None:
-        with self._lock:
-            piece = self._pieces.get(key)
-            if piece is not None:
-                self._pieces.move_to_end(key)
-            return piece
-
-    def put(self, key: tuple[object, ...], piece: Contribution) -> None:
-        with self._lock:
-            self._pieces[key] = piece
-            while len(self._pieces) > self._max:
-                self._pieces.popitem(last=False)
+# Rendered pieces by what decides them (heading, body, cap, encoding), so an unchanged file
+# or doc is neither counted nor trimmed again.
+PieceCache = Lru[tuple[object, ...], Contribution]
 
 
 class SalienceCache:
@@ -80,28 +61,19 @@ class SalienceCache:
 
     def __init__(self, embedder: Embedder, max_entries: int = 2048) -> None:
         self._embedder = embedder
-        self._max = max_entries
-        self._vectors: OrderedDict[bytes, Vector] = OrderedDict()
-        self._lock = threading.Lock()
+        self._vectors: Lru[bytes, Vector] = Lru(max_entries)
 
     def saliences(self, texts: Sequence[str], query: Vector | None) -> list[float]:
         """Each text's cosine similarity to query, clamped to 0..1 (0 without a query)."""
         if query is None or not texts:
             return [0.0] * len(texts)
         keys = [_digest(t) for t in texts]
-        with self._lock:
-            known = {k: self._vectors[k] for k in keys if k in self._vectors}
-            for k in known:
-                self._vectors.move_to_end(k)
+        known = {k: v for k in keys if (v := self._vectors.get(k)) is not None}
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
         if missing:
-            vectors = self._embedder.embed(list(missing.values()))
-            fresh = dict(zip(missing, vectors, strict=True))
-            known.update(fresh)
-            with self._lock:
-                self._vectors.update(fresh)
-                while len(self._vectors) > self._max:
-                    self._vectors.popitem(last=False)
+            for k, v in zip(missing, self._embedder.embed(list(missing.values())), strict=True):
+                known[k] = v
+                self._vectors.put(k, v)
         return [min(1.0, max(0.0, float(np.dot(known[k], query)))) for k in keys]
 
 

@@ -138,7 +138,7 @@ class Retriever:
     def __init__(self, engine: ContextEngine) -> None:
         self.engine = engine
         self._salience = SalienceCache(engine.embedder)
-        self._pieces = PieceCache()
+        self._pieces = PieceCache(1024)
 
     def _wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: wait (bounded) until appended items are embedded."""

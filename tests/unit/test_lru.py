@@ -1,0 +1,17 @@
+"""The LRU map behind the contributor and workspace caches."""
+
+from __future__ import annotations
+
+from contextwm.core.lru import Lru
+
+
+def test_the_least_recently_used_goes_first() -> None:
+    cache: Lru[str, int] = Lru(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # "a" is now the most recent
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+    cache.put("a", 10)  # replacing refreshes too
+    cache.put("d", 4)
+    assert (cache.get("a"), cache.get("c"), cache.get("d")) == (10, None, 4)
