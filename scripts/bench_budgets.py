@@ -102,7 +102,7 @@ def main() -> None:
         log(f"workspace: {len(files)} Python files (git, {len(files[::15])} edited)")
         items = session(args.items, files, workspace, args.seed)
         server = ServerProcess(tmp / "data", extra_args=["--workspace", str(workspace)])
-        with server.start(), Client(server.target) as client:
+        with server, Client(server.target) as client:
             for start in range(0, len(items), 500):
                 client.append_many("s", items[start : start + 500])
             wait_embedded(client, ["s"])
