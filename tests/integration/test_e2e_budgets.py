@@ -404,6 +404,23 @@ def test_working_files_come_newest_first_as_content_or_as_the_smaller_diff(
     assert "## Working file: src/billing.py (content)" in ctx.text
 
 
+def test_a_file_read_in_the_window_and_chosen_as_a_working_file_is_shown_once(
+    client: Client,
+) -> None:
+    client.append("c", "Why is the invoice total rounded?", role="user")
+    read = client.append("c", BILLING, role="tool", file=FileRef("src/billing.py", "read")).seq
+    client.append("c", "The total is rounded to cents.", role="assistant")
+    ctx = client.get_context("c", "invoice total rounding", max_tokens=4000, categories=True)
+    assert ctx.text.count("def invoice_total(lines):") == 1
+    assert "## Working file: src/billing.py (content)" in ctx.text
+    assert read not in {s.seq for s in ctx.recent} and ctx.tokens.recent_omitted == 1
+    # A read that differs from the file now (an older version) stays: it is history.
+    client.append("c", BILLING.replace("2)", "3)"), role="tool",
+                  file=FileRef("src/billing.py", "read"))  # fmt: skip
+    ctx = client.get_context("c", "invoice total rounding", max_tokens=4000, categories=True)
+    assert "round(sum(line.amount for line in lines), 3)" in ctx.text
+
+
 def test_request_named_files_come_first_and_absolute_paths_inside_are_accepted(
     client: Client, workspace: Path
 ) -> None:

@@ -18,6 +18,7 @@ from contextwm.core.assembly import (
     recent_prefix,
 )
 from contextwm.core.budgets import (
+    Allocation,
     Category,
     CategoryBudget,
     CategoryReport,
@@ -118,6 +119,15 @@ def assemble_by_category(
     }
     allocated = budget - query_cost
     allocation = allocate(allocated, pieces, budgets, overhead=overhead)
+    copies = _copies_of_chosen_files(allocation, items, offered)
+    if copies:
+        # A file read the window holds and a chosen working file with the same content: the
+        # read goes (the file is shown once) and what it held is shared again.
+        pieces = {c: [p for p in ps if p.key not in copies] for c, ps in pieces.items()}
+        again = allocate(allocated, pieces, budgets, overhead=overhead)
+        still = {p.key for p in again.kept[Category.CONTEXT]}
+        if {p.key for p in allocation.kept[Category.CONTEXT]} <= still:
+            allocation = again
     kept = {c: list(allocation.kept[c]) for c in Category}
     trimmed: dict[str, str] = {}
     text = _render(kept, items, offered, query)
@@ -171,6 +181,29 @@ def window_priority(s: ScoredItem) -> float:
     are left out here: they would keep questions and drop the answers next to them."""
     pinned = 2.0 if s.item.flags & Flag.PINNED else 0.0
     return s.parts.recency + max(0.0, s.parts.similarity) + pinned
+
+
+def _copies_of_chosen_files(
+    allocation: Allocation, items: Mapping[str, ScoredItem], offered: Mapping[str, Contribution]
+) -> set[str]:
+    """Kept window items holding a whole file whose current content a kept working-file
+    piece shows in full (same path, same text)."""
+    files = [
+        offered[p.key]
+        for p in allocation.kept[Category.CONTEXT]
+        if offered[p.key].type is ContributorType.WORKING_FILES
+        and offered[p.key].detail == "content"
+    ]
+    copies: set[str] = set()
+    for c in (Category.SYSTEM_OUTPUT, Category.DIALOG):
+        for p in allocation.kept[c]:
+            item = items[p.key].item
+            if item.file is None or not item.file.carries_whole_file or items[p.key].replaced:
+                continue
+            body = item.content.strip()
+            if any(item.file.path.endswith(f.source) and f"\n{body}\n```" in f.text for f in files):
+                copies.add(p.key)
+    return copies
 
 
 def _used(kept: Sequence[Piece], overhead: int) -> int:
