@@ -116,8 +116,11 @@ def main() -> None:
 
             cold = call("where are the settings loaded from the TOML file?", True)
             call("warm-up", False)
-            plain = [call(q, False) for q in queries]
-            budgeted = [call(q, True) for q in queries]
+            plain: list[float] = []
+            budgeted: list[float] = []
+            for q in queries:  # interleaved, so both modes see the same machine
+                plain.append(call(q, False))
+                budgeted.append(call(q, True))
             ctx = client.get_context("s", queries[0], max_tokens=args.max_tokens, categories=True)
             assert ctx.allocation is not None
             chosen = {p.type for p in ctx.allocation.chosen}
