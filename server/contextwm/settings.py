@@ -183,7 +183,7 @@ def _category_budgets(values: Mapping[str, Any], source: str) -> dict[Category, 
     out: dict[Category, BudgetPatch] = {}
     for name, table in values.items():
         where = f"conversation.category_budgets.{name}"
-        if name not in Category.__members__.values() or not isinstance(table, Mapping):
+        if name not in {c.value for c in Category} or not isinstance(table, Mapping):
             known = ", ".join(c.value for c in Category)
             raise SettingsError(f"{source}: {where} must be a table, one of {known}")
         unknown = set(table) - {"share", "min_share", "max_share"}
@@ -199,7 +199,7 @@ def _contributor_weights(values: Mapping[str, Any], source: str) -> dict[Contrib
     """The [conversation.contributor_weights] table: a weight per contributor type."""
     out: dict[ContributorType, float] = {}
     for name, v in values.items():
-        if name not in ContributorType.__members__.values():
+        if name not in {t.value for t in ContributorType}:
             known = ", ".join(t.value for t in ContributorType)
             raise SettingsError(
                 f"{source}: unknown contributor conversation.contributor_weights.{name}"

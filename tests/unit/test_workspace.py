@@ -321,9 +321,9 @@ def test_trim_properties(lines: list[str], trailing: bool, budget: int) -> None:
 
 
 @needs_git
-def test_is_git(tmp_path: Path, root: Path) -> None:
-    assert not Workspace(root).is_git()
-    assert Workspace(make_repo(tmp_path / "repo", {"a.txt": "a"})).is_git()
+def test_head_commit(tmp_path: Path, root: Path) -> None:
+    assert Workspace(root).head_commit() is None
+    assert Workspace(make_repo(tmp_path / "repo", {"a.txt": "a"})).head_commit() is not None
 
 
 @needs_git
@@ -361,7 +361,7 @@ def test_diff_in_a_subdirectory_root_and_through_a_symlink(tmp_path: Path) -> No
     repo = make_repo(tmp_path / "repo", {"src/m.py": "a = 1\n"})
     write(repo, {"src/m.py": "a = 2\n"})
     ws = Workspace(repo / "src")
-    assert ws.is_git()
+    assert ws.head_commit() is not None
     diff = ws.diff_against_head("m.py")
     assert diff is not None and "+a = 2" in diff
     (repo / "src" / "alias").symlink_to("m.py")
@@ -386,7 +386,7 @@ def test_without_git_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     write(repo, {"a.py": "x = 2\n", "debug.log": "noise"})
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     ws = Workspace(repo)
-    assert not ws.is_git()
+    assert ws.head_commit() is None
     assert ws.diff_against_head("a.py") is None
     assert ws.working_file("a.py", COUNTER).kind == "content"
     # The .gitignore still applies, read with pathspec; .git is skipped.

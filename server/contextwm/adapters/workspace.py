@@ -225,12 +225,9 @@ class Workspace:
             return None
         return done.stdout if done.returncode == 0 else None
 
-    def is_git(self) -> bool:
-        """Whether the root is inside a git work tree (asked each time: agents run git init)."""
-        return self._run_git("rev-parse", "--is-inside-work-tree") == b"true\n"
-
     def head_commit(self) -> str | None:
-        """HEAD's commit id; None outside git, without git, or before the first commit."""
+        """HEAD's commit id; None outside git, without git, or before the first commit (asked
+        each time: agents run git init and commit)."""
         out = self._run_git("rev-parse", "--verify", "-q", "HEAD^{commit}")
         return out.decode().strip() if out else None
 
@@ -435,26 +432,29 @@ class Workspaces:
         self._open: Lru[str, Workspace] = Lru(self.MAX_OPEN)
 
     def check_root(self, root: str) -> None:
-        if not root:
-            return
+        if root:
+            self._allowed_real(root)
+
+    def _allowed_real(self, root: str) -> str:
+        """The real path of a root the policy allows (see check_root for the errors)."""
         if not os.path.isabs(root):
             raise InvalidArgument(f"workspace_root must be an absolute path, got {root!r}")
         if not os.path.isdir(root):
             raise InvalidArgument(f"workspace_root {root!r} is not an existing directory")
-        real = os.path.join(os.path.realpath(root), "")
-        if not any(real.startswith(a) for a in self._allowed):
+        real = os.path.realpath(root)
+        if not any(os.path.join(real, "").startswith(a) for a in self._allowed):
             allowed = ", ".join(a.rstrip(os.sep) for a in self._allowed) or "none"
             raise PermissionDenied(
                 f"workspace_root {root!r} is outside the roots this server allows ({allowed});"
                 " start the server with --workspace or list the root in workspace_allowed_roots"
             )
+        return real
 
     def open(self, root: str) -> Workspace | None:
         root = root or self._default
         if not root:
             return None
-        self.check_root(root)
-        real = os.path.realpath(root)
+        real = self._allowed_real(root)
         ws = self._open.get(real)
         if ws is None:  # two racing calls may both open it: harmless, one is kept
             ws = Workspace(Path(root))

@@ -188,20 +188,14 @@ def _copies_of_chosen_files(
 ) -> set[str]:
     """Kept window items holding a whole file whose current content a kept working-file
     piece shows in full (same path, same text)."""
-    files = [
-        offered[p.key]
-        for p in allocation.kept[Category.CONTEXT]
-        if offered[p.key].type is ContributorType.WORKING_FILES
-        and offered[p.key].detail == "content"
-    ]
+    chosen = [offered[p.key] for p in allocation.kept[Category.CONTEXT]]
     copies: set[str] = set()
     for c in (Category.SYSTEM_OUTPUT, Category.DIALOG):
         for p in allocation.kept[c]:
             item = items[p.key].item
             if item.file is None or not item.file.carries_whole_file or items[p.key].replaced:
                 continue
-            body = item.content.strip()
-            if any(item.file.path.endswith(f.source) and f"\n{body}\n```" in f.text for f in files):
+            if any(piece.shows_file(item.file.path, item.content) for piece in chosen):
                 copies.add(p.key)
     return copies
 

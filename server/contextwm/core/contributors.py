@@ -50,6 +50,16 @@ class Contribution:
         """Its priority in CONTEXT: weight x salience."""
         return self.weight * self.salience
 
+    def shows_file(self, path: str, content: str) -> bool:
+        """Whether this is a working file shown whole (neither a diff nor trimmed) with exactly
+        content, for path as an item names it (relative, or absolute inside the root)."""
+        return (
+            self.type is ContributorType.WORKING_FILES
+            and self.detail == "content"
+            and (path == self.source or path.endswith("/" + self.source))
+            and self.text.endswith(f"\n```\n{content.rstrip()}\n```")
+        )
+
 
 # Rendered pieces by what decides them (heading, body, cap, encoding), so an unchanged file
 # or doc is neither counted nor trimmed again.

@@ -266,7 +266,7 @@ class ContextEngine:
         check_conversation_id(conversation_id)
         settings = apply_patch(self.defaults, self._model_encoding(patch))
         check_model(settings, self.models)
-        self.workspace_of(settings)
+        self._check_workspace_root(settings)
         self.counters(settings.encoding)  # fail before storing if the encoding cannot load
         with self._registry_lock:
             record = self.store.create_conversation(ns, conversation_id, settings, self.clock())
@@ -287,13 +287,19 @@ class ContextEngine:
             InvalidArgument: a root that is not an absolute path to a directory.
         """
         if self.workspaces is None:
-            if settings.workspace_root:
-                raise PermissionDenied(
-                    "this server has no workspaces: start it with --workspace to allow"
-                    f" workspace_root {settings.workspace_root!r}"
-                )
+            self._check_workspace_root(settings)  # a root of its own is refused
             return None
-        return self.workspaces.open(settings.workspace_root)
+        return self.workspaces.open(settings.workspace_root)  # checks the root too
+
+    def _check_workspace_root(self, settings: ConversationSettings) -> None:
+        """A conversation's own workspace_root must be one the server allows."""
+        if self.workspaces is not None:
+            self.workspaces.check_root(settings.workspace_root)
+        elif settings.workspace_root:
+            raise PermissionDenied(
+                "this server has no workspaces: start it with --workspace to allow"
+                f" workspace_root {settings.workspace_root!r}"
+            )
 
     def get_conversation(self, namespace: str, conversation_id: str) -> ConversationInfo:
         rt = self.locked(namespace, conversation_id)
@@ -339,7 +345,7 @@ class ContextEngine:
             previous = rt.record.settings
             settings = apply_patch(previous, patch)
             check_model(settings, self.models)
-            self.workspace_of(settings)
+            self._check_workspace_root(settings)
             if settings.encoding != rt.record.settings.encoding and rt.last_seq > 0:
                 raise InvalidArgument(
                     "encoding cannot change once a conversation has items (their token"

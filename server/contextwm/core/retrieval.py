@@ -238,9 +238,8 @@ class Retriever:
         contributions = WorkspaceContributors(
             workspace, counter, weights, share_caps(weights, context_max), self._pieces
         ).gather([*named, *paths])
-        offered = [c for c in contributions if not c.reason]
-        saliences = self._salience.saliences([c.text for c in offered], q.vector)
-        salient = iter(saliences)
+        offered = [c.text for c in contributions if not c.reason]
+        salient = iter(self._salience.saliences(offered, q.vector))
         contributions = [
             c if c.reason else dataclasses.replace(c, salience=next(salient)) for c in contributions
         ]
