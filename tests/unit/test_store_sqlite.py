@@ -205,6 +205,17 @@ def test_get_items_many(store: SqliteStore) -> None:
     assert sorted(store.get_items(key, list(range(1, 1201)))) == list(range(1, 1201))
 
 
+def test_a_commit_larger_than_one_statement(store: SqliteStore) -> None:
+    # More items than one INSERT binds and more evictions than one UPDATE names: every item
+    # is stored, indexed for search and archived as asked.
+    key = new_conversation(store)
+    add(store, key, [make_item(s, f"walrus {s}") for s in range(1, 1201)], evicted=range(1, 602))
+    counts = store.counts(key, MODEL)
+    assert (counts.total, counts.archived) == (1200, 601)
+    assert [i.seq for i, _ in store.window_items(key, MODEL)] == list(range(602, 1201))
+    assert len(store.term_postings(key, "walrus", BOTH, 2000)) == 1200
+
+
 def test_idempotency_lookup(store: SqliteStore) -> None:
     k1, k2 = new_conversation(store, "c1"), new_conversation(store, "c2")
     add(store, k1, [make_item(1), make_item(2)], idems=["req-1", None])

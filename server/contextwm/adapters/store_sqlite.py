@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.adapters.store_sqlite_history import HistoryTables, compaction_row
+from contextwm.adapters.store_sqlite_history import HistoryTables, compaction_row, insert_rows
 from contextwm.core.budgets import Category, CategoryBudget, ContributorType
 from contextwm.core.history import CompactionRecord, ContextEdit, Event
 from contextwm.core.ledger import Fact
@@ -146,6 +146,16 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (conv, number)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_at ON events (at);
+"""
+
+# Every item's FTS row is written by this trigger, so that an item costs one INSERT statement
+# rather than two: each sqlite3 call releases and re-takes the interpreter lock, which under
+# concurrent appends means a switch to another thread and back. TEMP: it exists on the write
+# connection only and is never stored in the file, which older versions can still open.
+_FTS_TRIGGER = """
+CREATE TEMP TRIGGER items_fts_insert AFTER INSERT ON main.items BEGIN
+    INSERT INTO items_fts (rowid, content, tag) VALUES (new.id, new.content, 'c' || new.conv);
+END
 """
 
 _CONVERSATION_COLUMNS = (
@@ -292,6 +302,7 @@ class SqliteStore(HistoryTables):
         self._writer.execute("PRAGMA wal_autocheckpoint=0")
         with self._write_lock:
             self._migrate()
+            self._writer.execute(_FTS_TRIGGER)
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
 
@@ -503,11 +514,7 @@ class SqliteStore(HistoryTables):
     ) -> None:
         with self._transaction() as db:
             self._insert_items(db, key, items, idempotency_keys)
-            if evicted:
-                db.executemany(
-                    "UPDATE items SET state = ? WHERE conv = ? AND seq = ?",
-                    [(int(ItemState.ARCHIVED), key, seq) for seq in evicted],
-                )
+            self._archive(db, key, evicted)
             last_seq = max((i.seq for i in items), default=0)
             # One UPDATE of the conversation row per append, the event counter included.
             db.execute(
@@ -526,11 +533,12 @@ class SqliteStore(HistoryTables):
         items: Sequence[Item],
         idempotency_keys: Sequence[str | None],
     ) -> None:
-        for item, idem in zip(items, idempotency_keys, strict=True):
-            cur = db.execute(
-                "INSERT INTO items (conv, seq, role, content, ts, tokens, flags, metadata,"
-                " file_path, file_kind, state, idem, kind, whole_file)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        """Inserts the items; their FTS rows come from _FTS_TRIGGER."""
+        insert_rows(
+            db,
+            "items (conv, seq, role, content, ts, tokens, flags, metadata, file_path,"
+            " file_kind, state, idem, kind, whole_file)",
+            [
                 (
                     key,
                     item.seq,
@@ -548,11 +556,21 @@ class SqliteStore(HistoryTables):
                     None
                     if item.file is None or item.file.whole_file is None
                     else int(item.file.whole_file),
-                ),
-            )
+                )
+                for item, idem in zip(items, idempotency_keys, strict=True)
+            ],
+        )
+
+    @staticmethod
+    def _archive(db: sqlite3.Connection, key: int, seqs: Sequence[int]) -> None:
+        """Marks these items archived: one UPDATE per 500 rather than one per item (see
+        insert_rows on why statements are counted)."""
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start : start + 500])
+            marks = ",".join("?" * len(chunk))
             db.execute(
-                "INSERT INTO items_fts (rowid, content, tag) VALUES (?, ?, ?)",
-                (cur.lastrowid, item.content, f"c{key}"),
+                f"UPDATE items SET state = ? WHERE conv = ? AND seq IN ({marks})",
+                (int(ItemState.ARCHIVED), key, *chunk),
             )
 
     def commit_compaction(
@@ -578,11 +596,8 @@ class SqliteStore(HistoryTables):
                     int(ItemState.ARCHIVED),
                 ),
             )
-            if evicted:  # the marker itself, when it is larger than the whole window
-                db.executemany(
-                    "UPDATE items SET state = ? WHERE conv = ? AND seq = ?",
-                    [(int(ItemState.ARCHIVED), key, seq) for seq in evicted],
-                )
+            # The marker itself, when it is larger than the whole window.
+            self._archive(db, key, evicted)
             db.execute(
                 "INSERT INTO compactions (conv, number, at, summary, extractive, marker_seq,"
                 " items_archived, tokens_before, tokens_after, ledger, facts)"

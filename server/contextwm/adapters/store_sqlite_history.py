@@ -31,6 +31,26 @@ from contextwm.core.usage import ContextLimits, Reported, Usage
 from contextwm.errors import AlreadyExists
 
 _REVERTED = int(ItemState.REVERTED)
+# The fewest bound parameters a SQLite build allows per statement (older builds: 999).
+_MAX_PARAMETERS = 999
+
+
+def insert_rows(db: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """INSERT INTO `into` (a table and its column list) these rows, as many per statement as
+    the parameter limit allows rather than one statement per row (executemany): every
+    sqlite3 call releases and re-takes the interpreter lock, which under concurrent appends
+    is a switch to another thread and back per call."""
+    if not rows:
+        return
+    width = len(rows[0])
+    per_statement = _MAX_PARAMETERS // width
+    marks = "(" + ", ".join("?" * width) + ")"
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        db.execute(
+            f"INSERT INTO {into} VALUES {', '.join([marks] * len(chunk))}",
+            [value for row in chunk for value in row],
+        )
 
 
 class HistoryTables:
@@ -46,32 +66,31 @@ class HistoryTables:
 
     @staticmethod
     def _write_facts(db: sqlite3.Connection, key: int, facts: Sequence[Fact]) -> None:
-        if facts:
-            db.executemany(
-                "INSERT INTO facts (conv, seq, kind, text, outcome) VALUES (?, ?, ?, ?, ?)",
-                [(key, f.seq, str(f.kind), f.text, f.outcome) for f in facts],
-            )
+        insert_rows(
+            db,
+            "facts (conv, seq, kind, text, outcome)",
+            [(key, f.seq, str(f.kind), f.text, f.outcome) for f in facts],
+        )
 
     @staticmethod
     def _write_edits(db: sqlite3.Connection, key: int, edits: Sequence[ContextEdit]) -> None:
-        if edits:
-            db.executemany(
-                "INSERT INTO edits (conv, id, at, kind, seqs, related_seq, tokens_saved, detail)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        key,
-                        e.id,
-                        e.at,
-                        str(e.kind),
-                        _seqs_json(e.seqs),
-                        e.related_seq,
-                        e.tokens_saved,
-                        e.detail,
-                    )
-                    for e in edits
-                ],
-            )
+        insert_rows(
+            db,
+            "edits (conv, id, at, kind, seqs, related_seq, tokens_saved, detail)",
+            [
+                (
+                    key,
+                    e.id,
+                    e.at,
+                    str(e.kind),
+                    _seqs_json(e.seqs),
+                    e.related_seq,
+                    e.tokens_saved,
+                    e.detail,
+                )
+                for e in edits
+            ],
+        )
 
     @staticmethod
     def _write_events(
@@ -80,8 +99,9 @@ class HistoryTables:
         """Stores events; counter=False when the caller updates conversations.last_event."""
         if not events:
             return
-        db.executemany(
-            "INSERT INTO events (conv, number, at, kind, payload) VALUES (?, ?, ?, ?, ?)",
+        insert_rows(
+            db,
+            "events (conv, number, at, kind, payload)",
             [(key, e.number, e.at, str(e.kind), json.dumps(_encode(e.payload))) for e in events],
         )
         if counter:

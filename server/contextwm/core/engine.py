@@ -594,6 +594,8 @@ class ContextEngine:
     def _evictions(self, rt: ConversationRuntime) -> list[int]:
         """The seqs to evict so that rt's window fits its current limits (rt.lock held)."""
         settings = rt.record.settings
+        if rt.window.tokens <= rt.token_limit and len(rt.window) <= settings.window_max_items:
+            return []  # it fits: no scores, so no focus vector either
         evictions = choose_evictions(
             rt.window,
             token_limit=rt.token_limit,

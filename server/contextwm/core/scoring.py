@@ -70,8 +70,9 @@ def relevance_many(
     """
     w = settings.weights
     decay = recency_many(settings, clock, timestamps, seqs)
-    importance = np.fromiter((w.importance_of(f) for f in flags), np.float64, len(flags))
-    role = np.fromiter((w.role.get(r, 0.0) for r in roles), np.float64, len(roles))
+    importance_of, role_of = w.importance_of, w.role.get
+    importance = np.array([importance_of(f) for f in flags], dtype=np.float64)
+    role = np.array([role_of(r, 0.0) for r in roles], dtype=np.float64)
     score: Floats = w.recency * decay + importance + w.similarity * similarities + role
     return score, decay, importance, role
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +13,7 @@ from contextwm.core.model import ConversationSettings, Flag, Item, ScoreParts
 from contextwm.core.scoring import Clock, relevance_many
 
 Vector = npt.NDArray[np.float32]
+_PINNED = int(Flag.PINNED)
 
 
 class WindowEntry:
@@ -61,15 +63,21 @@ class Window:
 
     def newest(self, n: int) -> list[WindowEntry]:
         """The n most recently appended entries, oldest first."""
-        entries = list(self._entries.values())
-        return entries[-n:] if n > 0 else []
+        if n <= 0:
+            return []
+        entries = list(islice(reversed(self._entries.values()), n))
+        entries.reverse()
+        return entries
 
     def focus_vector(self, n: int) -> Vector | None:
         """The mean direction of the newest n embedded items: what the conversation is about now."""
-        vectors = [e.vector for e in reversed(list(self._entries.values())) if e.vector is not None]
+        # Walks back from the newest entry only as far as it takes to find n vectors.
+        vectors = list(
+            islice((e.vector for e in reversed(self._entries.values()) if e.vector is not None), n)
+        )
         if not vectors:
             return None
-        mean = np.mean(np.stack(vectors[:n]), axis=0)
+        mean = np.mean(np.array(vectors), axis=0)
         norm = float(np.linalg.norm(mean))
         return (mean / norm).astype(np.float32) if norm > 0 else None
 
@@ -78,24 +86,30 @@ class Window:
     ) -> WindowScores:
         """Relevance of every entry. An item whose vector has not arrived yet gets the mean
         similarity of the others, so waiting for the embedder neither shields nor dooms it."""
+        # Every append that evicts scores the whole window: one list per attribute, built by
+        # comprehensions (generators into np.fromiter cost about twice as much), and vectors
+        # joined by np.array (the same matrix as np.stack's in under half the time).
         entries = list(self._entries.values())
-        n = len(entries)
+        items = [e.item for e in entries]
+        n = len(items)
         sims = np.zeros(n, dtype=np.float64)
         if focus is not None and n:
-            have = [i for i, e in enumerate(entries) if e.vector is not None]
-            if have:
-                matrix = np.stack([entries[i].vector for i in have])  # type: ignore[misc]
-                sims[have] = matrix @ focus
-                missing = [i for i, e in enumerate(entries) if e.vector is None]
+            vectors = [e.vector for e in entries]
+            have = [i for i, v in enumerate(vectors) if v is not None]
+            if len(have) == n:  # the usual case once the indexer has caught up
+                sims[:] = np.array(vectors) @ focus
+            elif have:
+                sims[have] = np.array([vectors[i] for i in have]) @ focus
+                missing = [i for i, v in enumerate(vectors) if v is None]
                 sims[missing] = float(np.mean(sims[have]))
-        seqs = np.fromiter((e.item.seq for e in entries), np.float64, n)
+        seqs = np.array([it.seq for it in items], dtype=np.float64)
         score, recency, importance, role = relevance_many(
             settings,
             clock,
-            timestamps=np.fromiter((e.item.timestamp for e in entries), np.float64, n),
+            timestamps=np.array([it.timestamp for it in items], dtype=np.float64),
             seqs=seqs,
-            roles=[e.item.role for e in entries],
-            flags=[e.item.flags for e in entries],
+            roles=[it.role for it in items],
+            flags=[it.flags for it in items],
             similarities=sims,
         )
         return WindowScores(seqs.astype(np.int64), score, recency, importance, sims, role)
@@ -140,12 +154,10 @@ def choose_evictions(
     tokens, count = window.tokens, len(window)
     if tokens <= token_limit and count <= item_limit:
         return []
-    entries = list(window)
+    items = [e.item for e in window]
     scored = window.scores(settings, clock, focus)
-    token_counts = np.fromiter((e.item.token_count for e in entries), np.int64, len(entries))
-    pinned = np.fromiter(
-        (int(e.item.flags) & Flag.PINNED.value for e in entries), bool, len(entries)
-    )
+    token_counts = np.array([it.token_count for it in items], dtype=np.int64)
+    pinned = np.array([int(it.flags) & _PINNED for it in items], dtype=bool)
     # Pinned items rank by age alone. Scores are compared at 1e-9 so that sums which only
     # differ in rounding count as ties, and ties go to the older item.
     rounded = np.where(pinned, 0.0, np.round(scored.score, 9))
