@@ -94,6 +94,7 @@ class Service:
             batch_size=settings.indexer_batch_size,
             save_interval=settings.index_save_seconds,
             embedder=batch_embedder,
+            busy_duty=settings.indexer_busy_duty,
         )
         server = GrpcServer(
             engine, workers=settings.workers, max_message_bytes=settings.max_message_bytes

@@ -37,6 +37,8 @@ class ServerSettings:
     # Embed appended items in a child process (the bundled model only), this much nicer.
     indexer_process: bool = True
     indexer_niceness: int = 10
+    # While appends keep the server busy, the indexer embeds this share of the time.
+    indexer_busy_duty: float = 0.25
     index_save_seconds: float = 30.0
     grace_seconds: float = 10.0
     max_message_bytes: int = 64 * 1024 * 1024
@@ -272,6 +274,8 @@ def load_settings(
         raise SettingsError("sqlite_synchronous must be NORMAL or FULL")
     if not 0 <= settings.indexer_niceness <= 19:
         raise SettingsError("indexer_niceness must be between 0 and 19")
+    if not 0 < settings.indexer_busy_duty <= 1:
+        raise SettingsError("indexer_busy_duty must be more than 0 and at most 1")
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):

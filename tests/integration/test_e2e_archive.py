@@ -4,6 +4,7 @@ and embedding work from concurrent requests is batched."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -101,3 +102,37 @@ def test_archived_vectors_are_the_models_vectors(client: Client, service: object
     assert seqs.tolist() == [1]
     expected = service.engine.embedder.embed(["first item about compilers"])[0]
     assert np.allclose(vectors[0], expected, atol=1e-5)
+
+
+def test_a_reader_gets_its_vectors_during_a_burst_of_appends(start_service: StartService) -> None:
+    # While appends keep the server busy the indexer embeds 1 % of the time (pauses of 99x a
+    # batch); a GetContext waiting for its own append's vector lifts that at once.
+    service = start_service(indexer_busy_duty=0.01, index_wait_seconds=30.0)
+    target = f"127.0.0.1:{service.port}"
+    stop = threading.Event()
+
+    def producer(n: int) -> None:
+        with Client(target) as c:
+            k = 0
+            while not stop.is_set():
+                k += 1
+                c.append(f"burst-{n}", f"producer {n} logs boiler reading {k}")
+
+    producers = [threading.Thread(target=producer, args=(n,)) for n in range(3)]
+    for t in producers:
+        t.start()
+    try:
+        time.sleep(0.5)  # the burst is on, with a backlog ahead of the reader's item
+        with Client(target) as c:
+            c.append("reader", "The boiler's pressure limit is 2.5 bar.")
+            began = time.monotonic()
+            context = c.get_context("reader", "boiler pressure limit", max_tokens=200)
+            waited = time.monotonic() - began
+            assert c.get_conversation("reader").pending_embeddings == 0
+            assert c.get_conversation("burst-0").last_seq > 0
+    finally:
+        stop.set()
+        for t in producers:
+            t.join()
+    assert "2.5 bar" in context.text
+    assert waited < 15.0  # held back, it would wait out index_wait_seconds (30 s)

@@ -151,6 +151,8 @@ def test_unknown_weights_key_raises(tmp_path: Path) -> None:
         ("[conversation.weights]\nrecency = 1000.0\n", {}, "recency"),
         ('sqlite_synchronous = "OFF"\n', {}, "sqlite_synchronous"),
         ('embedder = "bert"\n', {}, "embedder"),
+        ("indexer_busy_duty = 0.0\n", {}, "indexer_busy_duty"),
+        ("", {"CONTEXTWM_INDEXER_BUSY_DUTY": "1.5"}, "indexer_busy_duty"),
     ],
 )
 def test_bad_values_raise_naming_the_key(

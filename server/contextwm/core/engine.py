@@ -23,6 +23,7 @@ from contextwm.core.events import EventHub
 from contextwm.core.file_copies import supersede
 from contextwm.core.history import EditKind, Event, EventKind, EventPayload
 from contextwm.core.importance import detect_flags
+from contextwm.core.indexer_pacing import BusyMeter, VectorWaiters
 from contextwm.core.ledger import Ledger, extract_facts
 from contextwm.core.model import (
     ConversationSettings,
@@ -120,6 +121,9 @@ class ContextEngine:
         self._registry_lock = threading.Lock()
         # Set by the indexer so appends can wake it.
         self.on_append: Callable[[], None] = lambda: None
+        # What the indexer paces itself by (see indexer_pacing).
+        self.appends_busy = BusyMeter()
+        self.vector_waiters = VectorWaiters()
 
     # ------------------------------------------------------------ runtimes
 
@@ -399,7 +403,7 @@ class ContextEngine:
             raise InvalidArgument("two items in one batch share an idempotency_key")
         self._check_files(namespace, conversation_id, items)
         rt = self.runtime(namespace, conversation_id, create=True)
-        with rt.lock:
+        with self.appends_busy.timing(), rt.lock:
             if rt.deleted:
                 raise NotFound(f"conversation {conversation_id!r} was deleted")
             return self._append_locked(rt, items, keys)

@@ -8,6 +8,7 @@ import time
 from collections import defaultdict
 
 from contextwm.core.engine import ContextEngine
+from contextwm.core.indexer_pacing import BUSY_SHARE, pause_after
 from contextwm.ports.embedder import Embedder
 
 log = logging.getLogger(__name__)
@@ -16,6 +17,8 @@ log = logging.getLogger(__name__)
 MAINTAIN_SECONDS = 1.0
 # How often events older than the engine's retention are dropped.
 PRUNE_SECONDS = 60.0
+# A pause checks this often whether appends still keep the server busy.
+PACE_SLICE_SECONDS = 0.1
 # A periodic save skips indexes searched more recently than this; shutdown saves them all.
 RESTED_SECONDS = 10.0
 
@@ -25,7 +28,9 @@ class Indexer:
 
     Appends return before their items are embedded (an embedding costs more than the 5 ms an
     acknowledgement may take); the store remembers which items still lack a vector, so after
-    a crash the indexer simply carries on from there.
+    a crash the indexer simply carries on from there. While appends keep the server busy it
+    embeds only busy_duty of the time, unless a reader is waiting for vectors
+    (see indexer_pacing).
     """
 
     def __init__(
@@ -35,21 +40,27 @@ class Indexer:
         batch_size: int = 32,
         save_interval: float = 30.0,
         embedder: Embedder | None = None,
+        busy_duty: float = 0.25,
     ) -> None:
         """Args:
         embedder: embeds the batches (the same model as the engine's, perhaps in another
             process); the engine's own embedder when None.
+        busy_duty: the share of time spent embedding while appends keep the server busy
+            (1 never holds back).
         """
         self._engine = engine
         self._embedder = embedder or engine.embedder
         self._batch_size = batch_size
         self._save_interval = save_interval
+        self._busy_duty = busy_duty
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._reader_waits = threading.Event()
         # Items are embedded in id order, so a cursor spares rescanning embedded rows.
         self._cursor = 0
         self._thread = threading.Thread(target=self._run, name="contextwm-indexer", daemon=True)
         engine.on_append = self._wake.set
+        engine.vector_waiters.on_wait = self._reader_waits.set
 
     def start(self) -> None:
         self._thread.start()
@@ -58,6 +69,7 @@ class Indexer:
         """Stops after the batch in hand and saves changed indexes."""
         self._stop.set()
         self._wake.set()
+        self._reader_waits.set()
         self._thread.join()
         self._engine.save_indexes()
 
@@ -87,6 +99,7 @@ class Indexer:
         last_save = last_maintain = last_prune = time.monotonic()
         while not self._stop.is_set():
             self._wake.clear()  # before the batch: a wake-up during it is not lost
+            started, appends_before = time.monotonic(), self._engine.appends_busy.seconds
             try:
                 done = self.run_once()
             except Exception:
@@ -106,3 +119,27 @@ class Indexer:
                 last_save = last_maintain = last_prune = time.monotonic()
             if done == 0:
                 self._wake.wait(timeout=MAINTAIN_SECONDS)
+            else:
+                self.pace(
+                    time.monotonic() - started,
+                    self._engine.appends_busy.seconds - appends_before,
+                )
+
+    def pace(self, batch_seconds: float, append_seconds: float) -> float:
+        """Pauses after a batch as pause_after says, ending early when the appends stop
+        keeping the server busy, a reader starts waiting for vectors, or the indexer stops;
+        returns the seconds paused."""
+        began = time.monotonic()
+        deadline = began + pause_after(batch_seconds, append_seconds, self._busy_duty)
+        busy, waiters = self._engine.appends_busy, self._engine.vector_waiters
+        while not self._stop.is_set():
+            self._reader_waits.clear()
+            left = deadline - time.monotonic()
+            if waiters.any or left <= 0:  # checked after clear(): a new reader is never missed
+                break
+            before = busy.seconds
+            if self._reader_waits.wait(min(left, PACE_SLICE_SECONDS)):
+                continue
+            if busy.seconds - before < BUSY_SHARE * PACE_SLICE_SECONDS:
+                break  # the burst is over
+        return time.monotonic() - began

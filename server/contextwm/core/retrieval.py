@@ -142,8 +142,10 @@ class Retriever:
 
     def _wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: wait (bounded) until appended items are embedded."""
+        if rt.pending == 0:
+            return
         deadline = time.monotonic() + self.engine.index_wait_seconds
-        with rt.indexed:
+        with self.engine.vector_waiters.waiting(), rt.indexed:
             while rt.pending > 0 and not rt.deleted:
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -1,0 +1,112 @@
+"""The indexer yields to bursts of appends, and never to a reader waiting for vectors (a real
+engine on SQLite with the hashing embedder; the end-to-end case is in test_e2e_archive.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from contextwm.adapters.embedder_fake import HashingEmbedder
+from contextwm.adapters.faiss_index import FaissIndexFiles
+from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.core.engine import ContextEngine
+from contextwm.core.indexer import Indexer
+from contextwm.core.indexer_pacing import BusyMeter, pause_after
+from contextwm.core.model import NewItem
+
+
+def test_pause_after() -> None:
+    assert pause_after(0.4, 0.1, 0.25) == 0.0  # appends took a quarter of the batch: not busy
+    assert pause_after(0.4, 0.2, 0.25) == pytest.approx(1.2)  # busy: embed a quarter of the time
+    assert pause_after(0.4, 0.8, 0.5) == pytest.approx(0.4)
+    assert pause_after(0.4, 4.0, 1.0) == 0.0  # duty 1 never holds back
+    assert pause_after(0.0, 1.0, 0.25) == 0.0
+
+
+def test_busy_meter_sums_the_time_of_concurrent_calls() -> None:
+    meter = BusyMeter()
+
+    def call() -> None:
+        with meter.timing():
+            time.sleep(0.1)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - began
+    assert meter.seconds >= 0.4 > wall
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[ContextEngine]:
+    store = SqliteStore(tmp_path / "db.sqlite3")
+    embedder = HashingEmbedder(32)
+    yield ContextEngine(
+        store, embedder, FaissIndexFiles(tmp_path / "indexes", embedder.dimension), token_counter
+    )
+    store.close()
+
+
+class Burst:
+    """Appends from a thread without a break, as producers in a burst do."""
+
+    def __init__(self, engine: ContextEngine) -> None:
+        self._stop = threading.Event()
+        self._going = threading.Event()
+        self._engine = engine
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            self._engine.append("", "burst", [NewItem(role="user", content=f"note {n}")])
+            self._going.set()
+
+    def __enter__(self) -> Burst:
+        self._thread.start()
+        self._going.wait()  # the first append also loads the token tables
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_burst_of_appends_holds_the_indexer_back(engine: ContextEngine) -> None:
+    indexer = Indexer(engine, busy_duty=0.1)
+    with Burst(engine):
+        paused = indexer.pace(batch_seconds=0.1, append_seconds=0.1)  # pause_after: 0.9 s
+    assert 0.8 <= paused < 3.0
+
+
+def test_the_pause_ends_with_the_burst(engine: ContextEngine) -> None:
+    indexer = Indexer(engine, busy_duty=0.01)
+    paused = indexer.pace(batch_seconds=0.1, append_seconds=0.1)  # pause_after: 9.9 s
+    assert paused < 0.5  # no append since: the first check ends it
+
+
+def test_a_reader_waiting_for_vectors_ends_the_pause(engine: ContextEngine) -> None:
+    indexer = Indexer(engine, busy_duty=0.01)
+
+    def reader() -> None:
+        time.sleep(0.3)
+        with engine.vector_waiters.waiting():
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=reader)
+    with Burst(engine):
+        thread.start()
+        paused = indexer.pace(batch_seconds=0.1, append_seconds=0.1)  # pause_after: 9.9 s
+    thread.join()
+    assert 0.25 <= paused < 2.0
+    # A reader already waiting means no pause at all.
+    with Burst(engine), engine.vector_waiters.waiting():
+        assert indexer.pace(batch_seconds=0.1, append_seconds=0.1) < 0.05
