@@ -107,7 +107,7 @@ def test_archived_vectors_are_the_models_vectors(client: Client, service: object
 def test_a_reader_gets_its_vectors_during_a_burst_of_appends(start_service: StartService) -> None:
     # While appends keep the server busy the indexer embeds 1 % of the time (pauses of 99x a
     # batch); a GetContext waiting for its own append's vector lifts that at once.
-    service = start_service(indexer_busy_duty=0.01, index_wait_seconds=30.0)
+    service = start_service(indexer_busy_duty=0.01, index_wait_seconds=60.0)
     target = f"127.0.0.1:{service.port}"
     stop = threading.Event()
 
@@ -135,4 +135,4 @@ def test_a_reader_gets_its_vectors_during_a_burst_of_appends(start_service: Star
         for t in producers:
             t.join()
     assert "2.5 bar" in context.text
-    assert waited < 15.0  # held back, it would wait out index_wait_seconds (30 s)
+    assert waited < 30.0  # held back, it would wait out index_wait_seconds (60 s)
