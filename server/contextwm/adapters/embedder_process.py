@@ -32,11 +32,6 @@ START_SECONDS = 300.0
 def _serve(conn: Connection, niceness: int) -> None:
     """The child: load the model, then answer lists of texts with vectors until told to stop."""
     os.nice(niceness)
-    # OpenMP threads otherwise spin at every barrier. The niceness exists so that request
-    # threads preempt this process, and a spinning thread whose partner was preempted burns
-    # CPU the server needs: passive waiting embedded 40 % more items per CPU second during an
-    # ack burst, and costs nothing when the machine is idle (scripts/bench_ingest.py).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when torch loads, just below
     from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder()
