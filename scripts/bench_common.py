@@ -403,10 +403,16 @@ class ServerProcess:
     """
 
     def __init__(
-        self, data_dir: Path, *, start_timeout: float = 180.0, extra_args: Sequence[str] = ()
+        self,
+        data_dir: Path,
+        *,
+        start_timeout: float = 180.0,
+        extra_args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self._extra_args = list(extra_args)
+        self._env = env or {}
         self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
         self._start_timeout = start_timeout
         self._proc: subprocess.Popen[str] | None = None
@@ -432,7 +438,7 @@ class ServerProcess:
         )
         cmd += ["serve", "--port", "0", "--data-dir", str(self.data_dir), "--log-level", "warning"]
         cmd += self._extra_args
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **self._env)
         self._log = self.log_path.open("w")
         began = time.perf_counter()
         self._proc = subprocess.Popen(

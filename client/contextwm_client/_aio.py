@@ -458,6 +458,7 @@ class AsyncClient:
         mode: str | None = None,
         time_hints: bool | None = None,
         categories: CategoryOptions | bool | None = None,
+        as_of: datetime | None = None,
         namespace: str | None = None,
     ) -> EnhancedContext:
         """Returns the enhanced context: recent window plus relevant history, within a budget.
@@ -468,15 +469,19 @@ class AsyncClient:
             conversation_id: The conversation.
             query: The question to answer; None lets the conversation's focus stand in.
             max_tokens: Token budget of the whole rendered text (> 0).
-            recent_share: Share of the budget for the recent window, 0..1.
-            similarity_threshold: Overrides the conversation's similarity threshold.
-            max_history_items: Upper bound on history hits.
-            include_neighbors: Bring a hit's neighbouring turn along when it fits.
+            recent_share: None (the default) lets relevance share the budget between window
+                and history; 0..1 gives the window that fixed share (the seed's split).
+            similarity_threshold: A similarity floor for candidates without lexical evidence
+                (every candidate in dense mode).
+            max_history_items: Upper bound on ranked items.
+            include_neighbors: Offer a hit's question or answer turn as a candidate too.
             mode: "hybrid", "dense" or "lexical".
             time_hints: Read time words in the query ("last week", "in May").
             categories: Assemble by category budgets, with contributors and an allocation
                 report: True with the conversation's budgets and weights, CategoryOptions
                 to change them for this request; None or False: the recent/history split.
+            as_of: When the query is asked (naive means UTC): time words in it are read
+                against this moment; None uses the conversation's newest item time.
             namespace: Namespace; None uses the client's.
 
         Returns:
@@ -503,6 +508,7 @@ class AsyncClient:
             mode=mode,
             time_hints=time_hints,
             categories=categories,
+            as_of=as_of,
         )
         response = await self._invoke(self._stub.GetContext, request, pb.EnhancedContext)
         return from_proto_enhanced_context(response)
@@ -521,6 +527,7 @@ class AsyncClient:
         metadata: Mapping[str, str] | None = None,
         mode: str | None = None,
         similarity_threshold: float | None = None,
+        as_of: datetime | None = None,
         namespace: str | None = None,
     ) -> SearchResult:
         """Searches one conversation's archive (and optionally window), or a whole namespace.
@@ -537,6 +544,7 @@ class AsyncClient:
             metadata: Only items whose metadata has each of these pairs.
             mode: "hybrid", "dense" or "lexical"; None is the server default.
             similarity_threshold: Minimum cosine similarity of dense-only hits.
+            as_of: When the query is asked (naive means UTC), for its time words.
             namespace: Namespace; None uses the client's.
 
         Returns:
@@ -561,6 +569,7 @@ class AsyncClient:
             metadata=metadata,
             mode=mode,
             similarity_threshold=similarity_threshold,
+            as_of=as_of,
         )
         response = await self._invoke(self._stub.Search, request, pb.SearchResponse)
         return from_proto_search_response(response)

@@ -125,6 +125,7 @@ def get_context(
     mode: str | None,
     time_hints: bool | None,
     categories: CategoryOptions | bool | None,
+    as_of: datetime | None = None,
 ) -> pb.GetContextRequest:
     """Builds a GetContextRequest; None options stay unset (server defaults).
 
@@ -147,13 +148,16 @@ def get_context(
         options.categories.CopyFrom(to_proto_category_options(categories))
     elif categories:
         options.categories.SetInParent()
-    return pb.GetContextRequest(
+    request = pb.GetContextRequest(
         namespace=namespace,
         conversation_id=conversation_id,
         query=query or "",
         max_tokens=max_tokens,
         options=options,
     )
+    if as_of is not None:
+        request.as_of.CopyFrom(to_proto_timestamp(as_of))
+    return request
 
 
 def search(
@@ -170,6 +174,7 @@ def search(
     metadata: Mapping[str, str] | None,
     mode: str | None,
     similarity_threshold: float | None,
+    as_of: datetime | None = None,
 ) -> pb.SearchRequest:
     """Builds a SearchRequest; conversation_id None searches the whole namespace.
 
@@ -181,7 +186,7 @@ def search(
         search_filter.since.CopyFrom(to_proto_timestamp(since))
     if until is not None:
         search_filter.until.CopyFrom(to_proto_timestamp(until))
-    return pb.SearchRequest(
+    request = pb.SearchRequest(
         namespace=namespace,
         conversation_id=conversation_id or "",
         query=query,
@@ -191,6 +196,9 @@ def search(
         mode=to_proto_retrieval_mode(mode),
         similarity_threshold=similarity_threshold,
     )
+    if as_of is not None:
+        request.as_of.CopyFrom(to_proto_timestamp(as_of))
+    return request
 
 
 # ---------------------------------------------------------------- agent loop

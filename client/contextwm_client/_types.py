@@ -249,6 +249,8 @@ class ConversationSettings:
             entry changes the named category's set fields. Read back: all four categories.
         contributor_weights: Contributor weights 0..1 keyed by contributor type (0 switches
             one off). Read back: all four types.
+        recent_min_items: The newest window items every enhanced context keeps whatever the
+            query, as long as they take at most a quarter of the budget (0..1000).
     """
 
     window_max_tokens: int | None = None
@@ -271,6 +273,7 @@ class ConversationSettings:
     workspace_root: str | None = None
     category_budgets: tuple[CategoryBudget, ...] | None = None
     contributor_weights: Mapping[str, float] | None = None
+    recent_min_items: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

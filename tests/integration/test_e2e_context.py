@@ -44,18 +44,26 @@ def test_sections_budget_and_no_repeats(client: Client) -> None:
         assert recent_seqs == sorted(recent_seqs)
         assert not set(recent_seqs) & {s.seq for s in ctx.history}
         assert ctx.text.endswith("# Current Query\n\nwhat port is billing on?")
-    ctx = client.get_context("c", "what port is billing on?", max_tokens=1000)
-    order = [
-        ctx.text.index(h)
-        for h in ("# Recent Context", "# Relevant Historical Context", "# Current Query")
-    ]
-    assert order == sorted(order)
-    assert ctx.tokens.recent > 0 and ctx.tokens.history > 0
+    # By default history comes first, so the text reads in time order up to the query; the
+    # seed's split (an explicit recent_share) puts the recent window first.
+    sections = {
+        None: ("# Relevant Historical Context", "# Recent Context", "# Current Query"),
+        0.5: ("# Recent Context", "# Relevant Historical Context", "# Current Query"),
+    }
+    for share, headings in sections.items():
+        ctx = client.get_context(
+            "c", "what port is billing on?", max_tokens=1000, recent_share=share
+        )
+        order = [ctx.text.index(h) for h in headings]
+        assert order == sorted(order)
+        assert ctx.tokens.recent > 0 and ctx.tokens.history > 0
 
 
 def test_history_hits_carry_score_parts_and_neighbours(client: Client) -> None:
     _conversation(client, "c")
-    ctx = client.get_context("c", "what port is billing on?", max_tokens=400)
+    # The seed's split pairs a hit with its neighbour (the default offers neighbours as
+    # candidates of their own: test_e2e_relevant_context).
+    ctx = client.get_context("c", "what port is billing on?", max_tokens=400, recent_share=0.5)
     by_seq = {s.seq: s for s in ctx.history}
     # The question and its answer come together: one as a hit, the other as its neighbour.
     assert {1, 2} <= by_seq.keys()
@@ -66,7 +74,7 @@ def test_history_hits_carry_score_parts_and_neighbours(client: Client) -> None:
     assert 0 < hit.parts.recency < 1
     assert hit.parts.role in (0.2, 0.3)
     without = client.get_context(
-        "c", "what port is billing on?", max_tokens=400, include_neighbors=False
+        "c", "what port is billing on?", max_tokens=400, include_neighbors=False, recent_share=0.5
     )
     assert all(s.neighbor_of is None for s in without.history)
 

@@ -93,6 +93,7 @@ FULL_SETTINGS = ConversationSettings(
     recency_half_life_items=50.0,
     focus_items=3,
     similarity_threshold=0.3,
+    recent_min_items=2,
     adaptive_window=True,
     detect_importance=True,
     weights=ScoringWeights(
@@ -1085,6 +1086,7 @@ PB_SETTINGS_LOOP = pb.ConversationSettings(
     recency_half_life_items=5.0,
     focus_items=6,
     similarity_threshold=0.7,
+    recent_min_items=4,
     adaptive_window=True,
     detect_importance=False,
     weights=pb.ScoringWeights(recency=0.1, similarity=0.2, importance={"code": 0.3}),
@@ -1263,6 +1265,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             recency_half_life_items=5.0,
             focus_items=6,
             similarity_threshold=0.7,
+            recent_min_items=4,
             adaptive_window=True,
             detect_importance=False,
             weights=ScoringWeights(recency=0.1, similarity=0.2, importance={"code": 0.3}),

@@ -1,9 +1,20 @@
-"""Tests for contextwm.core.ranking: rare-word evidence and fuse() in its three modes."""
+"""Tests for contextwm.core.ranking: BM25, peakedness and fuse() in its three modes."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from contextwm.core.ranking import AGREEMENT, Ranked, fuse, rare_word_evidence
+from contextwm.core.ranking import (
+    BM25_B,
+    BM25_K1,
+    DENSE_FLOOR_RANK,
+    Ranked,
+    bm25,
+    fuse,
+    peakedness,
+)
+from contextwm.ports.store import TermPostings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,59 +23,73 @@ def order(ranked: list[Ranked]) -> list[int]:
     return [r.seq for r in ranked]
 
 
-# ---------------------------------------------------------------- rare-word evidence
+def postings(count: int, *pairs: tuple[int, int]) -> TermPostings:
+    """count items hold the term; pairs are (seq, tokens) of the ones listed."""
+    return TermPostings(count, tuple(s for s, _ in pairs), tuple(t for _, t in pairs))
 
 
-def test_unique_term_held_by_one_item_is_full_evidence() -> None:
-    assert rare_word_evidence({"zanzibar": [7]}) == {7: pytest.approx(1.0)}
+# ---------------------------------------------------------------- BM25
 
 
-def test_item_holding_every_rare_term_scores_one() -> None:
-    ev = rare_word_evidence({"kestrel": [4], "2024": [4]})
-    assert ev[4] == pytest.approx(1.0)
+def test_bm25_matches_the_formula_with_binary_term_frequency() -> None:
+    scores = bm25({"kestrel": postings(2, (4, 10), (9, 30))}, items=100, mean_tokens=20.0)
+    idf = math.log(1 + (100 - 2 + 0.5) / (2 + 0.5))
+    for seq, length in ((4, 10), (9, 30)):
+        norm = 1 - BM25_B + BM25_B * length / 20.0
+        assert scores[seq] == pytest.approx(idf * (BM25_K1 + 1) / (1 + BM25_K1 * norm))
 
 
-def test_common_term_carries_little_evidence() -> None:
-    common = list(range(1, 21))  # in 20 items
-    ev = rare_word_evidence({"deploy": common})
-    assert all(v == pytest.approx(1 / 20) for v in ev.values())
-    ev = rare_word_evidence({"deploy": common, "zanzibar": [33]})
-    assert ev[33] > 0.9
-    assert max(v for s, v in ev.items() if s != 33) < 0.01
-
-
-def test_two_common_words_do_not_add_up_to_one_rare_one() -> None:
-    # BM25's log IDF lets two common words outscore one rare word; specificity does not.
-    ev = rare_word_evidence({"alpha": [1, 2, 3, 4, 5], "beta": [1, 6, 7, 8, 9], "gamma": [10]})
-    assert ev[10] > ev[1]
-
-
-def test_terms_without_postings_are_ignored() -> None:
-    assert rare_word_evidence({"absent": []}) == {}
-    assert rare_word_evidence({}) == {}
-    assert rare_word_evidence({"absent": [], "here": [3]}) == {3: pytest.approx(1.0)}
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.dictionaries(
-        st.text(min_size=1, max_size=5),
-        st.lists(st.integers(1, 30), unique=True, max_size=12),
-        max_size=8,
+def test_a_rare_term_outweighs_a_common_one() -> None:
+    scores = bm25(
+        {
+            "deploy": postings(60, *((s, 20) for s in range(1, 61))),
+            "kestrel": postings(1, (70, 20)),
+        },
+        items=100,
+        mean_tokens=20.0,
     )
-)
-def test_evidence_properties(postings: dict[str, list[int]]) -> None:
-    ev = rare_word_evidence(postings)
-    holders = {s for seqs in postings.values() for s in seqs}
-    assert set(ev) == holders
-    assert all(0.0 < v <= 1.0 + 1e-12 for v in ev.values())
-    # More terms held never means less evidence.
-    for a in holders:
-        for b in holders:
-            terms_a = {t for t, seqs in postings.items() if a in seqs}
-            terms_b = {t for t, seqs in postings.items() if b in seqs}
-            if terms_a <= terms_b:
-                assert ev[a] <= ev[b] + 1e-12
+    assert scores[70] > 3 * scores[1]
+
+
+def test_items_holding_more_query_terms_score_more() -> None:
+    scores = bm25(
+        {"alpha": postings(2, (1, 20), (2, 20)), "beta": postings(2, (1, 20), (3, 20))},
+        items=50,
+        mean_tokens=20.0,
+    )
+    assert scores[1] > scores[2] == pytest.approx(scores[3])
+
+
+def test_shorter_items_score_more_for_the_same_terms() -> None:
+    scores = bm25({"alpha": postings(2, (1, 10), (2, 200))}, items=50, mean_tokens=40.0)
+    assert scores[1] > scores[2]
+
+
+def test_the_idf_counts_items_the_listing_left_out() -> None:
+    # A term in 80 of 100 items, of which only two are listed: their weight is low.
+    common = bm25({"the": postings(80, (1, 20), (2, 20))}, items=100, mean_tokens=20.0)
+    rare = bm25({"kestrel": postings(2, (1, 20), (2, 20))}, items=100, mean_tokens=20.0)
+    assert common[1] < rare[1] / 4
+
+
+def test_terms_without_items_are_ignored() -> None:
+    assert bm25({"absent": postings(0)}, items=10, mean_tokens=5.0) == {}
+    assert bm25({}, items=10, mean_tokens=5.0) == {}
+
+
+# ---------------------------------------------------------------- peakedness
+
+
+def test_a_single_outlier_is_peaked_and_a_flat_list_is_not() -> None:
+    assert peakedness([0.9] + [0.1] * 20, 100) > 4
+    assert peakedness([0.5] * 20, 20) == 0.0
+    assert peakedness([], 100) == 0.0
+    assert peakedness([0.7], 1) == 0.0  # one item: nothing to stand out from
+
+
+def test_unscored_items_count_as_zero() -> None:
+    # Three items with equal scores among many that scored nothing do stand out.
+    assert peakedness([1.0, 1.0, 1.0], 100) > 2
 
 
 # ---------------------------------------------------------------- dense mode
@@ -73,18 +98,19 @@ def test_evidence_properties(postings: dict[str, list[int]]) -> None:
 def test_dense_mode_applies_threshold_and_orders_by_similarity() -> None:
     dense = {1: 0.31, 2: 0.9, 3: 0.29, 4: 0.6, 5: 0.3}
     lexical = {3: 1.0, 6: 1.0}  # plays no part in dense mode
-    out = fuse(dense, lexical, threshold=0.3, mode="dense")
+    out = fuse(dense, lexical, population=10, threshold=0.3, mode="dense")
     assert order(out) == [2, 4, 1, 5]
     assert [r.score for r in out] == [0.9, 0.6, 0.31, 0.3]
     assert all(r.similarity == r.score for r in out)
 
 
 def test_dense_mode_breaks_ties_by_seq() -> None:
-    assert order(fuse({9: 0.5, 2: 0.5, 5: 0.5}, {}, threshold=0.0, mode="dense")) == [2, 5, 9]
+    out = fuse({9: 0.5, 2: 0.5, 5: 0.5}, {}, population=3, threshold=0.0, mode="dense")
+    assert order(out) == [2, 5, 9]
 
 
 def test_keep_exempts_from_the_threshold() -> None:
-    out = fuse({1: 0.1, 2: 0.8}, {}, threshold=0.3, mode="dense", keep={1, 99})
+    out = fuse({1: 0.1, 2: 0.8}, {}, population=2, threshold=0.3, mode="dense", keep={1, 99})
     assert order(out) == [2, 1]  # kept, still ranked by its similarity
     assert 99 not in order(out)  # keep does not invent candidates
 
@@ -92,88 +118,101 @@ def test_keep_exempts_from_the_threshold() -> None:
 # ---------------------------------------------------------------- lexical mode
 
 
-def test_lexical_mode_orders_by_evidence_and_reports_similarity() -> None:
-    out = fuse({1: 0.8, 2: 0.1, 4: 0.9}, {1: 0.2, 2: 0.9, 3: 0.5}, threshold=0.5, mode="lexical")
+def test_lexical_mode_orders_by_bm25_and_reports_similarity() -> None:
+    out = fuse({1: 0.8, 2: 0.1, 4: 0.9}, {1: 2.0, 2: 9.0, 3: 5.0}, population=10, mode="lexical")
     assert order(out) == [2, 3, 1]  # 4 has no lexical evidence
-    assert out[2].similarity == 0.8 and out[0].lexical == 0.9
+    assert out[2].similarity == 0.8
+    assert out[0].lexical == 1.0 and out[1].lexical == pytest.approx(5 / 9)
 
 
 # ---------------------------------------------------------------- hybrid mode
 
 
-def test_lexical_only_candidate_survives_in_hybrid() -> None:
-    out = fuse({1: 0.8, 2: 0.2}, {7: 0.6}, threshold=0.3, mode="hybrid")
-    assert set(order(out)) == {1, 7}  # 2 is dense-only and under the threshold
+def test_hybrid_keeps_every_candidate_without_a_threshold() -> None:
+    out = fuse({1: 0.8, 2: 0.2}, {7: 6.0}, population=3)
+    assert set(order(out)) == {1, 2, 7}
     seven = next(r for r in out if r.seq == 7)
-    assert seven.similarity == 0.0 and seven.lexical == 0.6
+    assert seven.similarity == 0.0 and seven.lexical == 1.0
 
 
-def test_dense_candidate_below_threshold_survives_with_lexical_evidence() -> None:
-    out = fuse({1: 0.1, 2: 0.9}, {1: 0.05}, threshold=0.3)
-    assert set(order(out)) == {1, 2}
+def test_a_threshold_drops_dense_only_candidates_below_it() -> None:
+    out = fuse({1: 0.8, 2: 0.2, 3: 0.1}, {3: 1.0}, population=3, threshold=0.3)
+    assert set(order(out)) == {1, 3}  # 3 is under it but has lexical evidence
 
 
-def test_agreement_beats_a_single_signal() -> None:
-    # Equal best signal; the item both searches found wins.
-    out = fuse({1: 0.6, 2: 0.6}, {2: 0.4}, threshold=0.3)
-    assert order(out) == [2, 1]
-    assert out[0].score == pytest.approx(0.6 + AGREEMENT * 0.4)
+def test_hybrid_scores_lie_between_zero_and_one() -> None:
+    dense = {s: 0.2 + 0.01 * s for s in range(1, 30)}
+    out = fuse(dense, {3: 4.0, 5: 1.0}, population=40)
+    assert all(0.0 <= r.score <= 1.0 + 1e-12 for r in out)
+    assert out[0].score > 0
 
 
-def test_negative_similarity_does_not_reduce_the_score() -> None:
-    out = fuse({1: -0.4}, {1: 0.7}, threshold=0.3)
-    assert out[0].score == pytest.approx(0.7)
+def test_similarity_counts_from_the_floor_rank_up() -> None:
+    # Items at or below the DENSE_FLOOR_RANK-th similarity add nothing from dense search.
+    n = DENSE_FLOOR_RANK + 20
+    dense = {s: 1.0 - s / n for s in range(1, n + 1)}
+    out = {r.seq: r for r in fuse(dense, {}, population=n)}
+    assert out[1].score > 0
+    assert out[DENSE_FLOOR_RANK].score == 0.0 and out[n].score == 0.0
 
 
 def test_strong_lexical_outlier_outranks_flat_dense_scores() -> None:
-    # Dense search sees eight nearly equal candidates; one of them holds a name that occurs
+    # Dense search sees forty nearly equal candidates; one of them holds a name that occurs
     # nowhere else, while the other query word is common.
-    dense = {s: 0.50 + 0.002 * s for s in range(1, 9)}
-    postings = {"deploy": list(range(1, 9)), "zanzibar": [3]}
-    out = fuse(dense, rare_word_evidence(postings), threshold=0.3)
-    assert order(out)[0] == 3
+    dense = {s: 0.50 + 0.002 * s for s in range(1, 41)}
+    lexical = bm25(
+        {
+            "deploy": postings(40, *((s, 20) for s in range(1, 41))),
+            "zanzibar": postings(1, (3, 20)),
+        },
+        items=200,
+        mean_tokens=20.0,
+    )
+    assert order(fuse(dense, lexical, population=200))[0] == 3
 
 
 def test_strong_dense_outlier_outranks_flat_lexical_scores() -> None:
     # A paraphrase: the query's words are common (every candidate holds them), dense search
     # singles one item out.
-    dense = {s: 0.2 for s in range(1, 9)}
+    dense = {s: 0.2 + 0.001 * s for s in range(1, 41)}
     dense[6] = 0.85
-    postings = {"config": list(range(1, 9)), "file": list(range(1, 9))}
-    out = fuse(dense, rare_word_evidence(postings), threshold=0.1)
-    assert order(out)[0] == 6
+    both = postings(40, *((s, 20) for s in range(1, 41)))
+    lexical = bm25({"config": both, "file": both}, items=40, mean_tokens=20.0)
+    assert order(fuse(dense, lexical, population=40))[0] == 6
 
 
-def test_tiny_dense_difference_does_not_beat_a_unique_name() -> None:
-    dense = {1: 0.51, 2: 0.50, 3: 0.50, 4: 0.50}
-    out = fuse(dense, rare_word_evidence({"kestrel": [2]}), threshold=0.3)
-    assert order(out)[0] == 2
+def test_weights_follow_the_more_peaked_signal() -> None:
+    # Lexical singles out 7, dense is nearly flat but prefers 8: lexical decides.
+    dense = {s: 0.40 + 0.001 * s for s in range(1, 60)}
+    dense[8] = 0.45
+    lexical = {7: 10.0, 8: 1.0, 9: 1.0}
+    assert order(fuse(dense, lexical, population=100))[0] == 7
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(st.integers(1, 40), st.floats(-1, 1), max_size=15),
-    st.dictionaries(st.integers(1, 40), st.floats(0, 1), max_size=15),
-    st.floats(-1, 1),
+    st.dictionaries(st.integers(1, 40), st.floats(0, 30), max_size=15),
+    st.one_of(st.none(), st.floats(-1, 1)),
     st.sampled_from(["hybrid", "dense", "lexical"]),
     st.frozensets(st.integers(1, 45), max_size=5),
 )
 def test_fuse_properties(
     dense: dict[int, float],
     lexical: dict[int, float],
-    threshold: float,
+    threshold: float | None,
     mode: str,
     keep: frozenset[int],
 ) -> None:
-    out = fuse(dense, lexical, threshold=threshold, mode=mode, keep=keep)
+    out = fuse(dense, lexical, population=45, threshold=threshold, mode=mode, keep=keep)
     seqs = order(out)
     assert len(seqs) == len(set(seqs))
     keys = [(-r.score, r.seq) for r in out]
     assert keys == sorted(keys)  # best first, seq on ties
     candidates = dense.keys() | lexical.keys()
     kept = keep & candidates
-    # A candidate only one search found has similarity 0 (unknown) for the threshold.
-    above = {s for s in candidates if dense.get(s, 0.0) >= threshold}
+    floor = -math.inf if threshold is None else threshold
+    above = {s for s in candidates if dense.get(s, 0.0) >= floor}
     found = {s for s, v in lexical.items() if v > 0}
     if mode == "dense":
         assert set(seqs) == above | kept
@@ -181,8 +220,8 @@ def test_fuse_properties(
         assert set(seqs) == found | kept
     else:
         assert set(seqs) == above | found | kept
-        for r in out:
-            assert r.score >= max(r.similarity, r.lexical)
-            assert r.score <= max(r.similarity, r.lexical) * (1 + AGREEMENT) + 1e-12
+        assert all(-1e-12 <= r.score <= 1.0 + 1e-9 for r in out)
+    top = max(lexical.values(), default=0.0) or 1.0
     for r in out:
-        assert r.similarity == dense.get(r.seq, 0.0) and r.lexical == lexical.get(r.seq, 0.0)
+        assert r.similarity == dense.get(r.seq, 0.0)
+        assert r.lexical == pytest.approx(lexical.get(r.seq, 0.0) / top)

@@ -20,7 +20,7 @@ from contextwm.core.model import (
     ItemState,
     ScoringWeights,
 )
-from contextwm.core.ranking import rare_word_evidence
+from contextwm.core.ranking import bm25
 from contextwm.errors import AlreadyExists
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -86,10 +86,15 @@ def new_conversation(store: SqliteStore, cid: str = "c1", ns: str = "default") -
 
 
 def search(store: SqliteStore, key: int, *terms: str, states=BOTH, flt=None, limit=50) -> list[int]:
-    """Items holding any of the terms, ranked by rare-word evidence as the engine ranks them."""
+    """Items holding any of the terms, ranked by BM25 as the engine ranks them."""
     postings = {t: store.term_postings(key, t, states, limit, flt) for t in terms}
-    evidence = rare_word_evidence(postings)
-    return sorted(evidence, key=lambda seq: (-evidence[seq], seq))
+    scores = bm25(postings, items=1000, mean_tokens=10.0)
+    return sorted(scores, key=lambda seq: (-scores[seq], seq))
+
+
+def listed(store: SqliteStore, key: int, term: str, states=BOTH, limit=10, flt=None) -> list[int]:
+    """The seqs term_postings lists for a term."""
+    return list(store.term_postings(key, term, states, limit, flt).seqs)
 
 
 def unit_vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
@@ -213,7 +218,7 @@ def test_a_commit_larger_than_one_statement(store: SqliteStore) -> None:
     counts = store.counts(key, MODEL)
     assert (counts.total, counts.archived) == (1200, 601)
     assert [i.seq for i, _ in store.window_items(key, MODEL)] == list(range(602, 1201))
-    assert len(store.term_postings(key, "walrus", BOTH, 2000)) == 1200
+    assert len(listed(store, key, "walrus", BOTH, 2000)) == 1200
 
 
 def test_idempotency_lookup(store: SqliteStore) -> None:
@@ -259,15 +264,15 @@ def test_search_never_returns_another_conversations_items(store: SqliteStore) ->
     k1, k2 = new_conversation(store, "a"), new_conversation(store, "b")
     add(store, k1, [make_item(1, "shared word mango", conversation_id="a")])
     add(store, k2, [make_item(s, f"mango {s}", conversation_id="b") for s in range(1, 4)])
-    assert store.term_postings(k1, "mango", BOTH, 10) == [1]
-    assert sorted(store.term_postings(k2, "mango", BOTH, 10)) == [1, 2, 3]
+    assert listed(store, k1, "mango", BOTH, 10) == [1]
+    assert sorted(listed(store, k2, "mango", BOTH, 10)) == [1, 2, 3]
 
 
 def test_term_equal_to_the_conversation_tag_matches_nothing(store: SqliteStore) -> None:
     key = new_conversation(store)
     add(store, key, [make_item(1, "about apples"), make_item(2, "about pears")])
     # A user asking about "c1" (a cell, a container, a level) must not get every item.
-    assert store.term_postings(key, f"c{key}", BOTH, 10) == []
+    assert listed(store, key, f"c{key}", BOTH, 10) == []
     assert search(store, key, f"c{key}") == []
 
 
@@ -327,18 +332,38 @@ def test_term_postings(store: SqliteStore) -> None:
     add(store, k1, [make_item(5, "filler", conversation_id="a")], evicted=[1])
     add(store, k2, [make_item(1, "quokka in b", conversation_id="b")])
     # Porter stemming: "quokkas" is the same term.
-    assert sorted(store.term_postings(k1, "quokka", BOTH, 10)) == [1, 3, 4]
-    assert sorted(store.term_postings(k1, "quokka", (A,), 10)) == [1]
-    assert sorted(store.term_postings(k1, "quokka", (W,), 10)) == [3, 4]
-    assert len(store.term_postings(k1, "quokka", BOTH, 2)) == 2
-    assert store.term_postings(k2, "quokka", BOTH, 10) == [1]
-    assert sorted(
-        store.term_postings(k1, "quokka", BOTH, 10, ItemFilter(roles=frozenset({"user"})))
-    ) == [1, 4]
-    assert store.term_postings(k1, "quokka", BOTH, 10, ItemFilter(metadata={"m": "1"})) == [4]
-    assert store.term_postings(k1, "absent", BOTH, 10) == []
+    assert sorted(listed(store, k1, "quokka", BOTH, 10)) == [1, 3, 4]
+    assert sorted(listed(store, k1, "quokka", (A,), 10)) == [1]
+    assert sorted(listed(store, k1, "quokka", (W,), 10)) == [3, 4]
+    assert len(listed(store, k1, "quokka", BOTH, 2)) == 2
+    assert listed(store, k2, "quokka", BOTH, 10) == [1]
+    assert sorted(listed(store, k1, "quokka", BOTH, 10, ItemFilter(roles=frozenset({"user"})))) == [
+        1,
+        4,
+    ]
+    assert listed(store, k1, "quokka", BOTH, 10, ItemFilter(metadata={"m": "1"})) == [4]
+    assert listed(store, k1, "absent", BOTH, 10) == []
     for term in ['"', "*", "AND", "-", "NEAR(", 'a"b']:
-        assert store.term_postings(k1, term, BOTH, 10) == []
+        assert listed(store, k1, term, BOTH, 10) == []
+    # The count is the conversation's whatever the states and filter; tokens come along.
+    got = store.term_postings(k1, "quokka", (A,), 10)
+    assert got.count == 3 and got.seqs == (1,) and got.tokens == (3,)
+    assert store.term_postings(k1, "absent", BOTH, 10).count == 0
+
+
+def test_term_postings_list_where_the_term_weighs_most_first(store: SqliteStore) -> None:
+    key = new_conversation(store)
+    add(
+        store,
+        key,
+        [
+            make_item(1, "walrus " + "filler words " * 40),
+            make_item(2, "walrus walrus walrus"),
+            make_item(3, "a walrus and some other words"),
+        ],
+    )
+    got = store.term_postings(key, "walrus", BOTH, 2)
+    assert got.count == 3 and got.seqs == (2, 3)
 
 
 METADATA_KEYS = st.text(
@@ -408,7 +433,7 @@ def test_metadata_filter_key_with_a_double_quote(store: SqliteStore) -> None:
 def test_fts_syntax_in_terms_never_raises(store: SqliteStore, term: str) -> None:
     key = new_conversation(store)
     add(store, key, [make_item(1, 'a b c AND OR NOT x "quoted" star* caret^')])
-    store.term_postings(key, term, BOTH, 10)
+    listed(store, key, term, BOTH, 10)
     assert search(store, key, term, "caret") == [1]  # the other term still matches
 
 
@@ -426,13 +451,13 @@ def test_fts_syntax_in_terms_never_raises(store: SqliteStore, term: str) -> None
 )
 def test_arbitrary_terms_never_raise(store: SqliteStore, terms: list[str]) -> None:
     for term in terms:
-        store.term_postings(1, term, BOTH, 10)
+        listed(store, 1, term, BOTH, 10)
 
 
 def test_nul_in_term_does_not_raise(store: SqliteStore) -> None:
     key = new_conversation(store)
     add(store, key, [make_item(1, "abc")])
-    assert store.term_postings(key, "a\x00b", BOTH, 10) == []
+    assert listed(store, key, "a\x00b", BOTH, 10) == []
 
 
 # ---------------------------------------------------------------- delete

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
-from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
+from contextwm.core.timehints import EVENT_INSTANT, TimeHint, parse_time_hint, strip_time_phrase
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -241,9 +241,10 @@ def _hint(since: datetime | None, until: datetime | None, phrase: str) -> TimeHi
 
 # query, expected hint, the last phrase the locator was asked about
 EVENTS: list[tuple[str, TimeHint, str]] = [
-    ("before the migration", _hint(None, MIGRATION, "before the migration"), "migration"),
+    ("before the migration",
+     _hint(None, MIGRATION + EVENT_INSTANT, "before the migration"), "migration"),
     ("what did we decide before the migration?",
-     _hint(None, MIGRATION, "before the migration"), "migration"),
+     _hint(None, MIGRATION + EVENT_INSTANT, "before the migration"), "migration"),
     ("after we deployed the cache, did latency drop?",
      _hint(CACHE, None, "after we deployed the cache"), "deployed the cache"),
     ("after we had deployed the cache",
@@ -251,9 +252,10 @@ EVENTS: list[tuple[str, TimeHint, str]] = [
     ("since the migration", _hint(MIGRATION, None, "since the migration"), "migration"),
     ("after the deploy yesterday", _hint(DEPLOY, None, "after the deploy"), "deploy"),
     ("between the migration and the deploy",
-     _hint(MIGRATION, DEPLOY, "between the migration and the deploy"), "deploy"),
+     _hint(MIGRATION, DEPLOY + EVENT_INSTANT, "between the migration and the deploy"), "deploy"),
     ("between the deploy and the migration",
-     _hint(MIGRATION, DEPLOY, "between the deploy and the migration"), "migration"),
+     _hint(MIGRATION, DEPLOY + EVENT_INSTANT, "between the deploy and the migration"),
+     "migration"),
 ]  # fmt: skip
 
 

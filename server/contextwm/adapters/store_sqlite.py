@@ -31,7 +31,7 @@ from contextwm.core.model import (
 from contextwm.core.usage import Reported
 from contextwm.errors import AlreadyExists
 from contextwm.ports.embedder import Vectors
-from contextwm.ports.store import ConversationRecord, ItemCounts, PendingVector
+from contextwm.ports.store import ConversationRecord, ItemCounts, PendingVector, TermPostings
 
 SCHEMA_VERSION = 2
 
@@ -470,9 +470,9 @@ class SqliteStore(HistoryTables):
 
     def counts(self, key: int, model: str) -> ItemCounts:
         db = self._reader()
-        total, archived, reverted = db.execute(
-            "SELECT count(*), coalesce(sum(state IN (?, ?)), 0), coalesce(sum(state = ?), 0)"
-            " FROM items WHERE conv = ?",
+        total, archived, reverted, tokens = db.execute(
+            "SELECT count(*), coalesce(sum(state IN (?, ?)), 0), coalesce(sum(state = ?), 0),"
+            " coalesce(sum(tokens), 0) FROM items WHERE conv = ?",
             (int(ItemState.ARCHIVED), int(ItemState.COMPACTED), int(ItemState.REVERTED), key),
         ).fetchone()
         embedded = db.execute(
@@ -481,7 +481,11 @@ class SqliteStore(HistoryTables):
             (key, model),
         ).fetchone()[0]
         return ItemCounts(
-            total=total, archived=archived, pending_vectors=total - embedded, reverted=reverted
+            total=total,
+            archived=archived,
+            pending_vectors=total - embedded,
+            reverted=reverted,
+            tokens=tokens,
         )
 
     # ------------------------------------------------------------ items
@@ -745,20 +749,25 @@ class SqliteStore(HistoryTables):
         states: Sequence[ItemState],
         limit: int,
         flt: ItemFilter | None = None,
-    ) -> list[int]:
-        """Seqs of up to limit items (in these states, matching flt) that contain term."""
+    ) -> TermPostings:
+        """The items that contain term: how many in the whole conversation, and up to limit
+        of those in these states matching flt, the ones where the term weighs most first."""
+        db = self._reader()
+        match = _fts_query(term, key)
+        count = db.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", (match,))
+        total = count.fetchone()[0]
+        if total == 0:
+            return TermPostings(0, (), ())
         where, params = _filter_sql(flt)
-        rows = (
-            self._reader()
-            .execute(
-                "SELECT i.seq FROM items_fts JOIN items i ON i.id = items_fts.rowid"
-                f" WHERE items_fts MATCH ? AND i.state IN ({','.join('?' * len(states))}){where}"
-                " LIMIT ?",
-                (_fts_query(term, key), *(int(s) for s in states), *params, limit),
-            )
-            .fetchall()
-        )
-        return [r[0] for r in rows]
+        # With one term, FTS5's bm25() orders by the term's frequency for the item's length
+        # (its IDF is the same for every row); the tag column weighs nothing.
+        rows = db.execute(
+            "SELECT i.seq, i.tokens FROM items_fts JOIN items i ON i.id = items_fts.rowid"
+            f" WHERE items_fts MATCH ? AND i.state IN ({','.join('?' * len(states))}){where}"
+            " ORDER BY bm25(items_fts, 1.0, 0.0) LIMIT ?",
+            (match, *(int(s) for s in states), *params, limit),
+        ).fetchall()
+        return TermPostings(total, tuple(r[0] for r in rows), tuple(r[1] for r in rows))
 
     def filtered_seqs(
         self, key: int, flt: ItemFilter, states: Sequence[ItemState], limit: int

@@ -249,6 +249,7 @@ class AgentLoop:
             rt.last_seq = marker.seq
             rt.last_ts = marker.timestamp
             rt.total += 1
+            rt.tokens += marker.token_count
             rt.pending += 1
             rt.last_edit += 1
             rt.last_event = events[-1].number

@@ -1,4 +1,5 @@
-"""Assembles the enhanced context: recent window plus relevant history, rendered under a budget."""
+"""Assembles the enhanced context with a fixed split: the recent window takes its share of the
+budget newest first, history hits the rest (the seed's layout, asked for with recent_share)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,22 @@ def render(recent: Sequence[ScoredItem], history: Sequence[ScoredItem], query: s
     return SEPARATOR.join(sections)
 
 
+def query_cost(counter: TokenCounter, query: str | None, budget: int) -> int:
+    """Tokens of the query's section. Every other part is charged one separator token,
+    which covers the one before the query.
+
+    Raises:
+        InvalidArgument: when the budget cannot hold the query itself.
+    """
+    cost = counter.count(f"{QUERY_HEADING}{SEPARATOR}{query}") if query else 0
+    if cost > budget:
+        raise InvalidArgument(
+            f"max_tokens={budget} cannot hold the query itself ({cost} tokens with its"
+            " heading); raise max_tokens or shorten the query"
+        )
+    return cost
+
+
 class _Budget:
     """Greedy packing with per-part token costs; the exact check happens on the final text."""
 
@@ -126,14 +143,8 @@ def assemble(
     Raises:
         InvalidArgument: when the budget cannot hold the query itself.
     """
-    # Every other part is charged one separator token, which covers the one before the query.
-    query_cost = counter.count(f"{QUERY_HEADING}{SEPARATOR}{query}") if query else 0
-    if query_cost > budget:
-        raise InvalidArgument(
-            f"max_tokens={budget} cannot hold the query itself ({query_cost} tokens with its"
-            " heading); raise max_tokens or shorten the query"
-        )
-    pool = _Budget(counter, budget - query_cost)
+    paid_query = query_cost(counter, query, budget)
+    pool = _Budget(counter, budget - paid_query)
     recent_budget = int(pool.left * recent_share)
     recent_pool = _Budget(counter, recent_budget)
     recent: dict[int, ScoredItem] = {}
@@ -193,7 +204,7 @@ def assemble(
             total=total,
             recent=counter.count(render(rec, (), None)) if rec else 0,
             history=counter.count(render((), hist, None)) if hist else 0,
-            query=query_cost,
+            query=paid_query,
             recent_omitted=sum(
                 1 for s in window if s.item.seq not in recent.keys() | history.keys()
             ),

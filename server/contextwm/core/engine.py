@@ -142,6 +142,7 @@ class ContextEngine:
             pending=0,
             total=0,
             archived=0,
+            tokens=0,
             lock=lock,
             indexed=threading.Condition(lock),
             active=ActiveContext(counter, mask_after_turns=settings.mask_tool_outputs_after_turns),
@@ -166,6 +167,7 @@ class ContextEngine:
         rt.first_ts, rt.last_ts = self.store.clock_bounds(key)
         counts = self.store.counts(key, model)
         rt.pending, rt.total, rt.archived = counts.pending_vectors, counts.total, counts.archived
+        rt.tokens = counts.tokens
         rt.has_reverted = counts.reverted > 0
         rt.index = None
         rt.active_start = record.active_start
@@ -528,6 +530,7 @@ class ContextEngine:
         self.archive(rt, evicted)
         rt.pending += len(new)
         rt.total += len(new)
+        rt.tokens += sum(i.token_count for i in new)
         self.on_append()
         self.events.publish(rt.key, events)
         return AppendOutcome(tuple(results), tuple(evicted), rt.stats())

@@ -194,6 +194,8 @@ class ConversationSettings:
     recency_half_life_items: float = 50.0
     focus_items: int = 3
     similarity_threshold: float = 0.3
+    # The newest window items every enhanced context keeps, whatever the query.
+    recent_min_items: int = 2
     adaptive_window: bool = False
     detect_importance: bool = True
     weights: ScoringWeights = ScoringWeights()
@@ -234,6 +236,7 @@ class SettingsPatch:
     recency_half_life_items: float | None = None
     focus_items: int | None = None
     similarity_threshold: float | None = None
+    recent_min_items: int | None = None
     adaptive_window: bool | None = None
     detect_importance: bool | None = None
     weights: WeightsPatch | None = None
@@ -275,6 +278,7 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
     check_range("recency_half_life_items", merged.recency_half_life_items, 0, 1e12)
     check_range("focus_items", merged.focus_items, 1, 1000)
     check_range("similarity_threshold", merged.similarity_threshold, -1.0, 1.0)
+    check_range("recent_min_items", merged.recent_min_items, 0, 1000)
     check_range("context_limit", merged.context_limit, 0, 100_000_000)
     check_range("reserved_reply_tokens", merged.reserved_reply_tokens, 0, 100_000_000)
     if merged.context_limit and merged.reserved_reply_tokens >= merged.context_limit:

@@ -1,13 +1,24 @@
-"""Hybrid ranking: dense similarity and rare-word evidence, fused per candidate."""
+"""Hybrid ranking: BM25 and dense similarity, each normalised per query and fused with
+weights that follow how clearly each signal singles out its best items."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-# What agreement adds: an item that both signals find beats one that only one finds.
-AGREEMENT = 0.5
+from contextwm.ports.store import TermPostings
+
+# Okapi BM25's usual constants.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Dense similarity counts from the similarity of the item at this rank up: a conversation's
+# items all share some similarity with any query (same people, same style), so raw cosine
+# says little until the bulk of the conversation is taken off.
+DENSE_FLOOR_RANK = 100
+# How many of a signal's best scores its peakedness is read from.
+PEAK_DEPTH = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,75 +27,118 @@ class Ranked:
 
     seq: int
     score: float
-    similarity: float
-    lexical: float
+    similarity: float  # cosine similarity to the query
+    lexical: float  # BM25 over the query's best BM25, 0..1
 
 
-def rare_word_evidence(postings: Mapping[str, Sequence[int]]) -> dict[int, float]:
-    """How much of the query's rare-word evidence each item holds, in 0..1.
+def bm25(postings: Mapping[str, TermPostings], items: int, mean_tokens: float) -> dict[int, float]:
+    """BM25 of the items that contain query terms.
 
     Args:
-        postings: for each query term, the items that contain it (complete lists; a term too
-            common to list in full should be left out, its evidence is negligible).
+        postings: for each query term, the items that contain it (TermPostings.count is the
+            term's document frequency in the conversation).
+        items: how many items the conversation holds.
+        mean_tokens: their mean length in tokens.
 
-    A term found in df items has specificity 1/df, so a name or number that occurs once
-    counts fully and a word that occurs in twenty items hardly at all. An item scores the sum
-    of squared specificities of the terms it contains over the sum of specificities of all
-    query terms the conversation contains: 1 when it holds every rare term, near 0 when it
-    shares only common words. This is what adapts the weight of lexical evidence per query:
-    a query naming a unique identifier is decided by it, a paraphrase is left to dense search.
-    BM25's logarithmic IDF cannot do that, since it scores two common words like one rare one.
+    A term counts once per item however often it repeats: in conversations a long turn that
+    repeats a word is rarely more relevant than a short one that says it once, and the
+    saturating term frequency of classic BM25 still favoured such turns on real dialogue.
+    Items are compared on the same length normalisation as classic BM25 (b = 0.75).
     """
-    specificity = {t: 1.0 / len(seqs) for t, seqs in postings.items() if seqs}
-    total = sum(specificity.values())
-    evidence: dict[int, float] = {}
-    for term, seqs in postings.items():
-        if term not in specificity:
+    weight: dict[int, float] = {}
+    length: dict[int, int] = {}
+    for p in postings.values():
+        if p.count == 0:
             continue
-        gain = specificity[term] ** 2 / total
-        for seq in seqs:
-            evidence[seq] = evidence.get(seq, 0.0) + gain
-    return evidence
+        idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
+        for seq, tokens in zip(p.seqs, p.tokens, strict=True):
+            weight[seq] = weight.get(seq, 0.0) + idf
+            length[seq] = tokens
+    mean = max(mean_tokens, 1.0)
+    return {
+        seq: w * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * length[seq] / mean))
+        for seq, w in weight.items()
+    }
+
+
+def peakedness(scores: Sequence[float], population: int) -> float:
+    """How far a signal's best score stands above its next best (in standard deviations).
+
+    Args:
+        scores: the signal's scores of the items it found.
+        population: how many items were scored in all; those not in scores scored 0.
+    """
+    depth = min(PEAK_DEPTH, population)
+    top = sorted(scores, reverse=True)[:depth]
+    top += [0.0] * (depth - len(top))
+    if len(top) < 2:
+        return 0.0
+    mean = sum(top) / len(top)
+    std = math.sqrt(sum((x - mean) ** 2 for x in top) / len(top))
+    return (top[0] - mean) / std if std > 0 else 0.0
+
+
+def _dense_normaliser(dense: Mapping[int, float]) -> tuple[float, float]:
+    """(floor, span) mapping similarities onto 0..1: the best is 1, the DENSE_FLOOR_RANK-th 0."""
+    best = sorted(dense.values(), reverse=True)
+    if not best:
+        return 0.0, 1.0
+    floor = best[min(DENSE_FLOOR_RANK, len(best)) - 1]
+    return floor, (best[0] - floor) or 1.0
 
 
 def fuse(
     dense: Mapping[int, float],
     lexical: Mapping[int, float],
     *,
-    threshold: float,
+    population: int,
     mode: str = "hybrid",
+    threshold: float | None = None,
     keep: AbstractSet[int] = frozenset(),
 ) -> list[Ranked]:
     """Ranks candidates, best first.
 
     Args:
         dense: seq -> cosine similarity to the query.
-        lexical: seq -> rare-word evidence in 0..1 (see rare_word_evidence).
-        threshold: minimum similarity of a candidate without lexical evidence.
+        lexical: seq -> BM25 score (see bm25).
+        population: how many items the candidates were drawn from.
+        mode: "hybrid"; "dense" (the seed's method: similarity above the threshold, best
+            first) or "lexical" (BM25 alone).
+        threshold: minimum similarity of a candidate without lexical evidence (in dense mode
+            of every candidate); None keeps them all.
         keep: candidates exempt from the threshold (items inside a time range the query names).
-        mode: "hybrid", "dense" (the seed's method: similarity above the threshold) or
-            "lexical".
 
-    In hybrid mode an item scores its stronger signal plus AGREEMENT times the weaker: both
-    signals live on 0..1, so neither needs a per-dataset weight, and an item is as relevant
-    as its best evidence.
+    In hybrid mode both signals are mapped onto 0..1 per query (BM25 over its best score,
+    similarity between the DENSE_FLOOR_RANK-th and the best), then weighted by their
+    peakedness: a query whose best BM25 hits stand far above the rest (a name, a number)
+    leans on BM25, a paraphrase whose words are everywhere leans on similarity.
     """
+    top_lexical = max(lexical.values(), default=0.0) or 1.0
+    floor, span = _dense_normaliser(dense)
+    w_lex = w_dense = 0.5
+    if mode == "hybrid":
+        p_lex = peakedness(list(lexical.values()), population)
+        p_dense = peakedness([v - floor for v in dense.values()], population)
+        if p_lex + p_dense > 0:
+            w_lex, w_dense = p_lex / (p_lex + p_dense), p_dense / (p_lex + p_dense)
     out: list[Ranked] = []
     for seq in dense.keys() | lexical.keys():
         sim = dense.get(seq, 0.0)
-        lex = lexical.get(seq, 0.0)
+        found = lexical.get(seq, 0.0) > 0.0
+        lex = lexical.get(seq, 0.0) / top_lexical
         if mode == "dense":
-            if sim < threshold and seq not in keep:
+            if threshold is not None and sim < threshold and seq not in keep:
                 continue
             score = sim
         elif mode == "lexical":
-            if lex <= 0.0 and seq not in keep:
+            if not found and seq not in keep:
                 continue
             score = lex
         else:
-            if lex <= 0.0 and sim < threshold and seq not in keep:
+            if threshold is not None and not found and sim < threshold and seq not in keep:
                 continue
-            score = max(sim, lex) + AGREEMENT * min(max(sim, 0.0), lex)
+            near = max(0.0, (sim - floor) / span) if seq in dense else 0.0
+            score = w_lex * lex + w_dense * near
         out.append(Ranked(seq, score, sim, lex))
     out.sort(key=lambda r: (-r.score, r.seq))
     return out

@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
 
-from contextwm.core.assembly import Assembled, HistoryCandidate, TokenAccount, assemble
+from contextwm.core.assembly import HistoryCandidate, TokenAccount, assemble
 from contextwm.core.budgeted_assembly import (
     AllocationReport,
     assemble_by_category,
@@ -46,25 +47,37 @@ from contextwm.core.model import (
     ScoreParts,
 )
 from contextwm.core.query_terms import query_terms
-from contextwm.core.ranking import Ranked, fuse, rare_word_evidence
+from contextwm.core.ranking import Ranked, bm25, fuse
+from contextwm.core.relevant_assembly import assemble_relevant
 from contextwm.core.runtime import ConversationRuntime
 from contextwm.core.scoring import recency
 from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
-from contextwm.core.validation import namespace_of
+from contextwm.core.validation import check_timestamp, namespace_of
 from contextwm.core.window import Vector
 from contextwm.errors import FailedPrecondition, InvalidArgument, NotFound
 from contextwm.ports.tokens import TokenCounter
 
+# Ranked items an enhanced context may draw on unless the request says otherwise.
+DEFAULT_MAX_HITS = 100
 # How many candidates each ranking contributes before fusion: enough that a hit ranked
 # low by one signal but high by the other is still seen.
 CANDIDATES = 100
 # Items in a named time range found by timestamp alone when the text finds too few.
 TIME_CANDIDATES = 200
-# A term in more items than this carries almost no rare-word evidence (1/df), so its
-# postings are not listed; this bounds the work per query term.
-MAX_POSTINGS = 64
-# Added to the fused score of a hit inside the time range the query names.
+# Items listed per query term, those where it weighs most first: a term in more items than
+# this is common, weighs little (low IDF), and listing it all would cost the most.
+MAX_POSTINGS = 200
+# How much the time a query names moves an item inside it (fit 1) up: its fused score
+# (0..1) is multiplied by 1 + TIME_BOOST, so the time words favour relevant items of that
+# time over relevant items of another, and TIME_FLOOR is added, so that an item of that
+# time comes back when the words find nothing ("what did we discuss last week?").
 TIME_BOOST = 0.5
+TIME_FLOOR = 0.05
+# How many of the first round's best hits seed the second round.
+FEEDBACK_SEEDS = 3
+# A turn that asks or answers a hit is a candidate with this share of the hit's score: it
+# is taken when it is short enough to be worth it (a one-line answer), not when it is long.
+NEIGHBOR_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +97,14 @@ class CategoryRequest:
 class ContextRequest:
     query: str | None
     max_tokens: int
-    recent_share: float = 0.5
+    recent_share: float | None = None  # None: relevance decides; a share: the seed's split
     similarity_threshold: float | None = None
-    max_history_items: int = 50
+    max_history_items: int = DEFAULT_MAX_HITS
     include_neighbors: bool = True
     mode: str = "hybrid"
     time_hints: bool = True
     categories: CategoryRequest | None = None  # None: the recent/history split of seed 004
+    as_of: float | None = None  # when the query is asked; None: the conversation's newest time
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +138,7 @@ class SearchRequest:
     filter: ItemFilter = field(default_factory=ItemFilter)
     mode: str = "hybrid"
     similarity_threshold: float | None = None
+    as_of: float | None = None  # when the query is asked; None: the conversation's newest time
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,39 +177,54 @@ class Retriever:
             NotFound: no such conversation.
         """
         check_range("max_tokens", request.max_tokens, 1, self.engine.limits.max_budget_tokens)
-        check_range("recent_share", request.recent_share, 0.0, 1.0)
+        if request.recent_share is not None:
+            check_range("recent_share", request.recent_share, 0.0, 1.0)
         check_range("max_history_items", request.max_history_items, 0, self.engine.limits.max_top_k)
         if request.similarity_threshold is not None:
             check_range("similarity_threshold", request.similarity_threshold, -1.0, 1.0)
+        if request.as_of is not None:
+            check_timestamp("as_of", request.as_of)
         rt = self.engine.runtime(namespace, conversation_id)
         if request.categories is not None:
             return self._by_category(rt, request, request.categories)
         self._wait_indexed(rt)
-        counter = self.engine.counters(rt.record.settings.encoding)
+        settings = rt.record.settings
+        counter = self.engine.counters(settings.encoding)
         asked = self._query(rt, request)
         with rt.lock:
             q = self._focused(rt, asked)
-            window = self._scored_window(rt, rt.window.focus_vector(rt.record.settings.focus_items))
             states = (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
-            candidates = self._history(rt, q, request, states)
-            if rt.replaced:
-                window = [self._shown(rt, w) for w in window]
+            if request.recent_share is None:
+                window, hits = self._relevant(rt, q, request, states)
+            else:
+                focus = rt.window.focus_vector(settings.focus_items)
+                window = [self._shown(rt, w) for w in self._scored_window(rt, focus)]
                 candidates = [
                     HistoryCandidate(
                         self._shown(rt, c.hit), c.neighbor and self._shown(rt, c.neighbor)
                     )
-                    for c in candidates
+                    for c in self._history(rt, q, request, states)
                 ]
             unindexed = rt.pending
             state = rt.state
-        assembled: Assembled = assemble(
-            window,
-            candidates,
-            query=q.text,
-            budget=request.max_tokens,
-            recent_share=request.recent_share,
-            counter=counter,
-        )
+        if request.recent_share is None:
+            assembled = assemble_relevant(
+                window,
+                hits,
+                query=q.text,
+                budget=request.max_tokens,
+                keep_newest=settings.recent_min_items,
+                counter=counter,
+            )
+        else:
+            assembled = assemble(
+                window,
+                candidates,
+                query=q.text,
+                budget=request.max_tokens,
+                recent_share=request.recent_share,
+                counter=counter,
+            )
         return EnhancedContext(
             recent=assembled.recent,
             history=assembled.history,
@@ -206,6 +236,38 @@ class Retriever:
             unindexed_items=unindexed,
             state=state,
         )
+
+    def _relevant(
+        self,
+        rt: ConversationRuntime,
+        q: _Query,
+        request: ContextRequest,
+        states: Sequence[ItemState],
+    ) -> tuple[list[ScoredItem], list[ScoredItem]]:
+        """(every window item scored for the query, ranked candidates with their neighbours)
+        for the default context, which lets relevance share the budget (rt.lock held)."""
+        ranked = self._rank(
+            rt,
+            q.vector,
+            q.search,
+            states=states,
+            threshold=self._threshold(rt, request.similarity_threshold, request.mode),
+            mode=request.mode,
+            hint=q.hint,
+            flt=None,
+            limit=max(CANDIDATES, request.max_history_items),
+        )
+        hits = self._scored(rt, ranked[: request.max_history_items], q.hint)
+        if request.include_neighbors:
+            hits = self._with_neighbors(rt, hits, q.hint)
+        hits = [self._shown(rt, h) for h in hits]
+        by_seq = {h.item.seq: h for h in hits}
+        window = [
+            by_seq.get(e.item.seq)
+            or self._shown(rt, ScoredItem(e.item, 0.0, self._parts(rt, e.item, None, q.hint)))
+            for e in rt.window
+        ]
+        return window, hits
 
     def _by_category(
         self, rt: ConversationRuntime, request: ContextRequest, asked: CategoryRequest
@@ -272,7 +334,7 @@ class Retriever:
     def _query(self, rt: ConversationRuntime, request: ContextRequest) -> _Query:
         """The request's query: its time phrase read and the rest embedded (no lock held)."""
         text = (request.query or "").strip() or None
-        hint = self._hint(rt, text) if (text and request.time_hints) else None
+        hint = self._hint(rt, text, request.as_of) if (text and request.time_hints) else None
         search = strip_time_phrase(text, hint) if (text and hint) else text
         return _Query(text, hint, search or "", self._embed_query(search) if search else None)
 
@@ -295,15 +357,12 @@ class Retriever:
         states: Sequence[ItemState],
     ) -> list[HistoryCandidate]:
         """History hits for the query with their neighbours, best first (rt.lock held)."""
-        settings = rt.record.settings
         ranked = self._rank(
             rt,
             q.vector,
             q.search,
             states=states,
-            threshold=settings.similarity_threshold
-            if request.similarity_threshold is None
-            else request.similarity_threshold,
+            threshold=self._threshold(rt, request.similarity_threshold, request.mode),
             mode=request.mode,
             hint=q.hint,
             flt=None,
@@ -359,25 +418,28 @@ class Retriever:
         vector: Vector = self.engine.embedder.embed([text])[0]
         return vector
 
-    def _hint(self, rt: ConversationRuntime, query: str) -> TimeHint | None:
-        if rt.last_ts is None:
+    def _hint(self, rt: ConversationRuntime, query: str, as_of: float | None) -> TimeHint | None:
+        """The time the query names, read against as_of (when it is asked), else against the
+        conversation's newest item: never the server's clock, so historic timelines work."""
+        now = as_of if as_of is not None else rt.last_ts
+        if now is None:
             return None
 
         def locate(event: str) -> datetime | None:
-            """When the event happened: the item holding most of its rare words, the
+            """When the event happened: the item that matches its words best (BM25), the
             earliest on a tie (an event is usually named first when it happens)."""
-            evidence = self._rare_word_evidence(
+            evidence = self._bm25(
                 rt, event, (ItemState.WINDOW, ItemState.ARCHIVED, ItemState.COMPACTED), None
             )
             if not evidence:
                 return None
-            seq = min(evidence, key=lambda s: (-evidence[s], s))
+            seq = min(evidence, key=lambda s: (-round(evidence[s], 9), s))
             item = self._items(rt, [seq]).get(seq)
             return datetime.fromtimestamp(item.timestamp, UTC) if item else None
 
         return parse_time_hint(
             query,
-            datetime.fromtimestamp(rt.last_ts, UTC),
+            datetime.fromtimestamp(now, UTC),
             locate_event=locate,
             first=datetime.fromtimestamp(rt.first_ts, UTC) if rt.first_ts is not None else None,
         )
@@ -393,30 +455,23 @@ class Retriever:
         text: str,
         *,
         states: Sequence[ItemState],
-        threshold: float,
+        threshold: float | None,
         mode: str,
         hint: TimeHint | None,
         flt: ItemFilter | None,
         limit: int,
     ) -> list[Ranked]:
-        """Fused dense + lexical candidates from the archive (and window, if in states)."""
+        """Fused dense + lexical candidates from the archive (and window, if in states).
+
+        In hybrid mode a second round looks again with the query moved toward the first
+        round's best hits (Rocchio's relevance feedback): it finds turns that share the
+        hits' topic but not the question's words, such as the other pieces of an answer
+        spread over several sessions. An item keeps the better of its two scores.
+        """
         allowed: np.ndarray | None = None
         if flt is not None and not flt.empty:
             allowed = self.engine.store.filtered_seqs(rt.key, flt, states, 1_000_000)
-        dense: dict[int, float] = {}
-        if query_vec is not None and mode != "lexical":
-            if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
-                self.engine.ensure_index(rt)
-                assert rt.index is not None
-                sims, ids = rt.index.search(query_vec, limit, allowed)
-                rt.last_search = time.monotonic()
-                dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
-            if ItemState.WINDOW in states:
-                allowed_set = set(allowed.tolist()) if allowed is not None else None
-                for e in rt.window:
-                    if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
-                        dense[e.item.seq] = float(np.dot(e.vector, query_vec))
-        lexical = self._rare_word_evidence(rt, text, states, flt) if mode != "dense" else {}
+        lexical = self._bm25(rt, text, states, flt) if mode != "dense" else {}
         if len(lexical) > limit:  # a long query lists many items; only the best can rank
             lexical = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:limit])
         in_range_seqs: set[int] = set()
@@ -427,40 +482,102 @@ class Retriever:
             in_range_seqs = set(
                 self.engine.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
             )
-        if query_vec is not None and mode != "lexical":
-            # Candidates found by words or time alone: their similarity decides their rank too.
-            found = lexical.keys() | in_range_seqs
-            self._fill_similarity(rt, dense, [s for s in found if s not in dense], query_vec)
-        return fuse(dense, lexical, threshold=threshold, mode=mode, keep=in_range_seqs)
 
-    def _rare_word_evidence(
+        def ranking(vector: Vector | None) -> list[Ranked]:
+            dense: dict[int, float] = {}
+            if vector is not None and mode != "lexical":
+                # Candidates found by words or time alone: their similarity counts too.
+                found = lexical.keys() | in_range_seqs
+                dense = self._similarities(rt, vector, states, allowed, limit, found)
+            return fuse(
+                dense,
+                lexical,
+                population=rt.total,
+                threshold=threshold,
+                mode=mode,
+                keep=in_range_seqs,
+            )
+
+        first = ranking(query_vec)
+        if mode != "hybrid" or query_vec is None or not first:
+            return first
+        seeds = self._vectors(rt, [r.seq for r in first[:FEEDBACK_SEEDS]])
+        if not seeds:
+            return first
+        moved = query_vec + np.mean(list(seeds.values()), axis=0)
+        best = {r.seq: r for r in first}
+        for r in ranking((moved / np.linalg.norm(moved)).astype(np.float32)):
+            old = best.get(r.seq)
+            if old is None or r.score > old.score:
+                best[r.seq] = r if old is None else dataclasses.replace(old, score=r.score)
+        return sorted(best.values(), key=lambda r: (-r.score, r.seq))
+
+    def _similarities(
         self,
         rt: ConversationRuntime,
-        text: str,
+        vector: Vector,
         states: Sequence[ItemState],
-        flt: ItemFilter | None,
+        allowed: np.ndarray | None,
+        limit: int,
+        found: AbstractSet[int],
     ) -> dict[int, float]:
-        postings: dict[str, list[int]] = {}
-        for term in query_terms(text):
-            seqs = self.engine.store.term_postings(rt.key, term, states, MAX_POSTINGS + 1, flt)
-            if len(seqs) <= MAX_POSTINGS:  # a longer list is a common word: no evidence
-                postings[term] = seqs
-        return rare_word_evidence(postings)
+        """Cosine similarity to vector of the nearest archived items (up to limit, among
+        allowed), every window item (if in states) and the items in found (rt.lock held)."""
+        dense: dict[int, float] = {}
+        if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
+            self.engine.ensure_index(rt)
+            assert rt.index is not None
+            sims, ids = rt.index.search(vector, limit, allowed)
+            rt.last_search = time.monotonic()
+            dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
+        if ItemState.WINDOW in states:
+            allowed_set = set(allowed.tolist()) if allowed is not None else None
+            for e in rt.window:
+                if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
+                    dense[e.item.seq] = float(np.dot(e.vector, vector))
+        missing = [s for s in found if s not in dense]
+        for seq, vec in self._vectors(rt, missing).items():
+            dense[seq] = float(np.dot(vec, vector))
+        return dense
 
-    def _fill_similarity(
-        self, rt: ConversationRuntime, dense: dict[int, float], seqs: list[int], query_vec: Vector
-    ) -> None:
+    def _vectors(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Vector]:
+        """Stored vectors of these items, from the window where it has them (rt.lock held)."""
+        out: dict[int, Vector] = {}
         from_store: list[int] = []
         for seq in seqs:
             entry = rt.window.get(seq)
             if entry is None:
                 from_store.append(seq)
             elif entry.vector is not None:
-                dense[seq] = float(np.dot(entry.vector, query_vec))
-        for seq, vec in self.engine.store.vectors_for(
-            rt.key, from_store, self.engine.embedder.model_name
-        ).items():
-            dense[seq] = float(np.dot(vec, query_vec))
+                out[seq] = entry.vector
+        out.update(
+            self.engine.store.vectors_for(rt.key, from_store, self.engine.embedder.model_name)
+        )
+        return out
+
+    @staticmethod
+    def _threshold(rt: ConversationRuntime, asked: float | None, mode: str) -> float | None:
+        """The similarity floor of candidates without lexical evidence: the request's, else
+        in dense mode the conversation's. Hybrid ranking needs none: a weak similarity
+        normalises to a weak score, and a floor would drop paraphrases BM25 cannot see."""
+        if asked is not None:
+            return asked
+        return rt.record.settings.similarity_threshold if mode == "dense" else None
+
+    def _bm25(
+        self,
+        rt: ConversationRuntime,
+        text: str,
+        states: Sequence[ItemState],
+        flt: ItemFilter | None,
+    ) -> dict[int, float]:
+        """BM25 of the items (in these states, matching flt) that contain the query's terms."""
+        store = self.engine.store
+        postings = {
+            term: store.term_postings(rt.key, term, states, MAX_POSTINGS, flt)
+            for term in query_terms(text)
+        }
+        return bm25(postings, rt.total, rt.tokens / max(rt.total, 1))
 
     def _candidates(
         self,
@@ -469,33 +586,62 @@ class Retriever:
         request: ContextRequest,
         hint: TimeHint | None,
     ) -> list[HistoryCandidate]:
-        """Scored history hits with their neighbouring turns, best first (rt.lock held).
-
-        Only a question and its answer travel together: a user question brings the assistant
-        turn after it, an assistant turn the user question before it. A statement's neighbour
-        is usually an acknowledgement, and the budget is better spent on another hit.
-        """
+        """Scored history hits with their neighbouring turns, best first (rt.lock held)."""
         hits = self._scored(rt, ranked, hint)
         if not request.include_neighbors:
             return [HistoryCandidate(h) for h in hits]
-        wanted: dict[int, int] = {}
-        for h in hits:
-            if h.item.role == "user" and _asks(h.item):
-                wanted[h.item.seq] = h.item.seq + 1
-            elif h.item.role == "assistant":
-                wanted[h.item.seq] = h.item.seq - 1
-        neighbors = self._items(rt, list(set(wanted.values())))
-        neighbors = {s: n for s, n in neighbors.items() if n.role != "user" or _asks(n)}
+        partners = self._partners(rt, hits)
         by_seq = {h.item.seq: h for h in hits}
         out: list[HistoryCandidate] = []
         for h in hits:
-            n: Item | None = neighbors.get(wanted.get(h.item.seq, -1))
-            if n is None or {n.role, h.item.role} != {"user", "assistant"}:
+            n = partners.get(h.item.seq)
+            if n is None:
                 out.append(HistoryCandidate(h))
                 continue
             own = by_seq.get(n.seq)
             parts = own.parts if own is not None else self._parts(rt, n, None, hint)
             out.append(HistoryCandidate(h, ScoredItem(n, h.score, parts, h.item.seq)))
+        return out
+
+    def _with_neighbors(
+        self, rt: ConversationRuntime, hits: list[ScoredItem], hint: TimeHint | None
+    ) -> list[ScoredItem]:
+        """The hits and, as candidates of their own, the turns that ask or answer them, each
+        with NEIGHBOR_SHARE of its hit's score unless it scores higher itself (rt.lock held)."""
+        by_seq = {h.item.seq: h for h in hits}
+        partners = self._partners(rt, hits)
+        for h in hits:
+            n = partners.get(h.item.seq)
+            if n is None:
+                continue
+            score = NEIGHBOR_SHARE * h.score
+            own = by_seq.get(n.seq)
+            if own is None or own.score < score:
+                parts = own.parts if own is not None else self._parts(rt, n, None, hint)
+                by_seq[n.seq] = ScoredItem(n, score, parts, h.item.seq)
+        return sorted(by_seq.values(), key=lambda s: (-s.score, s.item.seq))
+
+    def _partners(self, rt: ConversationRuntime, hits: Sequence[ScoredItem]) -> dict[int, Item]:
+        """Each hit's neighbouring turn, by the hit's seq (rt.lock held).
+
+        Only a question and its answer travel together: a user question brings the assistant
+        turn after it, an assistant turn the user question before it. A statement's neighbour
+        is usually an acknowledgement, and the budget is better spent on another hit.
+        """
+        wanted: dict[int, tuple[Item, int]] = {}
+        for h in hits:
+            if h.item.role == "user" and _asks(h.item):
+                wanted[h.item.seq] = (h.item, h.item.seq + 1)
+            elif h.item.role == "assistant":
+                wanted[h.item.seq] = (h.item, h.item.seq - 1)
+        found = self._items(rt, list({n for _, n in wanted.values()}))
+        out: dict[int, Item] = {}
+        for seq, (hit, n_seq) in wanted.items():
+            n = found.get(n_seq)
+            if n is None or {n.role, hit.role} != {"user", "assistant"}:
+                continue
+            if n.role == "assistant" or _asks(n):
+                out[seq] = n
         return out
 
     def _items(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Item]:
@@ -535,11 +681,12 @@ class Retriever:
             if item is None:
                 continue
             parts = self._parts(rt, item, r, hint)
-            score = r.score + TIME_BOOST * parts.time
+            fit = parts.time
             if hint is not None and hint.prefer_recent:
-                score += TIME_BOOST * parts.recency
+                fit += parts.recency
             if hint is not None and hint.prefer_oldest and rt.last_seq > 0:
-                score += TIME_BOOST * (1.0 - item.seq / rt.last_seq)
+                fit += 1.0 - item.seq / rt.last_seq
+            score = r.score * (1.0 + TIME_BOOST * fit) + TIME_FLOOR * fit
             out.append(ScoredItem(item, score, parts))
         out.sort(key=lambda s: (-s.score, s.item.seq))
         return out
@@ -554,6 +701,8 @@ class Retriever:
         check_range("top_k", request.top_k, 1, self.engine.limits.max_top_k)
         if not request.query.strip():
             raise InvalidArgument("query is empty")
+        if request.as_of is not None:
+            check_timestamp("as_of", request.as_of)
         if request.conversation_id:
             runtimes = [self.engine.runtime(ns, request.conversation_id)]
         else:
@@ -571,7 +720,7 @@ class Retriever:
         hits: list[ScoredItem] = []
         for rt in runtimes:
             self._wait_indexed(rt)
-            hint = self._hint(rt, query)
+            hint = self._hint(rt, query, request.as_of)
             first_hint = first_hint or hint
             text = strip_time_phrase(query, hint) if hint else query
             if text not in query_vec_cache:
@@ -579,12 +728,7 @@ class Retriever:
             with rt.lock:
                 if rt.deleted:
                     continue
-                settings = rt.record.settings
-                threshold = (
-                    settings.similarity_threshold
-                    if request.similarity_threshold is None
-                    else request.similarity_threshold
-                )
+                threshold = self._threshold(rt, request.similarity_threshold, request.mode)
                 ranked = self._rank(
                     rt,
                     query_vec_cache[text],

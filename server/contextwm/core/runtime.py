@@ -36,6 +36,7 @@ class ConversationRuntime:
     # and a COUNT over a large conversation on every poll takes CPU from the embedder.
     total: int
     archived: int
+    tokens: int  # summed token counts of every item: BM25's mean item length
     lock: threading.RLock
     indexed: threading.Condition
     active: ActiveContext

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeAlias
 
-__all__ = ["EventLocator", "TimeHint", "parse_time_hint", "strip_time_phrase"]
+__all__ = ["EVENT_INSTANT", "EventLocator", "TimeHint", "parse_time_hint", "strip_time_phrase"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,11 @@ class TimeHint:
     prefer_recent: bool = False
     prefer_oldest: bool = False
 
+
+# A located event is the instant of the item that names it; a range that ends at it keeps
+# that item (and whatever shares its time), since a question about what came before an
+# event needs the event too ("how long before the anniversary ...").
+EVENT_INSTANT = timedelta(milliseconds=1)
 
 EventLocator: TypeAlias = Callable[[str], datetime | None]
 """Given an event phrase ("migration"), returns when it happened in the conversation, or None."""
@@ -695,7 +700,7 @@ def _bound_hint(ctx: _Ctx, m: re.Match[str]) -> tuple[TimeHint | None, int]:
     when, end = event
     if kw in ("since", "after", "later than"):
         return TimeHint(when, None, ctx.text[m.start() : end]), end
-    return TimeHint(None, when, ctx.text[m.start() : end]), end
+    return TimeHint(None, when + EVENT_INSTANT, ctx.text[m.start() : end]), end
 
 
 def _side(
@@ -706,7 +711,7 @@ def _side(
     if obj is not None:
         return (obj[0], obj[1], True) if obj[0].since is not None else None
     event = _event_at(ctx, pos, extra_stop)
-    return None if event is None else (_Span(event[0], event[0]), event[1], False)
+    return None if event is None else (_Span(event[0], event[0] + EVENT_INSTANT), event[1], False)
 
 
 _TO_STOP = _words("to until till through thru")

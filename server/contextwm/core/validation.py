@@ -61,6 +61,12 @@ def check_conversation_id(conversation_id: str) -> str:
     return conversation_id
 
 
+def check_timestamp(where: str, value: float) -> None:
+    """Raises InvalidArgument unless value is a time (seconds) between 1970 and 9999."""
+    if not (math.isfinite(value) and _MIN_TS <= value <= _MAX_TS):
+        raise InvalidArgument(f"{where}: timestamp {value!r} is not between 1970 and 9999")
+
+
 def check_item(item: NewItem, limits: Limits, index: int | None = None) -> None:
     """Everything about an item that can be checked before its tokens are counted.
 
@@ -81,10 +87,8 @@ def check_item(item: NewItem, limits: Limits, index: int | None = None) -> None:
             f"{where}: content is {size} bytes, over the limit of {limits.max_item_bytes}"
             " (setting limits.max_item_bytes)"
         )
-    if item.timestamp is not None and not (
-        math.isfinite(item.timestamp) and _MIN_TS <= item.timestamp <= _MAX_TS
-    ):
-        raise InvalidArgument(f"{where}: timestamp {item.timestamp!r} is not between 1970 and 9999")
+    if item.timestamp is not None:
+        check_timestamp(where, item.timestamp)
     if len(item.metadata) > limits.max_metadata_entries:
         raise ResourceExhausted(
             f"{where}: {len(item.metadata)} metadata entries, over the limit of"

@@ -42,6 +42,16 @@ class ItemCounts:
     archived: int  # archived or compacted: in the index
     pending_vectors: int
     reverted: int = 0
+    tokens: int = 0  # summed token counts of every item
+
+
+@dataclass(frozen=True, slots=True)
+class TermPostings:
+    """A conversation's items that contain one term: how many, and the first of them."""
+
+    count: int  # every item of the conversation containing the term, in any state
+    seqs: tuple[int, ...]  # up to the limit asked, those where the term weighs most first
+    tokens: tuple[int, ...]  # each of those items' token count (its length, for BM25)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +183,8 @@ class Store(HistoryStore, Protocol):
         states: Sequence[ItemState],
         limit: int,
         flt: ItemFilter | None = None,
-    ) -> list[int]:
-        """Seqs of up to limit items (in these states, matching flt) that contain term."""
+    ) -> TermPostings:
+        """The items that contain term: how many in the whole conversation, and up to limit
+        of those in these states matching flt, the ones where the term weighs most first
+        (most occurrences for their length)."""
         ...

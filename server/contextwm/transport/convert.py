@@ -115,6 +115,7 @@ def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
         recency_half_life_items=opt("recency_half_life_items"),  # type: ignore[arg-type]
         focus_items=opt("focus_items"),  # type: ignore[arg-type]
         similarity_threshold=opt("similarity_threshold"),  # type: ignore[arg-type]
+        recent_min_items=opt("recent_min_items"),  # type: ignore[arg-type]
         adaptive_window=opt("adaptive_window"),  # type: ignore[arg-type]
         detect_importance=opt("detect_importance"),  # type: ignore[arg-type]
         weights=weights,
@@ -140,6 +141,7 @@ def to_proto_settings(s: ConversationSettings) -> pb.ConversationSettings:
         recency_half_life_items=s.recency_half_life_items,
         focus_items=s.focus_items,
         similarity_threshold=s.similarity_threshold,
+        recent_min_items=s.recent_min_items,
         adaptive_window=s.adaptive_window,
         detect_importance=s.detect_importance,
         weights=pb.ScoringWeights(

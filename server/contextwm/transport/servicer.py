@@ -9,7 +9,7 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_gr
 from contextwm.core.agent_loop import AgentLoop
 from contextwm.core.engine import ContextEngine
 from contextwm.core.model import ROLES
-from contextwm.core.retrieval import ContextRequest, Retriever, SearchRequest
+from contextwm.core.retrieval import DEFAULT_MAX_HITS, ContextRequest, Retriever, SearchRequest
 from contextwm.errors import InvalidArgument
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
@@ -131,17 +131,20 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: i
             ContextRequest(
                 query=request.query or None,
                 max_tokens=request.max_tokens,
-                recent_share=o.recent_share if o.HasField("recent_share") else 0.5,
+                recent_share=o.recent_share if o.HasField("recent_share") else None,
                 similarity_threshold=(
                     o.similarity_threshold if o.HasField("similarity_threshold") else None
                 ),
-                max_history_items=o.max_history_items if o.HasField("max_history_items") else 50,
+                max_history_items=(
+                    o.max_history_items if o.HasField("max_history_items") else DEFAULT_MAX_HITS
+                ),
                 include_neighbors=o.include_neighbors if o.HasField("include_neighbors") else True,
                 mode=convert.from_proto_mode(o.mode),
                 time_hints=o.time_hints if o.HasField("time_hints") else True,
                 categories=(
                     from_proto_category_options(o.categories) if o.HasField("categories") else None
                 ),
+                as_of=_as_of(request),
             ),
         )
         return convert.to_proto_context(ctx)
@@ -161,9 +164,14 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: i
                     if request.HasField("similarity_threshold")
                     else None
                 ),
+                as_of=_as_of(request),
             ),
         )
         return pb.SearchResponse(
             hits=[convert.to_proto_scored(s) for s in outcome.hits],
             time_range=convert.to_proto_time_range(outcome.time_hint),
         )
+
+
+def _as_of(request: pb.GetContextRequest | pb.SearchRequest) -> float | None:
+    return convert.from_proto_timestamp(request.as_of) if request.HasField("as_of") else None

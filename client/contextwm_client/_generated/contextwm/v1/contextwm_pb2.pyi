@@ -101,7 +101,7 @@ class ScoringWeights(_message.Message):
     def __init__(self, recency: _Optional[float] = ..., similarity: _Optional[float] = ..., importance: _Optional[_Mapping[str, float]] = ..., role: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class ConversationSettings(_message.Message):
-    __slots__ = ("window_max_tokens", "window_max_items", "encoding", "recency_half_life_seconds", "recency_half_life_items", "focus_items", "similarity_threshold", "adaptive_window", "detect_importance", "weights", "model", "context_limit", "reserved_reply_tokens", "compaction_threshold", "compaction_enabled", "mask_tool_outputs_after_turns", "replace_duplicate_reads", "workspace_root", "category_budgets", "contributor_weights")
+    __slots__ = ("window_max_tokens", "window_max_items", "encoding", "recency_half_life_seconds", "recency_half_life_items", "focus_items", "similarity_threshold", "adaptive_window", "detect_importance", "weights", "model", "context_limit", "reserved_reply_tokens", "compaction_threshold", "compaction_enabled", "mask_tool_outputs_after_turns", "replace_duplicate_reads", "workspace_root", "category_budgets", "contributor_weights", "recent_min_items")
     WINDOW_MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_MAX_ITEMS_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +122,7 @@ class ConversationSettings(_message.Message):
     WORKSPACE_ROOT_FIELD_NUMBER: _ClassVar[int]
     CATEGORY_BUDGETS_FIELD_NUMBER: _ClassVar[int]
     CONTRIBUTOR_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    RECENT_MIN_ITEMS_FIELD_NUMBER: _ClassVar[int]
     window_max_tokens: int
     window_max_items: int
     encoding: str
@@ -142,7 +143,8 @@ class ConversationSettings(_message.Message):
     workspace_root: str
     category_budgets: _containers.RepeatedCompositeFieldContainer[CategoryBudget]
     contributor_weights: _containers.RepeatedCompositeFieldContainer[ContributorWeight]
-    def __init__(self, window_max_tokens: _Optional[int] = ..., window_max_items: _Optional[int] = ..., encoding: _Optional[str] = ..., recency_half_life_seconds: _Optional[float] = ..., recency_half_life_items: _Optional[float] = ..., focus_items: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., adaptive_window: _Optional[bool] = ..., detect_importance: _Optional[bool] = ..., weights: _Optional[_Union[ScoringWeights, _Mapping]] = ..., model: _Optional[str] = ..., context_limit: _Optional[int] = ..., reserved_reply_tokens: _Optional[int] = ..., compaction_threshold: _Optional[float] = ..., compaction_enabled: _Optional[bool] = ..., mask_tool_outputs_after_turns: _Optional[int] = ..., replace_duplicate_reads: _Optional[bool] = ..., workspace_root: _Optional[str] = ..., category_budgets: _Optional[_Iterable[_Union[CategoryBudget, _Mapping]]] = ..., contributor_weights: _Optional[_Iterable[_Union[ContributorWeight, _Mapping]]] = ...) -> None: ...
+    recent_min_items: int
+    def __init__(self, window_max_tokens: _Optional[int] = ..., window_max_items: _Optional[int] = ..., encoding: _Optional[str] = ..., recency_half_life_seconds: _Optional[float] = ..., recency_half_life_items: _Optional[float] = ..., focus_items: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., adaptive_window: _Optional[bool] = ..., detect_importance: _Optional[bool] = ..., weights: _Optional[_Union[ScoringWeights, _Mapping]] = ..., model: _Optional[str] = ..., context_limit: _Optional[int] = ..., reserved_reply_tokens: _Optional[int] = ..., compaction_threshold: _Optional[float] = ..., compaction_enabled: _Optional[bool] = ..., mask_tool_outputs_after_turns: _Optional[int] = ..., replace_duplicate_reads: _Optional[bool] = ..., workspace_root: _Optional[str] = ..., category_budgets: _Optional[_Iterable[_Union[CategoryBudget, _Mapping]]] = ..., contributor_weights: _Optional[_Iterable[_Union[ContributorWeight, _Mapping]]] = ..., recent_min_items: _Optional[int] = ...) -> None: ...
 
 class CategoryBudget(_message.Message):
     __slots__ = ("category", "share", "min_share", "max_share")
@@ -527,18 +529,20 @@ class ContextOptions(_message.Message):
     def __init__(self, recent_share: _Optional[float] = ..., similarity_threshold: _Optional[float] = ..., max_history_items: _Optional[int] = ..., include_neighbors: _Optional[bool] = ..., mode: _Optional[_Union[RetrievalMode, str]] = ..., time_hints: _Optional[bool] = ..., categories: _Optional[_Union[CategoryOptions, _Mapping]] = ...) -> None: ...
 
 class GetContextRequest(_message.Message):
-    __slots__ = ("namespace", "conversation_id", "query", "max_tokens", "options")
+    __slots__ = ("namespace", "conversation_id", "query", "max_tokens", "options", "as_of")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     conversation_id: str
     query: str
     max_tokens: int
     options: ContextOptions
-    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., query: _Optional[str] = ..., max_tokens: _Optional[int] = ..., options: _Optional[_Union[ContextOptions, _Mapping]] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., query: _Optional[str] = ..., max_tokens: _Optional[int] = ..., options: _Optional[_Union[ContextOptions, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class TimeRange(_message.Message):
     __slots__ = ("since", "until", "phrase")
@@ -616,7 +620,7 @@ class SearchFilter(_message.Message):
     def __init__(self, roles: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[str]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("namespace", "conversation_id", "query", "top_k", "include_window", "filter", "mode", "similarity_threshold")
+    __slots__ = ("namespace", "conversation_id", "query", "top_k", "include_window", "filter", "mode", "similarity_threshold", "as_of")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -625,6 +629,7 @@ class SearchRequest(_message.Message):
     FILTER_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     conversation_id: str
     query: str
@@ -633,7 +638,8 @@ class SearchRequest(_message.Message):
     filter: SearchFilter
     mode: RetrievalMode
     similarity_threshold: float
-    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., query: _Optional[str] = ..., top_k: _Optional[int] = ..., include_window: _Optional[bool] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., mode: _Optional[_Union[RetrievalMode, str]] = ..., similarity_threshold: _Optional[float] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, namespace: _Optional[str] = ..., conversation_id: _Optional[str] = ..., query: _Optional[str] = ..., top_k: _Optional[int] = ..., include_window: _Optional[bool] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., mode: _Optional[_Union[RetrievalMode, str]] = ..., similarity_threshold: _Optional[float] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("hits", "time_range")
