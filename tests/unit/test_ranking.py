@@ -12,6 +12,7 @@ from contextwm.core.ranking import (
     Ranked,
     bm25,
     fuse,
+    matched_idf,
     peakedness,
 )
 from contextwm.ports.store import TermPostings
@@ -23,16 +24,24 @@ def order(ranked: list[Ranked]) -> list[int]:
     return [r.seq for r in ranked]
 
 
-def postings(count: int, *pairs: tuple[int, int]) -> TermPostings:
-    """count items hold the term; pairs are (seq, tokens) of the ones listed."""
-    return TermPostings(count, tuple(s for s, _ in pairs), tuple(t for _, t in pairs))
+def postings(count: int, *rows: int) -> TermPostings:
+    """count items hold the term; rows are those listed."""
+    return TermPostings(count, rows)
+
+
+def lexical(
+    terms: dict[str, TermPostings], lengths: dict[int, int], items: int, mean: float
+) -> dict[int, float]:
+    """BM25 by seq of the listed rows, each row's seq being its row id."""
+    weights = matched_idf(terms, items)
+    return bm25(weights, {r: (r, lengths[r]) for r in weights}, mean)
 
 
 # ---------------------------------------------------------------- BM25
 
 
 def test_bm25_matches_the_formula_with_binary_term_frequency() -> None:
-    scores = bm25({"kestrel": postings(2, (4, 10), (9, 30))}, items=100, mean_tokens=20.0)
+    scores = lexical({"kestrel": postings(2, 4, 9)}, {4: 10, 9: 30}, items=100, mean=20.0)
     idf = math.log(1 + (100 - 2 + 0.5) / (2 + 0.5))
     for seq, length in ((4, 10), (9, 30)):
         norm = 1 - BM25_B + BM25_B * length / 20.0
@@ -40,41 +49,42 @@ def test_bm25_matches_the_formula_with_binary_term_frequency() -> None:
 
 
 def test_a_rare_term_outweighs_a_common_one() -> None:
-    scores = bm25(
-        {
-            "deploy": postings(60, *((s, 20) for s in range(1, 61))),
-            "kestrel": postings(1, (70, 20)),
-        },
-        items=100,
-        mean_tokens=20.0,
-    )
+    lengths = dict.fromkeys(range(1, 71), 20)
+    terms = {"deploy": postings(60, *range(1, 61)), "kestrel": postings(1, 70)}
+    scores = lexical(terms, lengths, items=100, mean=20.0)
     assert scores[70] > 3 * scores[1]
 
 
 def test_items_holding_more_query_terms_score_more() -> None:
-    scores = bm25(
-        {"alpha": postings(2, (1, 20), (2, 20)), "beta": postings(2, (1, 20), (3, 20))},
-        items=50,
-        mean_tokens=20.0,
-    )
+    terms = {"alpha": postings(2, 1, 2), "beta": postings(2, 1, 3)}
+    scores = lexical(terms, dict.fromkeys((1, 2, 3), 20), items=50, mean=20.0)
     assert scores[1] > scores[2] == pytest.approx(scores[3])
 
 
 def test_shorter_items_score_more_for_the_same_terms() -> None:
-    scores = bm25({"alpha": postings(2, (1, 10), (2, 200))}, items=50, mean_tokens=40.0)
+    scores = lexical({"alpha": postings(2, 1, 2)}, {1: 10, 2: 200}, items=50, mean=40.0)
     assert scores[1] > scores[2]
 
 
 def test_the_idf_counts_items_the_listing_left_out() -> None:
     # A term in 80 of 100 items, of which only two are listed: their weight is low.
-    common = bm25({"the": postings(80, (1, 20), (2, 20))}, items=100, mean_tokens=20.0)
-    rare = bm25({"kestrel": postings(2, (1, 20), (2, 20))}, items=100, mean_tokens=20.0)
-    assert common[1] < rare[1] / 4
+    assert matched_idf({"the": postings(80, 1, 2)}, 100)[1] < (
+        matched_idf({"kestrel": postings(2, 1, 2)}, 100)[1] / 4
+    )
+
+
+def test_a_list_cut_short_adds_weight_but_brings_no_items() -> None:
+    # "deploy" lists 3 of its 50 items: an arbitrary sample. It adds to item 2, which the
+    # complete list of "kestrel" found, and brings neither 1 nor 3.
+    weights = matched_idf({"deploy": postings(50, 1, 2, 3), "kestrel": postings(2, 2, 9)}, 100)
+    assert set(weights) == {2, 9} and weights[2] > weights[9]
+    # Without a complete list, the sample is all there is.
+    assert set(matched_idf({"deploy": postings(50, 1, 2, 3)}, 100)) == {1, 2, 3}
 
 
 def test_terms_without_items_are_ignored() -> None:
-    assert bm25({"absent": postings(0)}, items=10, mean_tokens=5.0) == {}
-    assert bm25({}, items=10, mean_tokens=5.0) == {}
+    assert matched_idf({"absent": postings(0)}, 10) == {}
+    assert matched_idf({}, 10) == {}
 
 
 # ---------------------------------------------------------------- peakedness
@@ -160,15 +170,9 @@ def test_strong_lexical_outlier_outranks_flat_dense_scores() -> None:
     # Dense search sees forty nearly equal candidates; one of them holds a name that occurs
     # nowhere else, while the other query word is common.
     dense = {s: 0.50 + 0.002 * s for s in range(1, 41)}
-    lexical = bm25(
-        {
-            "deploy": postings(40, *((s, 20) for s in range(1, 41))),
-            "zanzibar": postings(1, (3, 20)),
-        },
-        items=200,
-        mean_tokens=20.0,
-    )
-    assert order(fuse(dense, lexical, population=200))[0] == 3
+    terms = {"deploy": postings(40, *range(1, 41)), "zanzibar": postings(1, 3)}
+    scores = lexical(terms, dict.fromkeys(range(1, 41), 20), items=200, mean=20.0)
+    assert order(fuse(dense, scores, population=200))[0] == 3
 
 
 def test_strong_dense_outlier_outranks_flat_lexical_scores() -> None:
@@ -176,9 +180,11 @@ def test_strong_dense_outlier_outranks_flat_lexical_scores() -> None:
     # singles one item out.
     dense = {s: 0.2 + 0.001 * s for s in range(1, 41)}
     dense[6] = 0.85
-    both = postings(40, *((s, 20) for s in range(1, 41)))
-    lexical = bm25({"config": both, "file": both}, items=40, mean_tokens=20.0)
-    assert order(fuse(dense, lexical, population=40))[0] == 6
+    both = postings(40, *range(1, 41))
+    scores = lexical(
+        {"config": both, "file": both}, dict.fromkeys(range(1, 41), 20), items=40, mean=20.0
+    )
+    assert order(fuse(dense, scores, population=40))[0] == 6
 
 
 def test_weights_follow_the_more_peaked_signal() -> None:

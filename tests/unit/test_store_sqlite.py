@@ -20,8 +20,9 @@ from contextwm.core.model import (
     ItemState,
     ScoringWeights,
 )
-from contextwm.core.ranking import bm25
+from contextwm.core.ranking import bm25, matched_idf
 from contextwm.errors import AlreadyExists
+from contextwm.ports.store import TermPostings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,14 +88,17 @@ def new_conversation(store: SqliteStore, cid: str = "c1", ns: str = "default") -
 
 def search(store: SqliteStore, key: int, *terms: str, states=BOTH, flt=None, limit=50) -> list[int]:
     """Items holding any of the terms, ranked by BM25 as the engine ranks them."""
-    postings = {t: store.term_postings(key, t, states, limit, flt) for t in terms}
-    scores = bm25(postings, items=1000, mean_tokens=10.0)
+    postings = store.term_postings(key, terms, limit)
+    weights = matched_idf(postings, items=1000)
+    scores = bm25(weights, store.row_items(key, list(weights), states, flt), mean_tokens=10.0)
     return sorted(scores, key=lambda seq: (-scores[seq], seq))
 
 
 def listed(store: SqliteStore, key: int, term: str, states=BOTH, limit=10, flt=None) -> list[int]:
-    """The seqs term_postings lists for a term."""
-    return list(store.term_postings(key, term, states, limit, flt).seqs)
+    """The seqs of the items term_postings lists for a term, in these states matching flt."""
+    rows = store.term_postings(key, [term], limit)[term].rows
+    found = store.row_items(key, rows, states, flt)
+    return [found[r][0] for r in rows if r in found]
 
 
 def unit_vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
@@ -346,24 +350,23 @@ def test_term_postings(store: SqliteStore) -> None:
     for term in ['"', "*", "AND", "-", "NEAR(", 'a"b']:
         assert listed(store, k1, term, BOTH, 10) == []
     # The count is the conversation's whatever the states and filter; tokens come along.
-    got = store.term_postings(k1, "quokka", (A,), 10)
-    assert got.count == 3 and got.seqs == (1,) and got.tokens == (3,)
-    assert store.term_postings(k1, "absent", BOTH, 10).count == 0
+    got = store.term_postings(k1, ["quokka", "absent"], 10)
+    assert got["quokka"].count == 3 and len(got["quokka"].rows) == 3
+    assert got["absent"] == TermPostings(0, ())
+    # row_items gives (seq, tokens) of the rows in the states asked for.
+    assert list(store.row_items(k1, got["quokka"].rows, (A,)).values()) == [(1, 3)]
 
 
-def test_term_postings_list_where_the_term_weighs_most_first(store: SqliteStore) -> None:
+def test_term_postings_of_a_common_term_list_the_first_items_and_count_them_all(
+    store: SqliteStore,
+) -> None:
     key = new_conversation(store)
-    add(
-        store,
-        key,
-        [
-            make_item(1, "walrus " + "filler words " * 40),
-            make_item(2, "walrus walrus walrus"),
-            make_item(3, "a walrus and some other words"),
-        ],
-    )
-    got = store.term_postings(key, "walrus", BOTH, 2)
-    assert got.count == 3 and got.seqs == (2, 3)
+    add(store, key, [make_item(s, f"walrus number {s}") for s in range(1, 8)])
+    got = store.term_postings(key, ["walrus"], 3)["walrus"]
+    assert got.count == 7 and len(got.rows) == 3
+    assert [seq for seq, _ in store.row_items(key, got.rows, BOTH).values()] == [1, 2, 3]
+    # A count the caller knows is not counted again.
+    assert store.term_postings(key, ["walrus"], 3, {"walrus": 99})["walrus"].count == 99
 
 
 METADATA_KEYS = st.text(

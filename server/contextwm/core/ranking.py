@@ -27,37 +27,53 @@ class Ranked:
 
     seq: int
     score: float
-    similarity: float  # cosine similarity to the query
+    similarity: float  # cosine similarity to the query (0 when not measured)
     lexical: float  # BM25 over the query's best BM25, 0..1
+    measured: bool = True  # whether similarity was measured
 
 
-def bm25(postings: Mapping[str, TermPostings], items: int, mean_tokens: float) -> dict[int, float]:
-    """BM25 of the items that contain query terms.
+def matched_idf(postings: Mapping[str, TermPostings], items: int) -> dict[int, float]:
+    """For the rows listed in postings, the summed IDF of the query terms each contains.
 
     Args:
         postings: for each query term, the items that contain it (TermPostings.count is the
             term's document frequency in the conversation).
         items: how many items the conversation holds.
-        mean_tokens: their mean length in tokens.
+    """
+    weight: dict[int, float] = {}
+    # A list cut short (a common term) is an arbitrary sample of the items holding the term:
+    # it adds its weight to items the complete lists found, but brings none of its own
+    # unless no list is complete.
+    complete = [p for p in postings.values() if 0 < p.count == len(p.rows)]
+    cut = [p for p in postings.values() if p.count > len(p.rows)]
+    for p in complete + cut:
+        idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
+        joins = p.count == len(p.rows) or not complete
+        for row in p.rows:
+            if joins or row in weight:
+                weight[row] = weight.get(row, 0.0) + idf
+    return weight
+
+
+def bm25(
+    weights: Mapping[int, float], items: Mapping[int, tuple[int, int]], mean_tokens: float
+) -> dict[int, float]:
+    """BM25 of items by seq.
+
+    Args:
+        weights: row id -> summed IDF of the query terms the item contains (matched_idf).
+        items: row id -> (seq, length in tokens) of the items to score.
+        mean_tokens: the mean length of the conversation's items.
 
     A term counts once per item however often it repeats: in conversations a long turn that
     repeats a word is rarely more relevant than a short one that says it once, and the
     saturating term frequency of classic BM25 still favoured such turns on real dialogue.
     Items are compared on the same length normalisation as classic BM25 (b = 0.75).
     """
-    weight: dict[int, float] = {}
-    length: dict[int, int] = {}
-    for p in postings.values():
-        if p.count == 0:
-            continue
-        idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
-        for seq, tokens in zip(p.seqs, p.tokens, strict=True):
-            weight[seq] = weight.get(seq, 0.0) + idf
-            length[seq] = tokens
     mean = max(mean_tokens, 1.0)
     return {
-        seq: w * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * length[seq] / mean))
-        for seq, w in weight.items()
+        seq: weights[row] * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * tokens / mean))
+        for row, (seq, tokens) in items.items()
     }
 
 
@@ -139,6 +155,6 @@ def fuse(
                 continue
             near = max(0.0, (sim - floor) / span) if seq in dense else 0.0
             score = w_lex * lex + w_dense * near
-        out.append(Ranked(seq, score, sim, lex))
+        out.append(Ranked(seq, score, sim, lex, seq in dense))
     out.sort(key=lambda r: (-r.score, r.seq))
     return out

@@ -28,6 +28,10 @@ KEEP_SHARE = 0.25
 DENSITY = 0.5
 
 
+# No item line costs less (a role, one content token, the separator).
+MIN_LINE_TOKENS = 3
+
+
 def line(s: ScoredItem) -> str:
     """One item as it is rendered: its role, then its content."""
     return f"{s.item.role}: {s.item.content}"
@@ -146,6 +150,8 @@ def assemble_relevant(
     }
     eligible = [s for s in by_seq.values() if s.item.seq in in_window or s.score > 0]
     for s in sorted(eligible, key=lambda s: (-density[s.item.seq], -s.item.seq)):
+        if packer.left < MIN_LINE_TOKENS:
+            break
         if s.item.seq not in packer.chosen:
             packer.take(s)
 
@@ -153,6 +159,13 @@ def assemble_relevant(
     text, total = _fit(chosen, in_window, kept, density, query, budget, counter)
     recent = tuple(s for seq, s in sorted(chosen.items()) if seq in in_window)
     history = tuple(s for seq, s in sorted(chosen.items()) if seq not in in_window)
+    # The parts add up to the total: the recent section (usually the shorter) is counted,
+    # history is the rest, with the separators between sections; no second count of it all.
+    recent_tokens = (
+        counter.count(render_section(RECENT_HEADING, recent)) if recent and history else 0
+    )
+    if recent and not history:
+        recent_tokens = total - paid_query
     return Assembled(
         recent=recent,
         history=history,
@@ -160,8 +173,8 @@ def assemble_relevant(
         tokens=TokenAccount(
             budget=budget,
             total=total,
-            recent=counter.count(render_section(RECENT_HEADING, recent)) if recent else 0,
-            history=counter.count(render_section(HISTORY_HEADING, history)) if history else 0,
+            recent=recent_tokens,
+            history=total - paid_query - recent_tokens if history else 0,
             query=paid_query,
             recent_omitted=len(in_window - chosen.keys()),
             encoding=counter.encoding,

@@ -47,37 +47,44 @@ from contextwm.core.model import (
     ScoreParts,
 )
 from contextwm.core.query_terms import query_terms
-from contextwm.core.ranking import Ranked, bm25, fuse
+from contextwm.core.ranking import DENSE_FLOOR_RANK, Ranked, bm25, fuse, matched_idf
 from contextwm.core.relevant_assembly import assemble_relevant
 from contextwm.core.runtime import ConversationRuntime
-from contextwm.core.scoring import recency
+from contextwm.core.scoring import Clock, recency
 from contextwm.core.timehints import TimeHint, parse_time_hint, strip_time_phrase
 from contextwm.core.validation import check_timestamp, namespace_of
 from contextwm.core.window import Vector
 from contextwm.errors import FailedPrecondition, InvalidArgument, NotFound
 from contextwm.ports.tokens import TokenCounter
 
-# Ranked items an enhanced context may draw on unless the request says otherwise.
-DEFAULT_MAX_HITS = 100
+# Ranked items an enhanced context draws on unless the request says otherwise: as many as
+# the budget could hold at HIT_TOKENS each, at least MIN_HITS (more candidates than fit
+# cost time and add nothing; fewer leave a large budget to the fallback of recent items).
+HIT_TOKENS = 40
+MIN_HITS = 100
 # How many candidates each ranking contributes before fusion: enough that a hit ranked
 # low by one signal but high by the other is still seen.
 CANDIDATES = 100
 # Items in a named time range found by timestamp alone when the text finds too few.
 TIME_CANDIDATES = 200
-# Items listed per query term, those where it weighs most first: a term in more items than
-# this is common, weighs little (low IDF), and listing it all would cost the most.
-MAX_POSTINGS = 200
+# Items listed per query term (the oldest): a term in more items than this is common and
+# weighs little (low IDF), and listing it all would cost the most.
+MAX_POSTINGS = 100
+# A common term's count is reused until the conversation has grown by this share since
+# (its IDF then moves by less than that share), for up to this many terms.
+COUNT_DRIFT = 0.05
+MAX_COUNTED_TERMS = 4096
 # How much the time a query names moves an item inside it (fit 1) up: its fused score
 # (0..1) is multiplied by 1 + TIME_BOOST, so the time words favour relevant items of that
 # time over relevant items of another, and TIME_FLOOR is added, so that an item of that
 # time comes back when the words find nothing ("what did we discuss last week?").
 TIME_BOOST = 0.5
 TIME_FLOOR = 0.05
-# How many of the first round's best hits seed the second round.
-FEEDBACK_SEEDS = 3
-# A turn that asks or answers a hit is a candidate with this share of the hit's score: it
-# is taken when it is short enough to be worth it (a one-line answer), not when it is long.
+# A turn that asks or answers one of the NEIGHBOR_HITS best hits is a candidate with
+# NEIGHBOR_SHARE of the hit's score: it is taken when it is short enough to be worth it (a
+# one-line answer), not when it is long.
 NEIGHBOR_SHARE = 0.5
+NEIGHBOR_HITS = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +106,7 @@ class ContextRequest:
     max_tokens: int
     recent_share: float | None = None  # None: relevance decides; a share: the seed's split
     similarity_threshold: float | None = None
-    max_history_items: int = DEFAULT_MAX_HITS
+    max_history_items: int | None = None  # None: as many as the budget could hold
     include_neighbors: bool = True
     mode: str = "hybrid"
     time_hints: bool = True
@@ -179,7 +186,10 @@ class Retriever:
         check_range("max_tokens", request.max_tokens, 1, self.engine.limits.max_budget_tokens)
         if request.recent_share is not None:
             check_range("recent_share", request.recent_share, 0.0, 1.0)
-        check_range("max_history_items", request.max_history_items, 0, self.engine.limits.max_top_k)
+        if request.max_history_items is not None:
+            check_range(
+                "max_history_items", request.max_history_items, 0, self.engine.limits.max_top_k
+            )
         if request.similarity_threshold is not None:
             check_range("similarity_threshold", request.similarity_threshold, -1.0, 1.0)
         if request.as_of is not None:
@@ -195,7 +205,8 @@ class Retriever:
             q = self._focused(rt, asked)
             states = (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
             if request.recent_share is None:
-                window, hits = self._relevant(rt, q, request, states)
+                window, hits, unmeasured = self._relevant(rt, q, request, states)
+                clock = rt.clock()
             else:
                 focus = rt.window.focus_vector(settings.focus_items)
                 window = [self._shown(rt, w) for w in self._scored_window(rt, focus)]
@@ -215,6 +226,11 @@ class Retriever:
                 budget=request.max_tokens,
                 keep_newest=settings.recent_min_items,
                 counter=counter,
+            )
+            assembled = dataclasses.replace(
+                assembled,
+                recent=self._finish(rt, assembled.recent, q, unmeasured, clock),
+                history=self._finish(rt, assembled.history, q, unmeasured, clock),
             )
         else:
             assembled = assemble(
@@ -243,9 +259,10 @@ class Retriever:
         q: _Query,
         request: ContextRequest,
         states: Sequence[ItemState],
-    ) -> tuple[list[ScoredItem], list[ScoredItem]]:
-        """(every window item scored for the query, ranked candidates with their neighbours)
-        for the default context, which lets relevance share the budget (rt.lock held)."""
+    ) -> tuple[list[ScoredItem], list[ScoredItem], set[int]]:
+        """(every window item scored for the query, ranked candidates with their neighbours,
+        the candidates whose similarity is not measured yet) for the default context, which
+        lets relevance share the budget (rt.lock held)."""
         ranked = self._rank(
             rt,
             q.vector,
@@ -255,19 +272,22 @@ class Retriever:
             mode=request.mode,
             hint=q.hint,
             flt=None,
-            limit=max(CANDIDATES, request.max_history_items),
+            limit=self._hits(request),
+            measure_all=False,
         )
-        hits = self._scored(rt, ranked[: request.max_history_items], q.hint)
+        hits = self._scored(rt, ranked[: self._hits(request)], q.hint, full_parts=False)
         if request.include_neighbors:
             hits = self._with_neighbors(rt, hits, q.hint)
         hits = [self._shown(rt, h) for h in hits]
         by_seq = {h.item.seq: h for h in hits}
+        unranked = ScoreParts()
         window = [
-            by_seq.get(e.item.seq)
-            or self._shown(rt, ScoredItem(e.item, 0.0, self._parts(rt, e.item, None, q.hint)))
+            by_seq.get(e.item.seq) or self._shown(rt, ScoredItem(e.item, 0.0, unranked))
             for e in rt.window
         ]
-        return window, hits
+        unmeasured = {r.seq for r in ranked if not r.measured}
+        unmeasured.update(e.item.seq for e in rt.window if e.item.seq not in by_seq)
+        return window, hits, unmeasured
 
     def _by_category(
         self, rt: ConversationRuntime, request: ContextRequest, asked: CategoryRequest
@@ -366,9 +386,9 @@ class Retriever:
             mode=request.mode,
             hint=q.hint,
             flt=None,
-            limit=max(CANDIDATES, request.max_history_items),
+            limit=self._hits(request),
         )
-        return self._candidates(rt, ranked[: request.max_history_items], request, q.hint)
+        return self._candidates(rt, ranked[: self._hits(request)], request, q.hint)
 
     def _retrieval_pieces(
         self,
@@ -429,7 +449,11 @@ class Retriever:
             """When the event happened: the item that matches its words best (BM25), the
             earliest on a tie (an event is usually named first when it happens)."""
             evidence = self._bm25(
-                rt, event, (ItemState.WINDOW, ItemState.ARCHIVED, ItemState.COMPACTED), None
+                rt,
+                event,
+                (ItemState.WINDOW, ItemState.ARCHIVED, ItemState.COMPACTED),
+                None,
+                CANDIDATES,
             )
             if not evidence:
                 return None
@@ -460,18 +484,18 @@ class Retriever:
         hint: TimeHint | None,
         flt: ItemFilter | None,
         limit: int,
+        measure_all: bool = True,
     ) -> list[Ranked]:
         """Fused dense + lexical candidates from the archive (and window, if in states).
 
-        In hybrid mode a second round looks again with the query moved toward the first
-        round's best hits (Rocchio's relevance feedback): it finds turns that share the
-        hits' topic but not the question's words, such as the other pieces of an answer
-        spread over several sessions. An item keeps the better of its two scores.
+        measure_all=False leaves the similarity of archived items that only words or time
+        found unmeasured in hybrid mode: they lie below the DENSE_FLOOR_RANK-th similarity,
+        where fusion counts none, so only reporting needs it (see _measure).
         """
         allowed: np.ndarray | None = None
         if flt is not None and not flt.empty:
             allowed = self.engine.store.filtered_seqs(rt.key, flt, states, 1_000_000)
-        lexical = self._bm25(rt, text, states, flt) if mode != "dense" else {}
+        lexical = self._bm25(rt, text, states, flt, limit) if mode != "dense" else {}
         if len(lexical) > limit:  # a long query lists many items; only the best can rank
             lexical = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:limit])
         in_range_seqs: set[int] = set()
@@ -483,62 +507,75 @@ class Retriever:
                 self.engine.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
             )
 
-        def ranking(vector: Vector | None) -> list[Ranked]:
-            dense: dict[int, float] = {}
-            if vector is not None and mode != "lexical":
+        dense: dict[int, float] = {}
+        if query_vec is not None and mode != "lexical":
+            if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
+                self.engine.ensure_index(rt)
+                assert rt.index is not None
+                # At least DENSE_FLOOR_RANK deep: fusion reads similarity from that rank up.
+                k = max(limit, DENSE_FLOOR_RANK)
+                sims, ids = rt.index.search(query_vec, k, allowed)
+                rt.last_search = time.monotonic()
+                dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
+            known: dict[int, Vector] = {}
+            if ItemState.WINDOW in states:
+                allowed_set = set(allowed.tolist()) if allowed is not None else None
+                known = {
+                    e.item.seq: e.vector
+                    for e in rt.window
+                    if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set)
+                }
+            if measure_all or mode != "hybrid":
                 # Candidates found by words or time alone: their similarity counts too.
                 found = lexical.keys() | in_range_seqs
-                dense = self._similarities(rt, vector, states, allowed, limit, found)
-            return fuse(
-                dense,
-                lexical,
-                population=rt.total,
-                threshold=threshold,
-                mode=mode,
-                keep=in_range_seqs,
-            )
+                known.update(self._vectors(rt, [s for s in found if s not in dense]))
+            if known:
+                seqs = list(known)
+                sims = np.stack([known[s] for s in seqs]) @ query_vec
+                dense.update(zip(seqs, sims.tolist(), strict=True))
+        return fuse(
+            dense,
+            lexical,
+            population=rt.total,
+            threshold=threshold,
+            mode=mode,
+            keep=in_range_seqs,
+        )
 
-        first = ranking(query_vec)
-        if mode != "hybrid" or query_vec is None or not first:
-            return first
-        seeds = self._vectors(rt, [r.seq for r in first[:FEEDBACK_SEEDS]])
-        if not seeds:
-            return first
-        moved = query_vec + np.mean(list(seeds.values()), axis=0)
-        best = {r.seq: r for r in first}
-        for r in ranking((moved / np.linalg.norm(moved)).astype(np.float32)):
-            old = best.get(r.seq)
-            if old is None or r.score > old.score:
-                best[r.seq] = r if old is None else dataclasses.replace(old, score=r.score)
-        return sorted(best.values(), key=lambda r: (-r.score, r.seq))
-
-    def _similarities(
+    def _finish(
         self,
         rt: ConversationRuntime,
-        vector: Vector,
-        states: Sequence[ItemState],
-        allowed: np.ndarray | None,
-        limit: int,
-        found: AbstractSet[int],
-    ) -> dict[int, float]:
-        """Cosine similarity to vector of the nearest archived items (up to limit, among
-        allowed), every window item (if in states) and the items in found (rt.lock held)."""
-        dense: dict[int, float] = {}
-        if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
-            self.engine.ensure_index(rt)
-            assert rt.index is not None
-            sims, ids = rt.index.search(vector, limit, allowed)
-            rt.last_search = time.monotonic()
-            dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
-        if ItemState.WINDOW in states:
-            allowed_set = set(allowed.tolist()) if allowed is not None else None
-            for e in rt.window:
-                if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set):
-                    dense[e.item.seq] = float(np.dot(e.vector, vector))
-        missing = [s for s in found if s not in dense]
-        for seq, vec in self._vectors(rt, missing).items():
-            dense[seq] = float(np.dot(vec, vector))
-        return dense
+        items: tuple[ScoredItem, ...],
+        q: _Query,
+        unmeasured: AbstractSet[int],
+        clock: Clock,
+    ) -> tuple[ScoredItem, ...]:
+        """The returned items with their score parts complete: recency, importance and role
+        (left out while ranking, which needs none of them), and the similarity ranking left
+        unmeasured, from stored vectors (which never change: no lock needed)."""
+        settings = rt.record.settings
+        vectors: dict[int, Vector] = {}
+        if q.vector is not None:
+            seqs = [s.item.seq for s in items if s.item.seq in unmeasured]
+            if seqs:
+                model = self.engine.embedder.model_name
+                vectors = self.engine.store.vectors_for(rt.key, seqs, model)
+        out: list[ScoredItem] = []
+        for s in items:
+            item = s.item
+            similarity = s.parts.similarity
+            if item.seq in vectors and q.vector is not None:
+                similarity = float(np.dot(vectors[item.seq], q.vector))
+            parts = dataclasses.replace(
+                s.parts,
+                similarity=similarity,
+                recency=recency(settings, clock, item.timestamp, item.seq),
+                importance=settings.weights.importance_of(item.flags),
+                role=settings.weights.role.get(item.role, 0.0),
+                time=1.0 if q.hint is not None and _in_range(q.hint, item.timestamp) else 0.0,
+            )
+            out.append(dataclasses.replace(s, parts=parts))
+        return tuple(out)
 
     def _vectors(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Vector]:
         """Stored vectors of these items, from the window where it has them (rt.lock held)."""
@@ -556,6 +593,13 @@ class Retriever:
         return out
 
     @staticmethod
+    def _hits(request: ContextRequest) -> int:
+        """How many ranked items the context draws on."""
+        if request.max_history_items is not None:
+            return request.max_history_items
+        return max(MIN_HITS, request.max_tokens // HIT_TOKENS)
+
+    @staticmethod
     def _threshold(rt: ConversationRuntime, asked: float | None, mode: str) -> float | None:
         """The similarity floor of candidates without lexical evidence: the request's, else
         in dense mode the conversation's. Hybrid ranking needs none: a weak similarity
@@ -570,14 +614,34 @@ class Retriever:
         text: str,
         states: Sequence[ItemState],
         flt: ItemFilter | None,
+        limit: int,
     ) -> dict[int, float]:
-        """BM25 of the items (in these states, matching flt) that contain the query's terms."""
+        """BM25 of the items (in these states, matching flt) that contain the query's terms:
+        without a filter, of the 2 x limit items holding the most of their IDF."""
+        terms = query_terms(text)
+        if not terms:
+            return {}
         store = self.engine.store
-        postings = {
-            term: store.term_postings(rt.key, term, states, MAX_POSTINGS, flt)
-            for term in query_terms(text)
+        cached = rt.term_counts
+        known = {
+            t: cached[t][0]
+            for t in terms
+            if t in cached and rt.total - cached[t][1] <= rt.total * COUNT_DRIFT
         }
-        return bm25(postings, rt.total, rt.tokens / max(rt.total, 1))
+        postings = store.term_postings(rt.key, terms, MAX_POSTINGS, known)
+        if len(cached) > MAX_COUNTED_TERMS:
+            cached.clear()
+        for t, p in postings.items():
+            if p.count > MAX_POSTINGS and t not in known:
+                cached[t] = (p.count, rt.total)
+        weights = matched_idf(postings, rt.total)
+        rows = sorted(weights, key=lambda r: -weights[r])
+        if flt is None or flt.empty:
+            # Length moves a score by a factor of about 2 at most: the items holding the
+            # most of the query's weight are all that can rank.
+            rows = rows[: 2 * limit]
+        items = store.row_items(rt.key, rows, states, flt)
+        return bm25(weights, items, rt.tokens / max(rt.total, 1))
 
     def _candidates(
         self,
@@ -609,7 +673,8 @@ class Retriever:
         """The hits and, as candidates of their own, the turns that ask or answer them, each
         with NEIGHBOR_SHARE of its hit's score unless it scores higher itself (rt.lock held)."""
         by_seq = {h.item.seq: h for h in hits}
-        partners = self._partners(rt, hits)
+        # A weak hit's neighbour would inherit too little to be chosen: not worth a lookup.
+        partners = self._partners(rt, hits[:NEIGHBOR_HITS])
         for h in hits:
             n = partners.get(h.item.seq)
             if n is None:
@@ -658,11 +723,16 @@ class Retriever:
         return out
 
     def _parts(
-        self, rt: ConversationRuntime, item: Item, ranked: Ranked | None, hint: TimeHint | None
+        self,
+        rt: ConversationRuntime,
+        item: Item,
+        ranked: Ranked | None,
+        hint: TimeHint | None,
+        clock: Clock | None = None,
     ) -> ScoreParts:
         settings = rt.record.settings
         return ScoreParts(
-            recency=recency(settings, rt.clock(), item.timestamp, item.seq),
+            recency=recency(settings, clock or rt.clock(), item.timestamp, item.seq),
             importance=settings.weights.importance_of(item.flags),
             similarity=ranked.similarity if ranked else 0.0,
             lexical=ranked.lexical if ranked else 0.0,
@@ -671,19 +741,34 @@ class Retriever:
         )
 
     def _scored(
-        self, rt: ConversationRuntime, ranked: Sequence[Ranked], hint: TimeHint | None
+        self,
+        rt: ConversationRuntime,
+        ranked: Sequence[Ranked],
+        hint: TimeHint | None,
+        *,
+        full_parts: bool = True,
     ) -> list[ScoredItem]:
-        """Ranked candidates as scored items; the time the query names moves hits up."""
+        """Ranked candidates as scored items; the time the query names moves hits up.
+
+        full_parts=False leaves recency, importance and role at 0 (the caller completes
+        the parts of the items it returns: see _finish).
+        """
         items = self._items(rt, [r.seq for r in ranked])
+        clock = rt.clock()
+        settings = rt.record.settings
         out: list[ScoredItem] = []
         for r in ranked:
             item = items.get(r.seq)
             if item is None:
                 continue
-            parts = self._parts(rt, item, r, hint)
+            if full_parts:
+                parts = self._parts(rt, item, r, hint, clock)
+            else:
+                time_fit = 1.0 if hint is not None and _in_range(hint, item.timestamp) else 0.0
+                parts = ScoreParts(similarity=r.similarity, lexical=r.lexical, time=time_fit)
             fit = parts.time
             if hint is not None and hint.prefer_recent:
-                fit += parts.recency
+                fit += recency(settings, clock, item.timestamp, item.seq)
             if hint is not None and hint.prefer_oldest and rt.last_seq > 0:
                 fit += 1.0 - item.seq / rt.last_seq
             score = r.score * (1.0 + TIME_BOOST * fit) + TIME_FLOOR * fit

@@ -60,6 +60,9 @@ class ConversationRuntime:
     deleted: bool = False
     # time.monotonic() of the last search of the index: saving waits until it has rested.
     last_search: float = 0.0
+    # How many items hold each common query term, and the item total when it was counted:
+    # counting a term thousands of items hold costs more than the rest of its search.
+    term_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def key(self) -> int:

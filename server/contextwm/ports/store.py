@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,8 +50,7 @@ class TermPostings:
     """A conversation's items that contain one term: how many, and the first of them."""
 
     count: int  # every item of the conversation containing the term, in any state
-    seqs: tuple[int, ...]  # up to the limit asked, those where the term weighs most first
-    tokens: tuple[int, ...]  # each of those items' token count (its length, for BM25)
+    rows: tuple[int, ...]  # the store's row ids of up to the limit asked, oldest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,14 +176,19 @@ class Store(HistoryStore, Protocol):
         ...
 
     def term_postings(
+        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] = {}
+    ) -> dict[str, TermPostings]:
+        """For each term, the conversation's items that contain it: how many (counts gives
+        those the caller knows already), and the row ids of the first limit of them."""
+        ...
+
+    def row_items(
         self,
         key: int,
-        term: str,
+        rows: Sequence[int],
         states: Sequence[ItemState],
-        limit: int,
         flt: ItemFilter | None = None,
-    ) -> TermPostings:
-        """The items that contain term: how many in the whole conversation, and up to limit
-        of those in these states matching flt, the ones where the term weighs most first
-        (most occurrences for their length)."""
+    ) -> dict[int, tuple[int, int]]:
+        """Of these rows (from term_postings), those in these states matching flt: their
+        (seq, token count) by row id."""
         ...

@@ -9,7 +9,7 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_gr
 from contextwm.core.agent_loop import AgentLoop
 from contextwm.core.engine import ContextEngine
 from contextwm.core.model import ROLES
-from contextwm.core.retrieval import DEFAULT_MAX_HITS, ContextRequest, Retriever, SearchRequest
+from contextwm.core.retrieval import ContextRequest, Retriever, SearchRequest
 from contextwm.errors import InvalidArgument
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
@@ -136,7 +136,7 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: i
                     o.similarity_threshold if o.HasField("similarity_threshold") else None
                 ),
                 max_history_items=(
-                    o.max_history_items if o.HasField("max_history_items") else DEFAULT_MAX_HITS
+                    o.max_history_items if o.HasField("max_history_items") else None
                 ),
                 include_neighbors=o.include_neighbors if o.HasField("include_neighbors") else True,
                 mode=convert.from_proto_mode(o.mode),
