@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TypedDict
 
 __all__ = [
+    "MULTI_HOP",
     "PARAPHRASE",
     "RARE_WORD",
     "BenchConversation",
@@ -31,12 +32,16 @@ __all__ = [
     "generate_conversation",
     "generate_corpus",
     "ingest_items",
+    "multi_hop_questions",
 ]
 
 USER = "user"
 ASSISTANT = "assistant"
 RARE_WORD = "rare_word"
 PARAPHRASE = "paraphrase"
+MULTI_HOP = "multi_hop"
+# A multi-hop question's two answers lie in different sessions at least this far apart.
+_HOP_DISTANCE = 100
 
 # Facts go in the first 40% of the turns, so every answer is far behind any recent window.
 _PLANT_FRACTION = 0.4
@@ -71,6 +76,12 @@ class Question:
     rare_word: str | None
     family: str = ""
     distractor_turns: tuple[int, ...] = ()
+    also_turns: tuple[int, ...] = ()  # further turns a multi-hop answer needs
+
+    @property
+    def evidence(self) -> tuple[int, ...]:
+        """Every turn the answer needs."""
+        return (self.answer_turn, *self.also_turns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -2396,3 +2407,47 @@ def ingest_items(conv: BenchConversation) -> list[IngestItem]:
         )
         for index, turn in enumerate(conv.turns)
     ]
+
+
+def multi_hop_questions(conv: BenchConversation, count: int, seed: int = 0) -> list[Question]:
+    """Questions whose answer needs two planted facts from sessions far apart.
+
+    Each joins two of the conversation's questions whose answer turns lie in different
+    sessions at least _HOP_DISTANCE turns apart ("Q1 And Q2"): the context must bring back
+    both turns, from two places in the history, within one budget.
+
+    Args:
+        conv: A generated conversation.
+        count: How many questions at most (fewer when too few pairs qualify).
+        seed: Seeds the choice of pairs.
+    """
+    rng = random.Random(seed)
+    pairs = [
+        (a, b)
+        for a in conv.questions
+        for b in conv.questions
+        if b.answer_turn - a.answer_turn >= _HOP_DISTANCE
+        and conv.turns[a.answer_turn].session != conv.turns[b.answer_turn].session
+    ]
+    rng.shuffle(pairs)
+    out: list[Question] = []
+    used: set[int] = set()
+    for a, b in pairs:
+        if len(out) == count:
+            break
+        if a.answer_turn in used or b.answer_turn in used:
+            continue
+        used.update((a.answer_turn, b.answer_turn))
+        out.append(
+            Question(
+                text=f"{a.text} And {b.text[0].lower()}{b.text[1:]}",
+                answer_turn=a.answer_turn,
+                kind=MULTI_HOP,
+                shares_rare_word=a.shares_rare_word and b.shares_rare_word,
+                rare_word=None,
+                family=f"{a.family}+{b.family}",
+                distractor_turns=a.distractor_turns + b.distractor_turns,
+                also_turns=(b.answer_turn,),
+            )
+        )
+    return out

@@ -223,3 +223,22 @@ def test_generation_is_fast() -> None:
 @given(st.integers(min_value=0, max_value=2**31))
 def test_invariants_hold_for_any_seed(seed: int) -> None:
     _check_invariants(generate_conversation(seed, turns=500), 500, 20)
+
+
+def test_multi_hop_questions_join_two_facts_from_sessions_far_apart(
+    corpus: list[BenchConversation],
+) -> None:
+    for conv in corpus:
+        questions = bench_data.multi_hop_questions(conv, 5, seed=1)
+        assert questions == bench_data.multi_hop_questions(conv, 5, seed=1)  # deterministic
+        assert 1 <= len(questions) <= 5
+        used: list[int] = []
+        for q in questions:
+            a, b = q.evidence
+            assert q.kind == bench_data.MULTI_HOP and len(q.evidence) == 2
+            assert b - a >= 100
+            assert conv.turns[a].session != conv.turns[b].session
+            parts = {p.answer_turn: p.text for p in conv.questions}
+            assert q.text.startswith(parts[a])
+            used += [a, b]
+        assert len(used) == len(set(used))  # no fact in two multi-hop questions
