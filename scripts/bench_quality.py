@@ -223,8 +223,6 @@ def cause_of(spec: ModeSpec, d: Diagnosis) -> str:
             return "no BM25 match"
         if spec.mode == "dense" and d.similarity < SIMILARITY_THRESHOLD:
             return "below threshold"
-        if spec.mode == "hybrid" and not d.lexical_match and d.similarity < SIMILARITY_THRESHOLD:
-            return "below threshold"
         return f"not in top {CANDIDATES}"
     if d.rank > MAX_HISTORY_ITEMS:
         return f"rank > {MAX_HISTORY_ITEMS}"

@@ -264,18 +264,7 @@ class Retriever:
         """(every window item scored for the query, ranked candidates with their neighbours,
         the candidates whose similarity is not measured yet) for the default context, which
         lets relevance share the budget (rt.lock held)."""
-        ranked = self._rank(
-            rt,
-            q.vector,
-            q.search,
-            states=states,
-            threshold=self._threshold(rt, request.similarity_threshold, request.mode),
-            mode=request.mode,
-            hint=q.hint,
-            flt=None,
-            limit=self._hits(request),
-            measure_all=False,
-        )
+        ranked = self._ranked(rt, q, request, states, measure_all=False)
         hits = self._scored(rt, ranked[: self._hits(request)], q.hint, full_parts=False)
         if request.include_neighbors:
             hits = self._with_neighbors(rt, hits, q.hint)
@@ -378,7 +367,20 @@ class Retriever:
         states: Sequence[ItemState],
     ) -> list[HistoryCandidate]:
         """History hits for the query with their neighbours, best first (rt.lock held)."""
-        ranked = self._rank(
+        ranked = self._ranked(rt, q, request, states)
+        return self._candidates(rt, ranked[: self._hits(request)], request, q.hint)
+
+    def _ranked(
+        self,
+        rt: ConversationRuntime,
+        q: _Query,
+        request: ContextRequest,
+        states: Sequence[ItemState],
+        *,
+        measure_all: bool = True,
+    ) -> list[Ranked]:
+        """The ranking a context request asks for (rt.lock held)."""
+        return self._rank(
             rt,
             q.vector,
             q.search,
@@ -388,8 +390,8 @@ class Retriever:
             hint=q.hint,
             flt=None,
             limit=self._hits(request),
+            measure_all=measure_all,
         )
-        return self._candidates(rt, ranked[: self._hits(request)], request, q.hint)
 
     def _retrieval_pieces(
         self,
