@@ -17,10 +17,15 @@ service is judged on its own rendered text, whose exact count is never above the
 commit (a temporary git worktree run with this virtual environment), so an old and a new
 default are compared in one run.
 
+The data set's few empty turns are not replayed (the service refuses empty items); the
+selectors see them, at no gain. ``--variant`` asks again with other options in the same run,
+``--haystack-tokens`` cuts haystacks to a size where the window holds a larger share.
+
 Run (from the repository root)::
 
-    .venv/bin/python scripts/bench_longmemeval.py
-    .venv/bin/python scripts/bench_longmemeval.py --compare-ref a4438ca --json lme.json
+    scripts/bench longmemeval                       # about 16 minutes
+    scripts/bench longmemeval --compare-ref a4438ca --json lme.json
+    scripts/bench longmemeval --variant recent_share=0.5 --haystack-tokens 20000
 
 The selectors' vectors are cached under ``.cache/`` (keyed by text); the server always embeds
 with its own model. ``--cached-server`` runs the server in this process with those cached

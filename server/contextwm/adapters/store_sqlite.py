@@ -743,7 +743,7 @@ class SqliteStore(HistoryTables):
     # ------------------------------------------------------------ lexical
 
     def term_postings(
-        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] = {}
+        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] | None = None
     ) -> dict[str, TermPostings]:
         """For each term, the conversation's items that contain it: how many (counts gives
         those the caller knows already), and the row ids of the first limit of them."""
@@ -762,7 +762,7 @@ class SqliteStore(HistoryTables):
             ]
             count = len(rows)
             if count > limit:
-                if term in counts:
+                if counts and term in counts:
                     count = counts[term]
                 else:
                     found = db.execute(

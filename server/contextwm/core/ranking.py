@@ -78,7 +78,8 @@ def bm25(
 
 
 def peakedness(scores: Sequence[float], population: int) -> float:
-    """How far a signal's best score stands above its next best (in standard deviations).
+    """How far a signal's best score stands above the rest of its PEAK_DEPTH best, in
+    standard deviations of those.
 
     Args:
         scores: the signal's scores of the items it found.

@@ -176,7 +176,7 @@ class Store(HistoryStore, Protocol):
         ...
 
     def term_postings(
-        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] = {}
+        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] | None = None
     ) -> dict[str, TermPostings]:
         """For each term, the conversation's items that contain it: how many (counts gives
         those the caller knows already), and the row ids of the first limit of them."""
