@@ -3,8 +3,11 @@ hashing fake is deterministic. Uses the real model (the session fixture `embedde
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
+import torch
 from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 
@@ -129,3 +132,17 @@ def test_concurrent_small_calls_are_coalesced(embedder: SentenceTransformerEmbed
     reference = embedder.reference_embed(texts)
     for n in range(len(texts)):
         assert np.allclose(results[n], reference[n], atol=1e-5)
+
+
+def test_a_query_from_another_thread_gives_the_same_vector_and_leaves_main_alone(
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    before = torch.get_num_threads()
+    text = "which port does the billing service listen on?"
+    on_main = embedder.embed([text])
+    got: list[np.ndarray] = []
+    worker = threading.Thread(target=lambda: got.append(embedder.embed([text])))
+    worker.start()
+    worker.join()
+    np.testing.assert_allclose(got[0], on_main, atol=1e-5)
+    assert torch.get_num_threads() == before  # the worker's one thread is its own setting
