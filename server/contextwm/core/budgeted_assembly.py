@@ -14,6 +14,7 @@ from contextwm.core.assembly import (
     TokenAccount,
     history_line,
     history_prefix,
+    query_cost,
     recent_line,
     recent_prefix,
 )
@@ -29,7 +30,6 @@ from contextwm.core.budgets import (
 )
 from contextwm.core.contributors import Contribution
 from contextwm.core.model import Flag, ScoredItem
-from contextwm.errors import InvalidArgument
 from contextwm.ports.tokens import TokenCounter
 
 SYSTEM_HEADING = "# System"
@@ -94,12 +94,7 @@ def assemble_by_category(
         InvalidArgument: the budget cannot hold the query.
         FailedPrecondition: the system items alone need more than the budget assigns.
     """
-    query_cost = counter.count(f"{QUERY_HEADING}{SEPARATOR}{query}") if query else 0
-    if query_cost > budget:
-        raise InvalidArgument(
-            f"max_tokens={budget} cannot hold the query itself ({query_cost} tokens with its"
-            " heading); raise max_tokens or shorten the query"
-        )
+    paid_query = query_cost(counter, query, budget)
     items = {f"item:{s.item.seq}": s for s in window}
     offered = {f"piece:{i}": c for i, c in enumerate(contributions) if not c.reason}
     pieces: dict[Category, list[Piece]] = {c: [] for c in Category}
@@ -117,7 +112,7 @@ def assemble_by_category(
         Category.DIALOG: heading,
         Category.SYSTEM_OUTPUT: heading,
     }
-    allocated = budget - query_cost
+    allocated = budget - paid_query
     allocation = allocate(allocated, pieces, budgets, overhead=overhead)
     copies = _copies_of_chosen_files(allocation, items, offered)
     if copies:
@@ -162,7 +157,7 @@ def assemble_by_category(
             history=counter.count(_context_section(kept[Category.CONTEXT], offered))
             if kept[Category.CONTEXT]
             else 0,
-            query=query_cost,
+            query=paid_query,
             recent_omitted=len(window) - len(recent),
             encoding=counter.encoding,
             system=_section_tokens(counter, kept, items, Category.SYSTEM, heading=SYSTEM_HEADING),
