@@ -67,7 +67,12 @@ def client(service: Service) -> Iterator[Client]:
 
 def test_watch_streams_every_kind_of_change_as_it_happens(client: Client) -> None:
     client.create_conversation(
-        "w", settings=ConversationSettings(window_max_items=3, context_limit=100_000)
+        "w",
+        # Recency halving per item decides the eviction, whether or not the newest turn's
+        # vector has arrived when it is scored.
+        settings=ConversationSettings(
+            window_max_items=3, context_limit=100_000, recency_half_life_items=1
+        ),
     )
     listener = Listener(client, "w")
     try:
