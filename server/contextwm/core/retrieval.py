@@ -7,6 +7,7 @@ import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -86,6 +87,9 @@ TIME_FLOOR = 0.05
 # one-line answer), not when it is long.
 NEIGHBOR_SHARE = 0.5
 NEIGHBOR_HITS = 30
+# Threads that look up a query's words while the request's thread embeds it: the embedding
+# releases the GIL, so the lookup (about 1 ms at 10k items) is mostly hidden behind it.
+LEXICAL_THREADS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,16 @@ class _Query:
     hint: TimeHint | None
     search: str  # what is searched for: the query less its time phrase, or the focus text
     vector: Vector | None
+    words: _Words | None = None  # looked up while the query was embedded
+
+
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """A query's words looked up in the store while the query was embedded (no lock held)."""
+
+    scores: dict[int, float]  # BM25 by seq
+    states: tuple[ItemState, ...]  # of the items looked in
+    event: int  # the conversation's last event then: any change since makes them stale
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +176,7 @@ class Retriever:
         self.engine = engine
         self._salience = SalienceCache(engine.embedder)
         self._pieces = PieceCache(1024)
+        self._lexical = ThreadPoolExecutor(LEXICAL_THREADS, thread_name_prefix="cwm-lexical")
 
     def _wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: wait (bounded) until appended items are embedded."""
@@ -201,10 +216,10 @@ class Retriever:
         self._wait_indexed(rt)
         settings = rt.record.settings
         counter = self.engine.counters(settings.encoding)
-        asked = self._query(rt, request)
+        states = (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
+        asked = self._query(rt, request, states)
         with rt.lock:
             q = self._focused(rt, asked)
-            states = (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
             if request.recent_share is None:
                 window, hits, unmeasured = self._relevant(rt, q, request, states)
                 clock = rt.clock()
@@ -295,14 +310,15 @@ class Retriever:
         named = [workspace.relative(p) for p in asked.files] if workspace else []
         self._wait_indexed(rt)
         counter = self.engine.counters(settings.encoding)
-        asked_query = self._query(rt, request)
+        retrieves = weights[ContributorType.RETRIEVAL] > 0
+        states = (ItemState.ARCHIVED, ItemState.COMPACTED)  # the window's items are DIALOG's
+        asked_query = self._query(rt, request, states if retrieves else None)
         with rt.lock:
             q = self._focused(rt, asked_query)
             # Scored against the query, so the least relevant window items go first.
             window = [self._shown(rt, w) for w in self._scored_window(rt, q.vector)]
             candidates: list[HistoryCandidate] = []
-            if weights[ContributorType.RETRIEVAL] > 0:  # the window's items are DIALOG's
-                states = (ItemState.ARCHIVED, ItemState.COMPACTED)
+            if retrieves:
                 candidates = self._history(rt, q, request, states)
             paths = self.engine.store.file_paths(rt.key, MAX_WORKING_FILES)
             unindexed = rt.pending
@@ -341,18 +357,39 @@ class Retriever:
             allocation=assembled.report,
         )
 
-    def _query(self, rt: ConversationRuntime, request: ContextRequest) -> _Query:
-        """The request's query: its time phrase read and the rest embedded (no lock held)."""
+    def _query(
+        self,
+        rt: ConversationRuntime,
+        request: ContextRequest,
+        states: tuple[ItemState, ...] | None,
+    ) -> _Query:
+        """The request's query: its time phrase read, the rest embedded and, when states are
+        given, its words looked up in items in those states at the same time (no lock held:
+        the lookup reads the store, and the ranking takes the lock)."""
         text = (request.query or "").strip() or None
         hint = self._hint(rt, text, request.as_of) if (text and request.time_hints) else None
         search = strip_time_phrase(text, hint) if (text and hint) else text
-        return _Query(text, hint, search or "", self._embed_query(search) if search else None)
+        if not search:
+            return _Query(text, hint, "", None)
+        looking = None
+        if states is not None and request.mode != "dense":
+            looking = self._lexical.submit(self._words, rt, search, states, self._hits(request))
+        vector = self._embed_query(search)
+        return _Query(text, hint, search, vector, looking.result() if looking else None)
+
+    def _words(
+        self, rt: ConversationRuntime, text: str, states: tuple[ItemState, ...], limit: int
+    ) -> _Words:
+        event = rt.last_event
+        return _Words(self._bm25(rt, text, states, None, limit), states, event)
 
     @staticmethod
     def _focused(rt: ConversationRuntime, q: _Query) -> _Query:
         """q, or the focus standing in when the request has no query (rt.lock held)."""
         if rt.deleted:
             raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+        if q.words is not None and q.words.event != rt.last_event:
+            q = dataclasses.replace(q, words=None)  # looked up before a change: look again
         if q.text is not None:
             return q
         n = rt.record.settings.focus_items
@@ -391,6 +428,7 @@ class Retriever:
             flt=None,
             limit=self._hits(request),
             measure_all=measure_all,
+            lexical=q.words.scores if q.words and q.words.states == tuple(states) else None,
         )
 
     def _retrieval_pieces(
@@ -488,17 +526,20 @@ class Retriever:
         flt: ItemFilter | None,
         limit: int,
         measure_all: bool = True,
+        lexical: dict[int, float] | None = None,
     ) -> list[Ranked]:
         """Fused dense + lexical candidates from the archive (and window, if in states).
 
         measure_all=False leaves the similarity of archived items that only words or time
         found unmeasured in hybrid mode: they lie below the DENSE_FLOOR_RANK-th similarity,
-        where fusion counts none, so only reporting needs it (see _finish).
+        where fusion counts none, so only reporting needs it (see _finish). lexical: the
+        BM25 of text over these states and flt, when already looked up.
         """
         allowed: np.ndarray | None = None
         if flt is not None and not flt.empty:
             allowed = self.engine.store.filtered_seqs(rt.key, flt, states, 1_000_000)
-        lexical = self._bm25(rt, text, states, flt, limit) if mode != "dense" else {}
+        if lexical is None:
+            lexical = self._bm25(rt, text, states, flt, limit) if mode != "dense" else {}
         if len(lexical) > limit:  # a long query lists many items; only the best can rank
             lexical = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:limit])
         in_range_seqs: set[int] = set()
@@ -620,17 +661,20 @@ class Retriever:
         limit: int,
     ) -> dict[int, float]:
         """BM25 of the items (in these states, matching flt) that contain the query's terms:
-        without a filter, of the 2 x limit items holding the most of their IDF."""
+        without a filter, of the 2 x limit items holding the most of their IDF.
+
+        Safe without rt.lock: the store has a connection per thread, and the term counts
+        are a cache that another call may fill or clear meanwhile."""
         terms = query_terms(text)
         if not terms:
             return {}
         store = self.engine.store
         cached = rt.term_counts
-        known = {
-            t: cached[t][0]
-            for t in terms
-            if t in cached and rt.total - cached[t][1] <= rt.total * COUNT_DRIFT
-        }
+        known: dict[str, int] = {}
+        for t in terms:
+            count = cached.get(t)
+            if count is not None and rt.total - count[1] <= rt.total * COUNT_DRIFT:
+                known[t] = count[0]
         postings = store.term_postings(rt.key, terms, MAX_POSTINGS, known)
         if len(cached) > MAX_COUNTED_TERMS:
             cached.clear()
