@@ -10,8 +10,8 @@ from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.adapters.workspace import Workspaces
-from contextwm.core.engine import ContextEngine
-from contextwm.core.indexer import Indexer
+from contextwm.conversations.engine import ContextEngine
+from contextwm.indexing.indexer import Indexer
 from contextwm.ports.embedder import Embedder
 from contextwm.settings import ServerSettings
 from contextwm.transport.server import GrpcServer

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextwm.core.budgets import BudgetPatch, Category, ContributorType
-from contextwm.core.model import ConversationSettings, SettingsPatch, WeightsPatch, apply_patch
-from contextwm.core.usage import ModelSpec
-from contextwm.core.validation import Limits
-from contextwm.errors import InvalidArgument
+from contextwm.agent_loop.usage import ModelSpec
+from contextwm.budgets.allocation import BudgetPatch, Category, ContributorType
+from contextwm.conversations.validation import Limits
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.model import ConversationSettings, SettingsPatch, WeightsPatch, apply_patch
 
 ENV_PREFIX = "CONTEXTWM_"
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import bpe_openai
 import pytest
 from conftest import StartService
-from contextwm.core.validation import Limits
+from contextwm.conversations.validation import Limits
 from contextwm_client import (
     Client,
     ConversationSettings,

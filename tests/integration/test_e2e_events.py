@@ -146,7 +146,7 @@ def test_events_past_retention_are_reported_as_a_gap(start_service: StartService
 
 
 def test_watch_errors_are_statuses(start_service: StartService) -> None:
-    from contextwm.core.validation import Limits
+    from contextwm.conversations.validation import Limits
 
     service = start_service(limits=Limits(max_watchers=1))
     with Client(f"127.0.0.1:{service.port}") as client:

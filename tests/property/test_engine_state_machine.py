@@ -17,14 +17,14 @@ from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.faiss_index import FaissIndex, FaissIndexFiles
 from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.core.agent_loop import AgentLoop
-from contextwm.core.assembly import QUERY_HEADING
-from contextwm.core.engine import ContextEngine
-from contextwm.core.indexer import Indexer
-from contextwm.core.model import FileRef, Flag, Item, ItemState, NewItem, SettingsPatch
-from contextwm.core.retrieval import ContextRequest, Retriever
-from contextwm.core.runtime import ConversationRuntime
-from contextwm.errors import FailedPrecondition, InvalidArgument
+from contextwm.agent_loop.loop import AgentLoop
+from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.domain.errors import FailedPrecondition, InvalidArgument
+from contextwm.domain.model import FileRef, Flag, Item, ItemState, NewItem, SettingsPatch
+from contextwm.indexing.indexer import Indexer
+from contextwm.retrieval.assembly import QUERY_HEADING
+from contextwm.retrieval.retriever import ContextRequest, Retriever
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule

@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.active_context: the view against a from-scratch reference."""
+"""Tests for contextwm.agent_loop.active_context: the view against a from-scratch reference."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 from contextwm.adapters.tokens_bpe import BpeTokenCounter, token_counter
-from contextwm.core.active_context import (
+from contextwm.agent_loop.active_context import (
     ActiveContext,
     ActiveEntry,
     ActiveRow,
@@ -15,7 +15,7 @@ from contextwm.core.active_context import (
     Treatment,
     mask_placeholder,
 )
-from contextwm.core.truncation import TruncationStrategy, truncation_notice, truncation_range
+from contextwm.agent_loop.truncation import TruncationStrategy, truncation_notice, truncation_range
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule

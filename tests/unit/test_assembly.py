@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.assembly with the real BPE counter: budget, layout, share flow."""
+"""Tests for contextwm.retrieval.assembly with the real BPE counter: budget, layout, share flow."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from datetime import UTC, datetime
 
 import pytest
 from contextwm.adapters.tokens_bpe import BpeTokenCounter, token_counter
-from contextwm.core.assembly import (
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.model import Flag, Item, ItemState, ScoredItem, ScoreParts
+from contextwm.retrieval.assembly import (
     HISTORY_HEADING,
     QUERY_HEADING,
     RECENT_HEADING,
     HistoryCandidate,
     assemble,
 )
-from contextwm.core.model import Flag, Item, ItemState, ScoredItem, ScoreParts
-from contextwm.errors import InvalidArgument
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.budgets: grants per category, borrowing, trimming and the report."""
+"""Tests for contextwm.budgets.allocation: grants, borrowing, trimming and the report."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import pytest
-from contextwm.core.budgets import (
+from contextwm.budgets.allocation import (
     DEFAULT_BUDGETS,
     LENDERS,
     MAX_BUDGET,
@@ -18,7 +18,7 @@ from contextwm.core.budgets import (
     allocate,
     check_budgets,
 )
-from contextwm.errors import ErrorCode, FailedPrecondition, InvalidArgument
+from contextwm.domain.errors import ErrorCode, FailedPrecondition, InvalidArgument
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

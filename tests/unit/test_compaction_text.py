@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.compaction_text: the summary request, extractive summary and marker."""
+"""Tests for contextwm.agent_loop.compaction_text: summary request, extractive summary, marker."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import re
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.core.compaction_text import (
+from contextwm.agent_loop.compaction_text import (
     EXTRACTIVE_LABEL,
     SUMMARY_REQUEST,
     extractive_summary,
     marker_text,
     summary_request,
 )
-from contextwm.core.ledger import Fact, FactKind, Ledger
-from contextwm.core.model import Flag, Item, ItemState
+from contextwm.agent_loop.ledger import Fact, FactKind, Ledger
+from contextwm.domain.model import Flag, Item, ItemState
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,12 +1,12 @@
-"""Tests for contextwm.core.conversation_state: state detection and adaptive window bounds."""
+"""Tests for contextwm.window.conversation_state: state detection and adaptive window bounds."""
 
 from __future__ import annotations
 
 from itertools import pairwise
 
 import pytest
-from contextwm.core.conversation_state import adapt_window, complexity, detect_state
-from contextwm.core.model import ConversationState
+from contextwm.domain.model import ConversationState
+from contextwm.window.conversation_state import adapt_window, complexity, detect_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

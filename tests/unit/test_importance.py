@@ -1,10 +1,10 @@
-"""Tests for contextwm.core.importance.detect_flags: positive and negative examples per flag."""
+"""Tests for contextwm.window.importance.detect_flags: positive and negative examples per flag."""
 
 from __future__ import annotations
 
 import pytest
-from contextwm.core.importance import detect_flags
-from contextwm.core.model import Flag
+from contextwm.domain.model import Flag
+from contextwm.window.importance import detect_flags
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.ledger: fact extraction rules, deduplication and the budgeted render."""
+"""Tests for contextwm.agent_loop.ledger: fact extraction, deduplication, the budgeted render."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.core.ledger import LEDGER_HEADING, Fact, FactKind, Ledger, extract_facts
-from contextwm.core.model import FileRef, Flag, Item, ItemState
+from contextwm.agent_loop.ledger import LEDGER_HEADING, Fact, FactKind, Ledger, extract_facts
+from contextwm.domain.model import FileRef, Flag, Item, ItemState
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

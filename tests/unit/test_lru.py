@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextwm.core.lru import Lru
+from contextwm.lru import Lru
 
 
 def test_the_least_recently_used_goes_first() -> None:

@@ -1,11 +1,11 @@
-"""Tests for contextwm.core.query_terms: stopwords, numbers, and FTS5 unicode61 tokenisation."""
+"""Tests for contextwm.retrieval.query_terms: stopwords, numbers, FTS5 unicode61 tokenisation."""
 
 from __future__ import annotations
 
 import sqlite3
 import unicodedata
 
-from contextwm.core.query_terms import MAX_TERMS, query_terms
+from contextwm.retrieval.query_terms import MAX_TERMS, query_terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,11 +1,12 @@
-"""Tests for contextwm.core.ranking: BM25, peakedness and fuse() in its three modes."""
+"""Tests for contextwm.retrieval.ranking: BM25, peakedness and fuse() in its three modes."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from contextwm.core.ranking import (
+from contextwm.ports.store import TermPostings
+from contextwm.retrieval.ranking import (
     BM25_B,
     BM25_K1,
     DENSE_FLOOR_RANK,
@@ -15,7 +16,6 @@ from contextwm.core.ranking import (
     matched_idf,
     peakedness,
 )
-from contextwm.ports.store import TermPostings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.relevant_assembly with the real BPE counter: the budget is exact,
+"""Tests for contextwm.retrieval.relevant_assembly with the real BPE counter: the budget is exact,
 the newest items are kept within their share, candidates go by relevance per token, and
 history is rendered under one heading per day."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.core.model import Flag, Item, ItemState, ScoredItem, ScoreParts
-from contextwm.core.relevant_assembly import KEEP_SHARE, assemble_relevant, day_heading
-from contextwm.errors import InvalidArgument
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.model import Flag, Item, ItemState, ScoredItem, ScoreParts
+from contextwm.retrieval.relevant_assembly import KEEP_SHARE, assemble_relevant, day_heading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -13,11 +13,11 @@ from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.core.agent_loop import AgentLoop
-from contextwm.core.engine import ContextEngine
-from contextwm.core.model import NewItem, SettingsPatch
-from contextwm.core.retrieval import ContextRequest, Retriever
+from contextwm.agent_loop.loop import AgentLoop
+from contextwm.conversations.engine import ContextEngine
+from contextwm.domain.model import NewItem, SettingsPatch
 from contextwm.ports.embedder import Vectors
+from contextwm.retrieval.retriever import ContextRequest, Retriever
 
 NS, CID = "default", "c"
 RARE = "the zebrafish tank manual is in room 12"

@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.scoring: recency half-lives and the seed-004 relevance weights."""
+"""Tests for contextwm.window.scoring: recency half-lives and the seed-004 relevance weights."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from contextwm.core.model import (
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.model import (
     ConversationSettings,
     Flag,
     ScoringWeights,
@@ -15,9 +16,8 @@ from contextwm.core.model import (
     apply_patch,
     parse_flags,
 )
-from contextwm.core.scoring import Clock, recency, recency_many, relevance
-from contextwm.errors import InvalidArgument
 from contextwm.settings import load_settings
+from contextwm.window.scoring import Clock, recency, recency_many, relevance
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

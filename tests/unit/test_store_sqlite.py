@@ -11,7 +11,8 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 from contextwm.adapters.store_sqlite import SqliteStore
-from contextwm.core.model import (
+from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.model import (
     ConversationSettings,
     FileRef,
     Flag,
@@ -20,9 +21,8 @@ from contextwm.core.model import (
     ItemState,
     ScoringWeights,
 )
-from contextwm.core.ranking import bm25, matched_idf
-from contextwm.errors import AlreadyExists
 from contextwm.ports.store import TermPostings
+from contextwm.retrieval.ranking import bm25, matched_idf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

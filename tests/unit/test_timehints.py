@@ -1,11 +1,16 @@
-"""Tests for contextwm.core.timehints: phrase families, negatives, events, stripping, properties."""
+"""Tests for contextwm.retrieval.timehints: phrase families, negatives, events, stripping."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
-from contextwm.core.timehints import EVENT_INSTANT, TimeHint, parse_time_hint, strip_time_phrase
+from contextwm.retrieval.timehints import (
+    EVENT_INSTANT,
+    TimeHint,
+    parse_time_hint,
+    strip_time_phrase,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,11 +1,11 @@
-"""Tests for contextwm.core.truncation: Cline's strategies, made well formed for LLM APIs."""
+"""Tests for contextwm.agent_loop.truncation: Cline's strategies, made well formed for LLM APIs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import pytest
-from contextwm.core.truncation import TruncationStrategy, truncation_notice, truncation_range
+from contextwm.agent_loop.truncation import TruncationStrategy, truncation_notice, truncation_range
 from hypothesis import given
 from hypothesis import strategies as st
 

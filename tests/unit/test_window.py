@@ -1,4 +1,4 @@
-"""Tests for contextwm.core.window: the Window container and choose_evictions' order."""
+"""Tests for contextwm.window.window: the Window container and choose_evictions' order."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from contextwm.core.model import ConversationSettings, Flag, Item, ItemState, ScoringWeights
-from contextwm.core.scoring import Clock
-from contextwm.core.window import Eviction, Window, WindowEntry, choose_evictions
+from contextwm.domain.model import ConversationSettings, Flag, Item, ItemState, ScoringWeights
+from contextwm.window.scoring import Clock
+from contextwm.window.window import Eviction, Window, WindowEntry, choose_evictions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -14,8 +14,8 @@ from contextwm.adapters import code_symbols
 from contextwm.adapters.code_symbols import top_level_symbols
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.adapters.workspace import Workspace
-from contextwm.core.text_trim import trim_at_boundary
-from contextwm.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
+from contextwm.budgets.text_trim import trim_at_boundary
+from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
 from contextwm.ports.workspace import WorkingFile
 from hypothesis import given, settings
 from hypothesis import strategies as st

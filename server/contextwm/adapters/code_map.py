@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pathspec
 
-from contextwm.errors import ContextWMError
+from contextwm.domain.errors import ContextWMError
 from contextwm.ports.tokens import TokenCounter
 
 # The longest "... N more files" line the budget sets aside before the exact count.

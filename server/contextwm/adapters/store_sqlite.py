@@ -16,10 +16,12 @@ import numpy as np
 import numpy.typing as npt
 
 from contextwm.adapters.store_sqlite_history import HistoryTables, compaction_row, insert_rows
-from contextwm.core.budgets import Category, CategoryBudget, ContributorType
-from contextwm.core.history import CompactionRecord, ContextEdit, Event
-from contextwm.core.ledger import Fact
-from contextwm.core.model import (
+from contextwm.agent_loop.ledger import Fact
+from contextwm.agent_loop.usage import Reported
+from contextwm.budgets.allocation import Category, CategoryBudget, ContributorType
+from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.history import CompactionRecord, ContextEdit, Event
+from contextwm.domain.model import (
     ConversationSettings,
     FileRef,
     Flag,
@@ -28,8 +30,6 @@ from contextwm.core.model import (
     ItemState,
     ScoringWeights,
 )
-from contextwm.core.usage import Reported
-from contextwm.errors import AlreadyExists
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.store import ConversationRecord, ItemCounts, PendingVector, TermPostings
 

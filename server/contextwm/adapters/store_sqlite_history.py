@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from contextwm.core.active_context import ActiveEntry, ActiveTotals, tool_name
-from contextwm.core.history import (
+from contextwm.agent_loop.active_context import ActiveEntry, ActiveTotals, tool_name
+from contextwm.agent_loop.ledger import Fact, FactKind
+from contextwm.agent_loop.usage import ContextLimits, Reported, Usage
+from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.history import (
     Checkpoint,
     CheckpointChange,
     CompactionRecord,
@@ -25,10 +28,7 @@ from contextwm.core.history import (
     EventPayload,
     StateRun,
 )
-from contextwm.core.ledger import Fact, FactKind
-from contextwm.core.model import FileRef, ItemState
-from contextwm.core.usage import ContextLimits, Reported, Usage
-from contextwm.errors import AlreadyExists
+from contextwm.domain.model import FileRef, ItemState
 
 _REVERTED = int(ItemState.REVERTED)
 # The fewest bound parameters a SQLite build allows per statement (older builds: 999).

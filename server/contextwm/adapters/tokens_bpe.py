@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from contextwm.errors import InvalidArgument
+from contextwm.domain.errors import InvalidArgument
 
 # Texts up to this many characters are counted through a cache.
 _SHORT = 64

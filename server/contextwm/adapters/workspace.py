@@ -13,14 +13,14 @@ from pathlib import Path
 
 from contextwm.adapters.code_map import render_map, walk_files
 from contextwm.adapters.code_symbols import SymbolCache, grammar_for
-from contextwm.core.lru import Lru
-from contextwm.errors import (
+from contextwm.domain.errors import (
     ContextWMError,
     InvalidArgument,
     NotFound,
     PermissionDenied,
     ResourceExhausted,
 )
+from contextwm.lru import Lru
 from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.workspace import WorkingFile
 

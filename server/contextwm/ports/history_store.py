@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from contextwm.core.active_context import ActiveEntry
-from contextwm.core.history import Checkpoint, CompactionRecord, ContextEdit, Event, StateRun
-from contextwm.core.ledger import Fact
-from contextwm.core.usage import Reported
+from contextwm.agent_loop.active_context import ActiveEntry
+from contextwm.agent_loop.ledger import Fact
+from contextwm.agent_loop.usage import Reported
+from contextwm.domain.history import Checkpoint, CompactionRecord, ContextEdit, Event, StateRun
 
 
 class HistoryStore(Protocol):

@@ -9,10 +9,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.core.history import CompactionRecord, ContextEdit, Event
-from contextwm.core.ledger import Fact
-from contextwm.core.model import ConversationSettings, Flag, Item, ItemFilter, ItemState
-from contextwm.core.usage import Reported
+from contextwm.agent_loop.ledger import Fact
+from contextwm.agent_loop.usage import Reported
+from contextwm.domain.history import CompactionRecord, ContextEdit, Event
+from contextwm.domain.model import ConversationSettings, Flag, Item, ItemFilter, ItemState
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.history_store import HistoryStore
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
-from contextwm.errors import ContextWMError
+from contextwm.domain.errors import ContextWMError
 from contextwm.ports.tokens import TokenCounter
 
 

@@ -9,9 +9,8 @@ from types import MappingProxyType
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from contextwm.core.assembly import TokenAccount
-from contextwm.core.engine import AppendedItem, ConversationInfo
-from contextwm.core.model import (
+from contextwm.conversations.engine import AppendedItem, ConversationInfo
+from contextwm.domain.model import (
     ConversationSettings,
     ConversationState,
     FileRef,
@@ -26,6 +25,7 @@ from contextwm.core.model import (
     flag_names,
     parse_flags,
 )
+from contextwm.retrieval.assembly import TokenAccount
 
 __all__ = [
     "from_proto_file",
@@ -47,9 +47,9 @@ __all__ = [
     "to_proto_tokens",
     "to_proto_window",
 ]
-from contextwm.core.retrieval import EnhancedContext
-from contextwm.core.timehints import TimeHint
-from contextwm.errors import InvalidArgument
+from contextwm.domain.errors import InvalidArgument
+from contextwm.retrieval.retriever import EnhancedContext
+from contextwm.retrieval.timehints import TimeHint
 from contextwm.transport.convert_budgets import (
     from_proto_budget_patches,
     from_proto_contributor_weights,

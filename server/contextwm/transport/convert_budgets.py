@@ -6,16 +6,16 @@ from collections.abc import Iterable, Mapping
 
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 
-from contextwm.core.budgeted_assembly import AllocationReport
-from contextwm.core.budgets import (
+from contextwm.budgets.allocation import (
     BudgetPatch,
     Category,
     CategoryBudget,
     CategoryReport,
     ContributorType,
 )
-from contextwm.core.retrieval import CategoryRequest
-from contextwm.errors import InvalidArgument
+from contextwm.budgets.assembly import AllocationReport
+from contextwm.domain.errors import InvalidArgument
+from contextwm.retrieval.retriever import CategoryRequest
 
 _CATEGORY_TO_PROTO = {
     Category.SYSTEM: pb.CATEGORY_SYSTEM,

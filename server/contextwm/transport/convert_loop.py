@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 
-from contextwm.core.agent_loop import ActivePage, ActiveView
-from contextwm.core.history import (
+from contextwm.agent_loop.ledger import Fact
+from contextwm.agent_loop.loop import ActivePage, ActiveView
+from contextwm.agent_loop.usage import Usage
+from contextwm.domain.history import (
     Checkpoint,
     CheckpointChange,
     CompactionRecord,
@@ -14,8 +16,6 @@ from contextwm.core.history import (
     Event,
     EventKind,
 )
-from contextwm.core.ledger import Fact
-from contextwm.core.usage import Usage
 from contextwm.transport.convert import to_proto_file, to_proto_timestamp
 
 __all__ = [

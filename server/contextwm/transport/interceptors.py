@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from contextwm.errors import ContextWMError
+from contextwm.domain.errors import ContextWMError
 
 log = logging.getLogger("contextwm.requests")
 # Our service's methods; the library's (health, reflection) are left alone.

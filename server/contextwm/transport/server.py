@@ -10,9 +10,9 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_gr
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from contextwm.core.agent_loop import AgentLoop
-from contextwm.core.engine import ContextEngine
-from contextwm.core.retrieval import Retriever
+from contextwm.agent_loop.loop import AgentLoop
+from contextwm.conversations.engine import ContextEngine
+from contextwm.retrieval.retriever import Retriever
 from contextwm.transport.interceptors import ErrorInterceptor
 from contextwm.transport.servicer import ContextServicer
 

@@ -6,11 +6,11 @@ import grpc
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 
-from contextwm.core.agent_loop import AgentLoop
-from contextwm.core.engine import ContextEngine
-from contextwm.core.model import ROLES
-from contextwm.core.retrieval import ContextRequest, Retriever, SearchRequest
-from contextwm.errors import InvalidArgument
+from contextwm.agent_loop.loop import AgentLoop
+from contextwm.conversations.engine import ContextEngine
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.model import ROLES
+from contextwm.retrieval.retriever import ContextRequest, Retriever, SearchRequest
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_loop import AgentLoopRpcs

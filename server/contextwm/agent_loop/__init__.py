@@ -1,0 +1,1 @@
+"""The agent loop: usage, active context, compaction, truncation, checkpoints, events."""

@@ -1,0 +1,1 @@
+"""Category budgets with borrowing, context contributors, and the context assembled by category."""

@@ -1,0 +1,1 @@
+"""Conversations and their live runtimes: create, append with eviction, vectors, consistency."""

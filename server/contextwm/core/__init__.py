@@ -1,1 +1,0 @@
-"""The core: window, scoring, retrieval and assembly. Never imports grpc or the stubs."""

@@ -1,0 +1,396 @@
+"""Value types of the core: items, flags, states, conversation settings and scores."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from contextwm.budgets.allocation import (
+    DEFAULT_BUDGETS,
+    DEFAULT_CONTRIBUTOR_WEIGHTS,
+    BudgetPatch,
+    Category,
+    CategoryBudget,
+    ContributorType,
+    patch_budgets,
+    patch_contributor_weights,
+)
+from contextwm.domain.checks import check_range
+from contextwm.domain.errors import InvalidArgument
+
+ROLES: frozenset[str] = frozenset({"user", "assistant", "system", "tool", "file", "error"})
+FILE_KINDS: frozenset[str] = frozenset({"read", "write", "mention"})
+ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
+
+
+class Flag(enum.IntFlag):
+    """Importance flags, stored as a bitmask."""
+
+    NONE = 0
+    PINNED = 1
+    ERROR = 2
+    CODE = 4
+    QUESTION = 8
+    SOLUTION = 16
+
+
+# "user_starred" is the seed's name for pinned; both are accepted, "pinned" is returned.
+FLAG_BY_NAME: Mapping[str, Flag] = MappingProxyType(
+    {
+        "pinned": Flag.PINNED,
+        "user_starred": Flag.PINNED,
+        "error": Flag.ERROR,
+        "code": Flag.CODE,
+        "question": Flag.QUESTION,
+        "solution": Flag.SOLUTION,
+    }
+)
+FLAG_NAMES: tuple[tuple[Flag, str], ...] = (
+    (Flag.PINNED, "pinned"),
+    (Flag.ERROR, "error"),
+    (Flag.CODE, "code"),
+    (Flag.QUESTION, "question"),
+    (Flag.SOLUTION, "solution"),
+)
+
+
+def parse_flags(names: Iterable[str]) -> Flag:
+    """Turns flag names into a bitmask.
+
+    Raises:
+        InvalidArgument: for a name that is not a known flag.
+    """
+    flags = Flag.NONE
+    for name in names:
+        try:
+            flags |= FLAG_BY_NAME[name.strip().lower()]
+        except KeyError:
+            known = ", ".join(sorted(FLAG_BY_NAME))
+            raise InvalidArgument(
+                f"unknown importance flag {name!r}; known flags: {known}"
+            ) from None
+    return flags
+
+
+_FLAG_BITS: tuple[tuple[int, str], ...] = tuple((int(f), n) for f, n in FLAG_NAMES)
+
+
+def flag_names(flags: Flag) -> tuple[str, ...]:
+    """The names of the flags set in a bitmask, in a fixed order."""
+    bits = int(flags)  # plain ints: IntFlag arithmetic is slow on the eviction path
+    return tuple(name for bit, name in _FLAG_BITS if bits & bit)
+
+
+class ItemState(enum.IntEnum):
+    """Every item is in exactly one state; the values are stored."""
+
+    WINDOW = 1
+    ARCHIVED = 2
+    COMPACTED = 3
+    REVERTED = 4
+
+
+class ConversationState(enum.Enum):
+    """What the conversation is about, detected from its recent items (seed 004)."""
+
+    GENERAL = "general"
+    CODING = "coding"
+    DEBUGGING = "debugging"
+    RESEARCH = "research"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    """A file an item refers to: read, write or mention.
+
+    whole_file says whether the item's content is the file's whole content; unset, a read
+    is taken to be whole and a write or mention not (a write is usually an edit or diff).
+    """
+
+    path: str
+    kind: str
+    whole_file: bool | None = None
+
+    @property
+    def carries_whole_file(self) -> bool:
+        """Whether the item holds the whole file, so a later whole copy supersedes it."""
+        if self.whole_file is not None:
+            return self.whole_file and self.kind in ("read", "write")
+        return self.kind == "read"
+
+
+@dataclass(frozen=True, slots=True)
+class NewItem:
+    """An item as a client sends it, validated by the engine."""
+
+    role: str
+    content: str
+    timestamp: float | None = None
+    flags: Flag = Flag.NONE
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    file: FileRef | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A stored item. Timestamps are Unix seconds (UTC) throughout the core."""
+
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    timestamp: float
+    token_count: int
+    flags: Flag
+    metadata: Mapping[str, str]
+    file: FileRef | None
+    state: ItemState
+    # "message" for what clients append; "compaction" for the marker a compaction adds.
+    kind: str = "message"
+
+
+DEFAULT_IMPORTANCE: Mapping[str, float] = MappingProxyType(
+    {"pinned": 0.8, "error": 0.6, "code": 0.4, "question": 0.5, "solution": 0.7}
+)
+DEFAULT_ROLE_BIAS: Mapping[str, float] = MappingProxyType(
+    {"user": 0.3, "assistant": 0.2, "error": 0.4, "file": 0.1, "system": 0.1, "tool": 0.0}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringWeights:
+    """Weights of the relevance score; defaults from seed 004."""
+
+    recency: float = 0.3
+    similarity: float = 0.4
+    importance: Mapping[str, float] = field(default_factory=lambda: DEFAULT_IMPORTANCE)
+    role: Mapping[str, float] = field(default_factory=lambda: DEFAULT_ROLE_BIAS)
+    # The importance of each of the 32 flag combinations, worked out once.
+    _by_flags: tuple[float, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        table = tuple(
+            sum(self.importance.get(name, 0.0) for name in flag_names(Flag(bits)))
+            for bits in range(32)
+        )
+        object.__setattr__(self, "_by_flags", table)
+
+    def importance_of(self, flags: Flag) -> float:
+        return self._by_flags[int(flags) & 31]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSettings:
+    """Effective per-conversation settings; every field has a default."""
+
+    window_max_tokens: int = 8000
+    window_max_items: int = 100
+    encoding: str = "cl100k_base"
+    recency_half_life_seconds: float = 86400.0
+    recency_half_life_items: float = 50.0
+    focus_items: int = 3
+    similarity_threshold: float = 0.3
+    # The newest window items every enhanced context keeps, whatever the query.
+    recent_min_items: int = 2
+    adaptive_window: bool = False
+    detect_importance: bool = True
+    weights: ScoringWeights = ScoringWeights()
+    # The agent loop (seed 001): the LLM's context limit and when to ask for a summary.
+    model: str = ""
+    context_limit: int = 0  # 0: the model's, or none
+    reserved_reply_tokens: int = 0  # 0: the model's, or none
+    compaction_threshold: float = 0.85
+    compaction_enabled: bool = True
+    mask_tool_outputs_after_turns: int = 10
+    replace_duplicate_reads: bool = True
+    # Category budgets and contributors (seed 002), for requests that ask for categories.
+    workspace_root: str = ""  # "": the server's default workspace, if any
+    category_budgets: Mapping[Category, CategoryBudget] = field(
+        default_factory=lambda: DEFAULT_BUDGETS
+    )
+    contributor_weights: Mapping[ContributorType, float] = field(
+        default_factory=lambda: DEFAULT_CONTRIBUTOR_WEIGHTS
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WeightsPatch:
+    recency: float | None = None
+    similarity: float | None = None
+    importance: Mapping[str, float] = field(default_factory=dict)
+    role: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsPatch:
+    """Settings as a request states them: None leaves a field as it is."""
+
+    window_max_tokens: int | None = None
+    window_max_items: int | None = None
+    encoding: str | None = None
+    recency_half_life_seconds: float | None = None
+    recency_half_life_items: float | None = None
+    focus_items: int | None = None
+    similarity_threshold: float | None = None
+    recent_min_items: int | None = None
+    adaptive_window: bool | None = None
+    detect_importance: bool | None = None
+    weights: WeightsPatch | None = None
+    model: str | None = None
+    context_limit: int | None = None
+    reserved_reply_tokens: int | None = None
+    compaction_threshold: float | None = None
+    compaction_enabled: bool | None = None
+    mask_tool_outputs_after_turns: int | None = None
+    replace_duplicate_reads: bool | None = None
+    workspace_root: str | None = None
+    category_budgets: Mapping[Category, BudgetPatch] | None = None
+    contributor_weights: Mapping[ContributorType, float] | None = None
+
+
+# Patched field by field rather than replaced.
+_MERGED = frozenset({"weights", "category_budgets", "contributor_weights"})
+
+
+def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> ConversationSettings:
+    """Returns base with the patch's set fields applied, after validating them.
+
+    Raises:
+        InvalidArgument: naming the first field out of range.
+    """
+    changes: dict[str, object] = {}
+    for f in dataclasses.fields(SettingsPatch):
+        value = getattr(patch, f.name)
+        if value is not None and f.name not in _MERGED:
+            changes[f.name] = value
+    merged = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+    check_range("window_max_tokens", merged.window_max_tokens, 1, 10_000_000)
+    check_range("window_max_items", merged.window_max_items, 1, 1_000_000)
+    if merged.encoding not in ENCODINGS:
+        raise InvalidArgument(
+            f"unknown encoding {merged.encoding!r}; supported: {', '.join(ENCODINGS)}"
+        )
+    check_range("recency_half_life_seconds", merged.recency_half_life_seconds, 1e-3, 1e12)
+    check_range("recency_half_life_items", merged.recency_half_life_items, 0, 1e12)
+    check_range("focus_items", merged.focus_items, 1, 1000)
+    check_range("similarity_threshold", merged.similarity_threshold, -1.0, 1.0)
+    check_range("recent_min_items", merged.recent_min_items, 0, 1000)
+    check_range("context_limit", merged.context_limit, 0, 100_000_000)
+    check_range("reserved_reply_tokens", merged.reserved_reply_tokens, 0, 100_000_000)
+    if merged.context_limit and merged.reserved_reply_tokens >= merged.context_limit:
+        raise InvalidArgument(
+            f"reserved_reply_tokens ({merged.reserved_reply_tokens}) must be below"
+            f" context_limit ({merged.context_limit})"
+        )
+    if not (0.0 < merged.compaction_threshold <= 1.0):
+        raise InvalidArgument(
+            "compaction_threshold must be above 0 and at most 1 (a share of the usable"
+            f" context), got {merged.compaction_threshold!r}; set compaction_enabled=false"
+            " to switch it off"
+        )
+    check_range("mask_tool_outputs_after_turns", merged.mask_tool_outputs_after_turns, 0, 1e6)
+    if len(merged.model) > 200:
+        raise InvalidArgument("model must be at most 200 characters")
+    if len(merged.workspace_root) > 4096 or "\0" in merged.workspace_root:
+        raise InvalidArgument("workspace_root must be a path of at most 4096 characters")
+    if patch.weights is not None:
+        merged = dataclasses.replace(merged, weights=_apply_weights(merged.weights, patch.weights))
+    if patch.category_budgets:
+        merged = dataclasses.replace(
+            merged, category_budgets=patch_budgets(merged.category_budgets, patch.category_budgets)
+        )
+    if patch.contributor_weights:
+        merged = dataclasses.replace(
+            merged,
+            contributor_weights=patch_contributor_weights(
+                merged.contributor_weights, patch.contributor_weights
+            ),
+        )
+    return merged
+
+
+def _apply_weights(base: ScoringWeights, patch: WeightsPatch) -> ScoringWeights:
+    for name, value in (("recency", patch.recency), ("similarity", patch.similarity)):
+        if value is not None:
+            check_range(f"weights.{name}", value, 0.0, 100.0)
+    for key, value in patch.importance.items():
+        if key not in FLAG_BY_NAME:
+            raise InvalidArgument(f"weights.importance: unknown flag {key!r}")
+        check_range(f"weights.importance[{key}]", value, -100.0, 100.0)
+    for key, value in patch.role.items():
+        if key not in ROLES:
+            raise InvalidArgument(f"weights.role: unknown role {key!r}")
+        check_range(f"weights.role[{key}]", value, -100.0, 100.0)
+    importance = dict(base.importance)
+    for key, value in patch.importance.items():
+        importance["pinned" if key == "user_starred" else key] = value
+    return ScoringWeights(
+        recency=base.recency if patch.recency is None else patch.recency,
+        similarity=base.similarity if patch.similarity is None else patch.similarity,
+        importance=MappingProxyType(importance),
+        role=MappingProxyType({**base.role, **patch.role}),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreParts:
+    """Why an item scored what it did; parts that do not apply are 0."""
+
+    recency: float = 0.0
+    importance: float = 0.0
+    similarity: float = 0.0
+    lexical: float = 0.0
+    role: float = 0.0
+    time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredItem:
+    item: Item
+    score: float
+    parts: ScoreParts
+    neighbor_of: int | None = None
+    # The content shown is a notice standing for a superseded file copy.
+    replaced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    item_count: int
+    token_count: int
+    token_limit: int
+    item_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Conditions an item must meet; empty fields do not restrict."""
+
+    roles: frozenset[str] = frozenset()
+    flags: Flag = Flag.NONE
+    since: float | None = None
+    until: float | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return (
+            not self.roles
+            and not self.flags
+            and self.since is None
+            and self.until is None
+            and not self.metadata
+        )
+
+    def matches(self, item: Item) -> bool:
+        return (
+            (not self.roles or item.role in self.roles)
+            and (item.flags & self.flags) == self.flags
+            and (self.since is None or item.timestamp >= self.since)
+            and (self.until is None or item.timestamp < self.until)
+            and all(item.metadata.get(k) == v for k, v in self.metadata.items())
+        )

@@ -1,0 +1,1 @@
+"""The background indexer: embeds appended items in batches, paced against requests."""

@@ -1,0 +1,145 @@
+"""The background indexer: embeds appended items in batches and hands the vectors to the engine."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+
+from contextwm.conversations.engine import ContextEngine
+from contextwm.indexing.pacing import BUSY_SHARE, pause_after
+from contextwm.ports.embedder import Embedder
+
+log = logging.getLogger(__name__)
+
+# How often the store's housekeeping (the WAL checkpoint) runs.
+MAINTAIN_SECONDS = 1.0
+# How often events older than the engine's retention are dropped.
+PRUNE_SECONDS = 60.0
+# A pause checks this often whether appends still keep the server busy.
+PACE_SLICE_SECONDS = 0.1
+# A periodic save skips indexes searched more recently than this; shutdown saves them all.
+RESTED_SECONDS = 10.0
+
+
+class Indexer:
+    """One thread that turns pending items into vectors, oldest first.
+
+    Appends return before their items are embedded (an embedding costs more than the 5 ms an
+    acknowledgement may take); the store remembers which items still lack a vector, so after
+    a crash the indexer simply carries on from there. While appends keep the server busy it
+    embeds only busy_duty of the time, unless a reader is waiting for vectors
+    (see indexer_pacing).
+    """
+
+    def __init__(
+        self,
+        engine: ContextEngine,
+        *,
+        batch_size: int = 32,
+        save_interval: float = 30.0,
+        embedder: Embedder | None = None,
+        busy_duty: float = 0.25,
+    ) -> None:
+        """Args:
+        embedder: embeds the batches (the same model as the engine's, perhaps in another
+            process); the engine's own embedder when None.
+        busy_duty: the share of time spent embedding while appends keep the server busy
+            (1 never holds back).
+        """
+        self._engine = engine
+        self._embedder = embedder or engine.embedder
+        self._batch_size = batch_size
+        self._save_interval = save_interval
+        self._busy_duty = busy_duty
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._reader_waits = threading.Event()
+        # Items are embedded in id order, so a cursor spares rescanning embedded rows.
+        self._cursor = 0
+        self._thread = threading.Thread(target=self._run, name="contextwm-indexer", daemon=True)
+        engine.on_append = self._wake.set
+        engine.vector_waiters.on_wait = self._reader_waits.set
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops after the batch in hand and saves changed indexes."""
+        self._stop.set()
+        self._wake.set()
+        self._reader_waits.set()
+        self._thread.join()
+        self._engine.save_indexes()
+
+    def run_once(self) -> int:
+        """Embeds one batch of pending items; returns how many. Also used by tests."""
+        engine = self._engine
+        pending = engine.store.pending_vectors(
+            engine.embedder.model_name, self._batch_size, self._cursor
+        )
+        if not pending:
+            return 0
+        self._cursor = pending[-1].item_id
+        vectors = self._embedder.embed([p.text for p in pending])
+        by_conversation: dict[int, list[int]] = defaultdict(list)
+        for row, p in enumerate(pending):
+            by_conversation[p.conversation_key].append(row)
+        for key, rows in by_conversation.items():
+            engine.apply_vectors(key, [pending[r].seq for r in rows], vectors[rows])
+        return len(pending)
+
+    def prune_events(self) -> int:
+        """Drops events older than the engine's retention; returns how many."""
+        engine = self._engine
+        return engine.store.prune_events(engine.clock() - engine.event_retention_seconds)
+
+    def _run(self) -> None:
+        last_save = last_maintain = last_prune = time.monotonic()
+        while not self._stop.is_set():
+            self._wake.clear()  # before the batch: a wake-up during it is not lost
+            started, appends_before = time.monotonic(), self._engine.appends_busy.seconds
+            try:
+                done = self.run_once()
+            except Exception:
+                # The batch stays pending; start over from the first pending item after a pause.
+                log.exception("indexing batch failed; retrying")
+                self._cursor = 0
+                done = 0
+                self._stop.wait(1.0)
+            if time.monotonic() - last_maintain > MAINTAIN_SECONDS:
+                self._engine.store.maintain()
+                last_maintain = time.monotonic()
+            if time.monotonic() - last_prune > PRUNE_SECONDS:
+                self.prune_events()
+                last_prune = time.monotonic()
+            if time.monotonic() - last_save > self._save_interval:
+                self._engine.save_indexes(rested=RESTED_SECONDS)
+                last_save = last_maintain = last_prune = time.monotonic()
+            if done == 0:
+                self._wake.wait(timeout=MAINTAIN_SECONDS)
+            else:
+                self.pace(
+                    time.monotonic() - started,
+                    self._engine.appends_busy.seconds - appends_before,
+                )
+
+    def pace(self, batch_seconds: float, append_seconds: float) -> float:
+        """Pauses after a batch as pause_after says, ending early when the appends stop
+        keeping the server busy, a reader starts waiting for vectors, or the indexer stops;
+        returns the seconds paused."""
+        began = time.monotonic()
+        deadline = began + pause_after(batch_seconds, append_seconds, self._busy_duty)
+        busy, waiters = self._engine.appends_busy, self._engine.vector_waiters
+        while not self._stop.is_set():
+            self._reader_waits.clear()
+            left = deadline - time.monotonic()
+            if waiters.any or left <= 0:  # checked after clear(): a new reader is never missed
+                break
+            before = busy.seconds
+            if self._reader_waits.wait(min(left, PACE_SLICE_SECONDS)):
+                continue
+            if busy.seconds - before < BUSY_SHARE * PACE_SLICE_SECONDS:
+                break  # the burst is over
+        return time.monotonic() - began

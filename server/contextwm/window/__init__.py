@@ -1,0 +1,1 @@
+"""The bounded window of a conversation: relevance scores, importance, eviction, adaptive size."""
