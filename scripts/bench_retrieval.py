@@ -235,7 +235,8 @@ def load_store(
     into a new conversation of the service's store; returns its key."""
     from contextwm.adapters.store_sqlite import SqliteStore
     from contextwm.adapters.tokens_bpe import token_counter
-    from contextwm.domain.model import ConversationSettings, Item, ItemState
+    from contextwm.domain.conversations import ConversationSettings
+    from contextwm.domain.items import Item, ItemState
     from contextwm.window.importance import detect_flags
 
     counter = token_counter("cl100k_base")

@@ -11,11 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextwm.agent_loop.usage import ModelSpec
-from contextwm.budgets.allocation import BudgetPatch, Category, ContributorType
 from contextwm.conversations.validation import Limits
+from contextwm.domain.categories import BudgetPatch, Category, ContributorType
+from contextwm.domain.conversations import (
+    ConversationSettings,
+    SettingsPatch,
+    WeightsPatch,
+    apply_patch,
+)
 from contextwm.domain.errors import InvalidArgument
-from contextwm.domain.model import ConversationSettings, SettingsPatch, WeightsPatch, apply_patch
+from contextwm.domain.usage import ModelSpec
 
 ENV_PREFIX = "CONTEXTWM_"
 

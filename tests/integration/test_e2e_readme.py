@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from conftest import StartService
-from contextwm.agent_loop.usage import ModelSpec
 from contextwm.app import Service
+from contextwm.domain.usage import ModelSpec
 from contextwm_client import Client, ConversationSettings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import StartService
-from contextwm.agent_loop.usage import ModelSpec
+from contextwm.domain.usage import ModelSpec
 from contextwm_client import (
     Client,
     ConversationSettings,

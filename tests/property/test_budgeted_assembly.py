@@ -11,21 +11,21 @@ from collections.abc import Mapping
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.budgets.allocation import (
-    DEFAULT_BUDGETS,
-    Category,
-    CategoryBudget,
-    ContributorType,
-    category_of_role,
-)
 from contextwm.budgets.assembly import (
     assemble_by_category,
     retrieval_line_cost,
     retrieval_text,
 )
 from contextwm.budgets.contributors import Contribution
+from contextwm.domain.categories import (
+    DEFAULT_BUDGETS,
+    Category,
+    CategoryBudget,
+    ContributorType,
+    category_of_role,
+)
 from contextwm.domain.errors import FailedPrecondition, InvalidArgument
-from contextwm.domain.model import Flag, Item, ItemState, ScoredItem, ScoreParts
+from contextwm.domain.items import Flag, Item, ItemState, ScoredItem, ScoreParts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

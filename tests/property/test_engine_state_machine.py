@@ -20,8 +20,9 @@ from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.errors import FailedPrecondition, InvalidArgument
-from contextwm.domain.model import FileRef, Flag, Item, ItemState, NewItem, SettingsPatch
+from contextwm.domain.items import FileRef, Flag, Item, ItemState, NewItem
 from contextwm.indexing.indexer import Indexer
 from contextwm.retrieval.assembly import QUERY_HEADING
 from contextwm.retrieval.retriever import ContextRequest, Retriever

@@ -1,9 +1,12 @@
 """The import direction between the service's layers, checked on the source with `ast`
 (nothing is imported).
 
-The feature packages and ports never import grpc, the transport, the client or the adapters;
-within the service only the transport imports grpc (cli.py, which hosts the client commands,
-excepted); the client never imports the service package.
+The domain imports nothing else of ours and the ports only the domain; the feature packages
+and ports never import grpc, the transport, the client or the adapters, and each feature
+imports only the features it is allowed to, never another package's private names; the
+transport never touches SQLite, FAISS or the adapters; within the service only the transport
+imports grpc (cli.py, which hosts the client commands, excepted); the client never imports the
+service package.
 """
 
 from __future__ import annotations
@@ -76,6 +79,67 @@ def test_the_packages_exist() -> None:
 def test_core_and_ports_import_no_transport_client_or_adapters(layer: str) -> None:
     forbidden = ("grpc", "contextwm.transport", "contextwm_client", "contextwm.adapters")
     assert violations(modules(SERVER / layer), forbidden) == []
+
+
+def ours(name: str) -> str | None:
+    """The top-level part of the service a module name belongs to, if it is ours."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == "contextwm" and len(parts) > 1 else None
+
+
+def reached(package: str) -> dict[str, set[str]]:
+    """Per file of a package, the other parts of the service it imports."""
+    return {
+        str(path.relative_to(ROOT)): {
+            p for _, name in imported(path) if (p := ours(name)) not in (None, package)
+        }
+        for path in modules(SERVER / package)
+    }
+
+
+def test_the_domain_imports_nothing_else_of_ours() -> None:
+    assert {f: r for f, r in reached("domain").items() if r} == {}
+
+
+def test_ports_import_only_the_domain() -> None:
+    assert {f: r - {"domain"} for f, r in reached("ports").items() if r - {"domain"}} == {}
+
+
+def test_the_transport_never_touches_storage_or_indexes() -> None:
+    forbidden = ("contextwm.adapters", "sqlite3", "faiss")
+    assert violations(modules(SERVER / "transport"), forbidden) == []
+
+
+# Which parts each feature package may import, besides the domain, ports and lru. What is not
+# listed is refused, so a new dependency between features is a decision, not an accident.
+# Two pairs still lean on each other: the engine updates the agent loop's views and the
+# enhanced context hands category requests to budgets; both are to be cut.
+ALLOWED = {
+    "window": set(),
+    "conversations": {"window", "agent_loop"},
+    "indexing": {"conversations"},
+    "agent_loop": {"conversations", "window"},
+    "retrieval": {"conversations", "window", "budgets"},
+    "budgets": {"retrieval", "window"},
+}
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_feature_packages_import_only_what_they_are_allowed(package: str) -> None:
+    allowed = ALLOWED[package] | {"domain", "ports", "lru"}
+    assert {f: r - allowed for f, r in reached(package).items() if r - allowed} == {}
+
+
+def test_no_package_reaches_into_another_ones_private_names() -> None:
+    found = []
+    for path in modules(SERVER):
+        package = path.relative_to(SERVER).parts[0]
+        for line, name in imported(path):
+            other = ours(name)
+            private = any(part.startswith("_") for part in name.split(".")[2:])
+            if other not in (None, package) and private and not name.endswith("__init__"):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert found == []
 
 
 def test_only_transport_imports_grpc() -> None:

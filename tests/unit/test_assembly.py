@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from contextwm.adapters.tokens_bpe import BpeTokenCounter, token_counter
 from contextwm.domain.errors import InvalidArgument
-from contextwm.domain.model import Flag, Item, ItemState, ScoredItem, ScoreParts
+from contextwm.domain.items import Flag, Item, ItemState, ScoredItem, ScoreParts
 from contextwm.retrieval.assembly import (
     HISTORY_HEADING,
     QUERY_HEADING,

@@ -7,17 +7,14 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 from contextwm.budgets.allocation import (
-    DEFAULT_BUDGETS,
     LENDERS,
     MAX_BUDGET,
     Allocation,
-    Category,
-    CategoryBudget,
     CategoryReport,
     Piece,
     allocate,
-    check_budgets,
 )
+from contextwm.domain.categories import DEFAULT_BUDGETS, Category, CategoryBudget, check_budgets
 from contextwm.domain.errors import ErrorCode, FailedPrecondition, InvalidArgument
 from hypothesis import given, settings
 from hypothesis import strategies as st

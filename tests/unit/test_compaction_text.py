@@ -13,8 +13,9 @@ from contextwm.agent_loop.compaction_text import (
     marker_text,
     summary_request,
 )
-from contextwm.agent_loop.ledger import Fact, FactKind, Ledger
-from contextwm.domain.model import Flag, Item, ItemState
+from contextwm.agent_loop.ledger import Ledger
+from contextwm.domain.facts import Fact, FactKind
+from contextwm.domain.items import Flag, Item, ItemState
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
-from contextwm.domain.model import ConversationState
+from contextwm.domain.conversations import ConversationState
 from contextwm.window.conversation_state import adapt_window, complexity, detect_state
 from hypothesis import given, settings
 from hypothesis import strategies as st

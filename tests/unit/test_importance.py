@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from contextwm.domain.model import Flag
+from contextwm.domain.items import Flag
 from contextwm.window.importance import detect_flags
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -13,10 +13,11 @@ from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.engine import ContextEngine
-from contextwm.domain.model import NewItem
+from contextwm.domain.items import NewItem
 from contextwm.indexing.indexer import Indexer
-from contextwm.indexing.pacing import BusyMeter, pause_after
+from contextwm.indexing.pacing import pause_after
 
 
 def test_pause_after() -> None:

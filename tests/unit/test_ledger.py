@@ -6,8 +6,9 @@ from collections.abc import Mapping
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.agent_loop.ledger import LEDGER_HEADING, Fact, FactKind, Ledger, extract_facts
-from contextwm.domain.model import FileRef, Flag, Item, ItemState
+from contextwm.agent_loop.ledger import LEDGER_HEADING, Ledger, extract_facts
+from contextwm.domain.facts import Fact, FactKind
+from contextwm.domain.items import FileRef, Flag, Item, ItemState
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -15,7 +15,8 @@ from contextwm.adapters.store_sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.conversations.engine import ContextEngine
-from contextwm.domain.model import NewItem, SettingsPatch
+from contextwm.domain.conversations import SettingsPatch
+from contextwm.domain.items import NewItem
 from contextwm.ports.embedder import Vectors
 from contextwm.retrieval.retriever import ContextRequest, Retriever
 

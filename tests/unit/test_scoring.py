@@ -6,16 +6,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from contextwm.domain.errors import InvalidArgument
-from contextwm.domain.model import (
+from contextwm.domain.conversations import (
     ConversationSettings,
-    Flag,
     ScoringWeights,
     SettingsPatch,
     WeightsPatch,
     apply_patch,
-    parse_flags,
 )
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.items import Flag, parse_flags
 from contextwm.settings import load_settings
 from contextwm.window.scoring import Clock, recency, recency_many, relevance
 from hypothesis import given, settings

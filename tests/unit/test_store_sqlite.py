@@ -11,16 +11,9 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.errors import AlreadyExists
-from contextwm.domain.model import (
-    ConversationSettings,
-    FileRef,
-    Flag,
-    Item,
-    ItemFilter,
-    ItemState,
-    ScoringWeights,
-)
+from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
 from contextwm.ports.store import TermPostings
 from contextwm.retrieval.ranking import bm25, matched_idf
 from hypothesis import HealthCheck, given, settings

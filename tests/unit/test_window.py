@@ -8,7 +8,8 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from contextwm.domain.model import ConversationSettings, Flag, Item, ItemState, ScoringWeights
+from contextwm.domain.conversations import ConversationSettings, ScoringWeights
+from contextwm.domain.items import Flag, Item, ItemState
 from contextwm.window.scoring import Clock
 from contextwm.window.window import Eviction, Window, WindowEntry, choose_evictions
 from hypothesis import given, settings

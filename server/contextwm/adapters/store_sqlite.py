@@ -16,20 +16,13 @@ import numpy as np
 import numpy.typing as npt
 
 from contextwm.adapters.store_sqlite_history import HistoryTables, compaction_row, insert_rows
-from contextwm.agent_loop.ledger import Fact
-from contextwm.agent_loop.usage import Reported
-from contextwm.budgets.allocation import Category, CategoryBudget, ContributorType
+from contextwm.domain.categories import Category, CategoryBudget, ContributorType
+from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
-from contextwm.domain.model import (
-    ConversationSettings,
-    FileRef,
-    Flag,
-    Item,
-    ItemFilter,
-    ItemState,
-    ScoringWeights,
-)
+from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
+from contextwm.domain.usage import Reported
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.store import ConversationRecord, ItemCounts, PendingVector, TermPostings
 

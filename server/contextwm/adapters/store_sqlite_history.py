@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from contextwm.agent_loop.active_context import ActiveEntry, ActiveTotals, tool_name
-from contextwm.agent_loop.ledger import Fact, FactKind
-from contextwm.agent_loop.usage import ContextLimits, Reported, Usage
+from contextwm.domain.active import ActiveEntry, ActiveTotals
 from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.facts import Fact, FactKind
 from contextwm.domain.history import (
     Checkpoint,
     CheckpointChange,
@@ -28,7 +27,8 @@ from contextwm.domain.history import (
     EventPayload,
     StateRun,
 )
-from contextwm.domain.model import FileRef, ItemState
+from contextwm.domain.items import FileRef, ItemState
+from contextwm.domain.usage import ContextLimits, Reported, Usage
 
 _REVERTED = int(ItemState.REVERTED)
 # The fewest bound parameters a SQLite build allows per statement (older builds: 999).
@@ -137,14 +137,7 @@ class HistoryTables:
             .fetchall()
         )
         return [
-            ActiveEntry(
-                seq=seq,
-                role=role,
-                tokens=tokens,
-                kind=kind,
-                # Only tool outputs have a tool name: the other rows' metadata is not parsed.
-                tool=tool_name(role, json.loads(meta)) if role == "tool" and meta else None,
-            )
+            ActiveEntry.of(seq, role, tokens, kind, json.loads(meta) if meta else {})
             for seq, role, tokens, kind, meta in rows
         ]
 

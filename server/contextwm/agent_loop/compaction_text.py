@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextwm.agent_loop.ledger import LEDGER_HEADING
-from contextwm.domain.model import Flag, Item
+from contextwm.domain.items import Flag, Item
 from contextwm.ports.tokens import TokenCounter
 
 SUMMARY_REQUEST = """<context-compaction-request>

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from contextwm.agent_loop.active_context import Replacement
+from contextwm.domain.active import Replacement
 from contextwm.domain.history import ContextEdit, EditKind
-from contextwm.domain.model import Item
+from contextwm.domain.items import Item
 from contextwm.ports.tokens import TokenCounter
 
 

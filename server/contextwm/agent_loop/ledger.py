@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
-import enum
 import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
-from contextwm.domain.model import Flag, Item
+from contextwm.domain.facts import Fact, FactKind
+from contextwm.domain.items import Flag, Item, tool_of
 from contextwm.ports.tokens import TokenCounter
 
 LEDGER_HEADING = "## Facts recorded by contextwm"
 MAX_INSTRUCTION_CHARS = 1000
 MAX_ERROR_CHARS = 300
-
-
-class FactKind(enum.StrEnum):
-    """What a fact records."""
-
-    INSTRUCTION = "instruction"
-    FILE_READ = "file_read"
-    FILE_WRITE = "file_write"
-    COMMAND = "command"
-    ERROR = "error"
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One fact; text is the instruction verbatim, the path, the command line or the error line."""
-
-    kind: FactKind
-    text: str
-    seq: int
-    outcome: str = ""  # commands only: "exit 0", "failed", or "" when unknown
 
 
 _FILE_KIND = {"read": FactKind.FILE_READ, "write": FactKind.FILE_WRITE}  # mentions: no fact
@@ -115,7 +94,7 @@ def _files(item: Item) -> list[tuple[FactKind, str]]:
     if item.file is not None and kind is not None:
         found.append((kind, item.file.path))
     path = (item.metadata.get("path") or item.metadata.get("file") or "").strip()
-    tool = item.metadata.get("tool") or item.metadata.get("tool_name") or ""
+    tool = tool_of(item.metadata) or ""
     if path and tool:
         # Writes first: "create" contains "cat", and a write is the fact worth keeping.
         if _WRITE_TOOL.search(tool):

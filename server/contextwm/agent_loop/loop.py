@@ -13,14 +13,14 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from contextwm.agent_loop.active_context import ActiveEntry, ActiveRow, ActiveTotals
 from contextwm.agent_loop.compaction_text import extractive_summary, marker_text, summary_request
 from contextwm.agent_loop.events import Subscription
 from contextwm.agent_loop.truncation import TruncationStrategy, truncation_range
-from contextwm.agent_loop.usage import ContextLimits, Reported, Usage, context_limits
+from contextwm.agent_loop.usage import context_limits
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import check_item_tokens, page_size_of, page_token_seq
+from contextwm.domain.active import ActiveEntry, ActiveRow, ActiveTotals
 from contextwm.domain.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -37,7 +37,8 @@ from contextwm.domain.history import (
     EventKind,
     EventPayload,
 )
-from contextwm.domain.model import Flag, Item, ItemState
+from contextwm.domain.items import Flag, Item, ItemState
+from contextwm.domain.usage import ContextLimits, Reported, Usage
 from contextwm.window.window import WindowEntry
 
 # The ledger's share of a summary request or marker: enough for instructions and paths,

@@ -2,39 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
-from contextwm.agent_loop.active_context import ActiveTotals
+from contextwm.domain.active import ActiveTotals
+from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.errors import InvalidArgument
-from contextwm.domain.model import ENCODINGS, ConversationSettings
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """One row of the server's models table (seed 001's models.json)."""
-
-    name: str
-    context_limit: int
-    reserved_reply_tokens: int = 0
-    encoding: str = "cl100k_base"
-
-    def __post_init__(self) -> None:
-        if self.context_limit <= 0:
-            raise ValueError(f"model {self.name!r}: context_limit must be positive")
-        if not (0 <= self.reserved_reply_tokens < self.context_limit):
-            raise ValueError(
-                f"model {self.name!r}: reserved_reply_tokens must be at least 0 and below"
-                " context_limit"
-            )
-        if self.encoding not in ENCODINGS:
-            raise ValueError(
-                f"model {self.name!r}: unknown encoding {self.encoding!r};"
-                f" supported: {', '.join(ENCODINGS)}"
-            )
-
-
-Models = Mapping[str, ModelSpec]
+from contextwm.domain.usage import ContextLimits, Models, Reported, Usage
 
 
 def check_model(settings: ConversationSettings, models: Models) -> None:
@@ -46,51 +17,12 @@ def check_model(settings: ConversationSettings, models: Models) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ContextLimits:
-    """A conversation's effective limit; limit 0 means none (no automatic management)."""
-
-    limit: int
-    reserved: int
-
-    @property
-    def usable(self) -> int:
-        return max(0, self.limit - self.reserved)
-
-
 def context_limits(settings: ConversationSettings, models: Models) -> ContextLimits:
     """The conversation's own values where set, else its model's."""
     spec = models.get(settings.model) if settings.model else None
     limit = settings.context_limit or (spec.context_limit if spec else 0)
     reserved = settings.reserved_reply_tokens or (spec.reserved_reply_tokens if spec else 0)
     return ContextLimits(limit, min(reserved, limit))
-
-
-@dataclass(frozen=True, slots=True)
-class Reported:
-    """The provider's count at some moment, and the server's count at that moment: what was
-    appended since is added to it, so a report stays useful until the context shrinks."""
-
-    tokens: int
-    server_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    active_tokens: int
-    reported_tokens: int
-    used_tokens: int
-    source: str
-    limits: ContextLimits
-    fill_ratio: float
-    threshold: float
-    compaction_enabled: bool
-    should_compact: bool
-    summary_request: str
-    compactions: int
-    active_items: int
-    model: str
-    totals: ActiveTotals
 
 
 def measure(

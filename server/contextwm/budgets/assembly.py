@@ -7,18 +7,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from contextwm.budgets.allocation import (
-    Allocation,
-    Category,
-    CategoryBudget,
-    CategoryReport,
-    ContributorType,
-    Piece,
-    allocate,
-    category_of_role,
-)
+from contextwm.budgets.allocation import Allocation, CategoryReport, Piece, allocate
 from contextwm.budgets.contributors import Contribution
-from contextwm.domain.model import Flag, ScoredItem
+from contextwm.domain.categories import Category, CategoryBudget, ContributorType, category_of_role
+from contextwm.domain.items import Flag, ScoredItem
 from contextwm.ports.tokens import TokenCounter
 from contextwm.retrieval.assembly import (
     QUERY_HEADING,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextwm.budgets.allocation import ContributorType
 from contextwm.budgets.text_trim import trim_at_boundary
+from contextwm.domain.categories import ContributorType
 from contextwm.domain.errors import ContextWMError
-from contextwm.domain.model import ScoredItem
+from contextwm.domain.items import ScoredItem
 from contextwm.lru import Lru
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.tokens import TokenCounter

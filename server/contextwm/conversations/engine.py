@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextwm.agent_loop.active_context import ActiveContext, ActiveEntry, Replacement, tool_name
+from contextwm.agent_loop.active_context import ActiveContext
 from contextwm.agent_loop.events import EventHub
 from contextwm.agent_loop.file_copies import supersede
 from contextwm.agent_loop.ledger import Ledger, extract_facts
-from contextwm.agent_loop.usage import Models, Usage, check_model, measure
+from contextwm.agent_loop.usage import check_model, measure
+from contextwm.conversations.activity import BusyMeter, VectorWaiters
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import (
     Limits,
@@ -33,20 +34,18 @@ from contextwm.conversations.validation import (
     page_size_of,
     page_token_seq,
 )
-from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound, PermissionDenied
-from contextwm.domain.history import EditKind, Event, EventKind, EventPayload
-from contextwm.domain.model import (
+from contextwm.domain.active import ActiveEntry, Replacement
+from contextwm.domain.conversations import (
     ConversationSettings,
     ConversationState,
-    Flag,
-    Item,
-    ItemState,
-    NewItem,
     SettingsPatch,
     WindowStats,
     apply_patch,
 )
-from contextwm.indexing.pacing import BusyMeter, VectorWaiters
+from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound, PermissionDenied
+from contextwm.domain.history import EditKind, Event, EventKind, EventPayload
+from contextwm.domain.items import Flag, Item, ItemState, NewItem
+from contextwm.domain.usage import Models, Usage
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import ConversationRecord, Store
 from contextwm.ports.tokens import TokenCounter
@@ -716,7 +715,4 @@ class ContextEngine:
 
 
 def _active_entry(item: Item) -> ActiveEntry:
-    tool = tool_name(item.role, item.metadata)
-    return ActiveEntry(
-        seq=item.seq, role=item.role, tokens=item.token_count, tool=tool, kind=item.kind
-    )
+    return ActiveEntry.of(item.seq, item.role, item.token_count, item.kind, item.metadata)

@@ -7,10 +7,11 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from contextwm.agent_loop.active_context import ActiveContext, Replacement
+from contextwm.agent_loop.active_context import ActiveContext
 from contextwm.agent_loop.ledger import Ledger
-from contextwm.agent_loop.usage import Reported
-from contextwm.domain.model import ConversationState, WindowStats
+from contextwm.domain.active import Replacement
+from contextwm.domain.conversations import ConversationState, WindowStats
+from contextwm.domain.usage import Reported
 from contextwm.ports.store import ConversationRecord
 from contextwm.ports.vector_index import VectorIndex
 from contextwm.window.scoring import Clock

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from contextwm.domain.checks import check_range
 from contextwm.domain.errors import InvalidArgument, ResourceExhausted
-from contextwm.domain.model import FILE_KINDS, ROLES, NewItem
+from contextwm.domain.items import FILE_KINDS, ROLES, NewItem
 
 DEFAULT_NAMESPACE = "default"
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")

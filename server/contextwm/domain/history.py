@@ -5,9 +5,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from contextwm.agent_loop.ledger import Fact
-from contextwm.agent_loop.usage import Reported, Usage
-from contextwm.domain.model import ItemState
+from contextwm.domain.facts import Fact
+from contextwm.domain.items import ItemState
+from contextwm.domain.usage import Reported, Usage
 
 
 class EditKind(enum.StrEnum):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from contextwm.agent_loop.active_context import ActiveEntry
-from contextwm.agent_loop.ledger import Fact
-from contextwm.agent_loop.usage import Reported
+from contextwm.domain.active import ActiveEntry
+from contextwm.domain.facts import Fact
 from contextwm.domain.history import Checkpoint, CompactionRecord, ContextEdit, Event, StateRun
+from contextwm.domain.usage import Reported
 
 
 class HistoryStore(Protocol):

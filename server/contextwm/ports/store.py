@@ -9,10 +9,11 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.agent_loop.ledger import Fact
-from contextwm.agent_loop.usage import Reported
+from contextwm.domain.conversations import ConversationSettings
+from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
-from contextwm.domain.model import ConversationSettings, Flag, Item, ItemFilter, ItemState
+from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
+from contextwm.domain.usage import Reported
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.history_store import HistoryStore
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from contextwm.domain.errors import InvalidArgument
-from contextwm.domain.model import ScoredItem
+from contextwm.domain.items import ScoredItem
 from contextwm.ports.tokens import TokenCounter
 
 RECENT_HEADING = "# Recent Context"

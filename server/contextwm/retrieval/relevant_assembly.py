@@ -7,7 +7,7 @@ import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from contextwm.domain.model import ScoredItem
+from contextwm.domain.items import ScoredItem
 from contextwm.ports.tokens import TokenCounter
 from contextwm.retrieval.assembly import (
     HISTORY_HEADING,

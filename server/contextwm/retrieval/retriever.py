@@ -13,13 +13,6 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from contextwm.budgets.allocation import (
-    BudgetPatch,
-    Category,
-    ContributorType,
-    patch_budgets,
-    patch_contributor_weights,
-)
 from contextwm.budgets.assembly import (
     AllocationReport,
     assemble_by_category,
@@ -37,17 +30,17 @@ from contextwm.budgets.contributors import (
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import check_timestamp, namespace_of
-from contextwm.domain.checks import check_range
-from contextwm.domain.errors import FailedPrecondition, InvalidArgument, NotFound
-from contextwm.domain.model import (
-    ConversationState,
-    Flag,
-    Item,
-    ItemFilter,
-    ItemState,
-    ScoredItem,
-    ScoreParts,
+from contextwm.domain.categories import (
+    BudgetPatch,
+    Category,
+    ContributorType,
+    patch_budgets,
+    patch_contributor_weights,
 )
+from contextwm.domain.checks import check_range
+from contextwm.domain.conversations import ConversationState
+from contextwm.domain.errors import FailedPrecondition, InvalidArgument, NotFound
+from contextwm.domain.items import Flag, Item, ItemFilter, ItemState, ScoredItem, ScoreParts
 from contextwm.ports.tokens import TokenCounter
 from contextwm.retrieval.assembly import HistoryCandidate, TokenAccount, assemble
 from contextwm.retrieval.query_terms import query_terms

@@ -10,18 +10,20 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from contextwm.conversations.engine import AppendedItem, ConversationInfo
-from contextwm.domain.model import (
+from contextwm.domain.conversations import (
     ConversationSettings,
     ConversationState,
+    SettingsPatch,
+    WeightsPatch,
+    WindowStats,
+)
+from contextwm.domain.items import (
     FileRef,
     Item,
     ItemFilter,
     ItemState,
     NewItem,
     ScoredItem,
-    SettingsPatch,
-    WeightsPatch,
-    WindowStats,
     flag_names,
     parse_flags,
 )

@@ -6,14 +6,9 @@ from collections.abc import Iterable, Mapping
 
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 
-from contextwm.budgets.allocation import (
-    BudgetPatch,
-    Category,
-    CategoryBudget,
-    CategoryReport,
-    ContributorType,
-)
+from contextwm.budgets.allocation import CategoryReport
 from contextwm.budgets.assembly import AllocationReport
+from contextwm.domain.categories import BudgetPatch, Category, CategoryBudget, ContributorType
 from contextwm.domain.errors import InvalidArgument
 from contextwm.retrieval.retriever import CategoryRequest
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 
-from contextwm.agent_loop.ledger import Fact
 from contextwm.agent_loop.loop import ActivePage, ActiveView
-from contextwm.agent_loop.usage import Usage
+from contextwm.domain.facts import Fact
 from contextwm.domain.history import (
     Checkpoint,
     CheckpointChange,
@@ -16,6 +15,7 @@ from contextwm.domain.history import (
     Event,
     EventKind,
 )
+from contextwm.domain.usage import Usage
 from contextwm.transport.convert import to_proto_file, to_proto_timestamp
 
 __all__ = [

@@ -9,7 +9,7 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_gr
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.errors import InvalidArgument
-from contextwm.domain.model import ROLES
+from contextwm.domain.items import ROLES
 from contextwm.retrieval.retriever import ContextRequest, Retriever, SearchRequest
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options

@@ -6,7 +6,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from contextwm.domain.model import ConversationState
+from contextwm.domain.conversations import ConversationState
 
 _STATE_WORDS: dict[ConversationState, re.Pattern[str]] = {
     ConversationState.DEBUGGING: re.compile(

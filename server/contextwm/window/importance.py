@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from contextwm.domain.model import Flag
+from contextwm.domain.items import Flag
 
 _ERROR = re.compile(
     r"\b(error|exception|traceback|failed|failure|fatal|panic|segfault|stack trace|errno)\b"

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.domain.model import ConversationSettings, Flag, ScoreParts
+from contextwm.domain.conversations import ConversationSettings
+from contextwm.domain.items import Flag, ScoreParts
 
 Floats = npt.NDArray[np.float64]
 

@@ -9,7 +9,8 @@ from itertools import islice
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.domain.model import ConversationSettings, Flag, Item, ScoreParts
+from contextwm.domain.conversations import ConversationSettings
+from contextwm.domain.items import Flag, Item, ScoreParts
 from contextwm.window.scoring import Clock, relevance_many
 
 Vector = npt.NDArray[np.float32]
