@@ -25,7 +25,8 @@ from contextwm.domain.errors import FailedPrecondition, InvalidArgument
 from contextwm.domain.items import FileRef, Flag, Item, ItemState, NewItem
 from contextwm.indexing.indexer import Indexer
 from contextwm.retrieval.assembly import QUERY_HEADING
-from contextwm.retrieval.retriever import ContextRequest, Retriever
+from contextwm.retrieval.requests import ContextRequest
+from contextwm.retrieval.retriever import Retriever
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule

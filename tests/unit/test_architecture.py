@@ -112,15 +112,15 @@ def test_the_transport_never_touches_storage_or_indexes() -> None:
 
 # Which parts each feature package may import, besides the domain, ports and lru. What is not
 # listed is refused, so a new dependency between features is a decision, not an accident.
-# Two pairs still lean on each other: the engine updates the agent loop's views and the
-# enhanced context hands category requests to budgets; both are to be cut.
+# One pair still leans on each other: the engine keeps the agent loop's views current on
+# every append, and the loop's operations act on the engine's conversations.
 ALLOWED = {
     "window": set(),
     "conversations": {"window", "agent_loop"},
     "indexing": {"conversations"},
     "agent_loop": {"conversations", "window"},
-    "retrieval": {"conversations", "window", "budgets"},
-    "budgets": {"retrieval", "window"},
+    "retrieval": {"conversations", "window"},
+    "budgets": {"retrieval", "conversations", "window"},
 }
 
 

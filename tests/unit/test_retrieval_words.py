@@ -18,7 +18,10 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.items import NewItem
 from contextwm.ports.embedder import Vectors
-from contextwm.retrieval.retriever import ContextRequest, Retriever
+from contextwm.retrieval.query import QueryReader
+from contextwm.retrieval.ranker import Ranker
+from contextwm.retrieval.requests import ContextRequest
+from contextwm.retrieval.retriever import Retriever
 
 NS, CID = "default", "c"
 RARE = "the zebrafish tank manual is in room 12"
@@ -58,11 +61,11 @@ def parts(tmp_path: Path) -> Iterator[tuple[ContextEngine, HookedEmbedder]]:
     store.close()
 
 
-class SignallingRetriever(Retriever):
+class SignallingReader(QueryReader):
     """Says when a query's words have been looked up."""
 
-    def __init__(self, engine: ContextEngine) -> None:
-        super().__init__(engine)
+    def __init__(self, engine: ContextEngine, ranker: Ranker) -> None:
+        super().__init__(engine, ranker)
         self.looked_up = threading.Event()
 
     def _words(self, *args: Any) -> Any:
@@ -88,10 +91,11 @@ def test_a_change_while_the_query_is_embedded_voids_the_words_looked_up_before_i
     parts: tuple[ContextEngine, HookedEmbedder],
 ) -> None:
     engine, embedder = parts
-    retriever = SignallingRetriever(engine)
+    retriever = Retriever(engine)
+    reader = retriever.reader = SignallingReader(engine, retriever.ranker)
 
     def revert_once_looked_up() -> None:
-        assert retriever.looked_up.wait(10)
+        assert reader.looked_up.wait(10)
         AgentLoop(engine).restore_checkpoint(NS, CID, "before")  # reverts the rare item
 
     embedder.hook = revert_once_looked_up

@@ -239,6 +239,19 @@ class ContextEngine:
             raise NotFound(f"conversation {conversation_id!r} was deleted")
         return rt
 
+    def wait_indexed(self, rt: ConversationRuntime) -> None:
+        """Read-your-writes for dense search: waits (bounded by index_wait_seconds) until the
+        items appended so far are embedded."""
+        if rt.pending == 0:
+            return
+        deadline = time.monotonic() + self.index_wait_seconds
+        with self.vector_waiters.waiting(), rt.indexed:
+            while rt.pending > 0 and not rt.deleted:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                rt.indexed.wait(left)
+
     def ensure_index(self, rt: ConversationRuntime) -> None:
         """Makes rt.index hold exactly the archived and compacted embedded items (caller
         holds rt.lock).

@@ -49,8 +49,9 @@ __all__ = [
     "to_proto_tokens",
     "to_proto_window",
 ]
+from contextwm.budgets.assembly import AllocationReport
 from contextwm.domain.errors import InvalidArgument
-from contextwm.retrieval.retriever import EnhancedContext
+from contextwm.retrieval.requests import EnhancedContext
 from contextwm.retrieval.timehints import TimeHint
 from contextwm.transport.convert_budgets import (
     from_proto_budget_patches,
@@ -284,7 +285,9 @@ def to_proto_tokens(t: TokenAccount) -> pb.TokenAccount:
     )
 
 
-def to_proto_context(ctx: EnhancedContext) -> pb.EnhancedContext:
+def to_proto_context(
+    ctx: EnhancedContext, allocation: AllocationReport | None = None
+) -> pb.EnhancedContext:
     return pb.EnhancedContext(
         recent=[to_proto_scored(s) for s in ctx.recent],
         history=[to_proto_scored(s) for s in ctx.history],
@@ -295,7 +298,7 @@ def to_proto_context(ctx: EnhancedContext) -> pb.EnhancedContext:
         time_range=to_proto_time_range(ctx.time_hint),
         unindexed_items=ctx.unindexed_items,
         state=_CONVERSATION_STATE[ctx.state],
-        allocation=to_proto_allocation(ctx.allocation) if ctx.allocation else None,
+        allocation=to_proto_allocation(allocation) if allocation else None,
     )
 
 

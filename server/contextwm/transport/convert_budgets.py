@@ -8,9 +8,9 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 
 from contextwm.budgets.allocation import CategoryReport
 from contextwm.budgets.assembly import AllocationReport
+from contextwm.budgets.context import CategoryRequest
 from contextwm.domain.categories import BudgetPatch, Category, CategoryBudget, ContributorType
 from contextwm.domain.errors import InvalidArgument
-from contextwm.retrieval.retriever import CategoryRequest
 
 _CATEGORY_TO_PROTO = {
     Category.SYSTEM: pb.CATEGORY_SYSTEM,

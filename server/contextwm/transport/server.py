@@ -11,6 +11,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from contextwm.agent_loop.loop import AgentLoop
+from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport.interceptors import ErrorInterceptor
@@ -34,7 +35,10 @@ class GrpcServer:
             ],
         )
         self._engine = engine
-        servicer = ContextServicer(engine, Retriever(engine), AgentLoop(engine))
+        retriever = Retriever(engine)
+        servicer = ContextServicer(
+            engine, retriever, CategoryContexts(retriever), AgentLoop(engine)
+        )
         pb_grpc.add_ContextServiceServicer_to_server(servicer, self._server)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)

@@ -7,10 +7,12 @@ from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 
 from contextwm.agent_loop.loop import AgentLoop
+from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES
-from contextwm.retrieval.retriever import ContextRequest, Retriever, SearchRequest
+from contextwm.retrieval.requests import ContextRequest, SearchRequest
+from contextwm.retrieval.retriever import Retriever
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_loop import AgentLoopRpcs
@@ -19,9 +21,16 @@ from contextwm.transport.servicer_loop import AgentLoopRpcs
 class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: ignore[misc]
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
-    def __init__(self, engine: ContextEngine, retriever: Retriever, loop: AgentLoop) -> None:
+    def __init__(
+        self,
+        engine: ContextEngine,
+        retriever: Retriever,
+        categories: CategoryContexts,
+        loop: AgentLoop,
+    ) -> None:
         self._engine = engine
         self._retriever = retriever
+        self._categories = categories
         self._loop = loop
 
     def CreateConversation(
@@ -125,28 +134,28 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: i
         self, request: pb.GetContextRequest, context: grpc.ServicerContext
     ) -> pb.EnhancedContext:
         o = request.options
-        ctx = self._retriever.get_context(
-            request.namespace,
-            request.conversation_id,
-            ContextRequest(
-                query=request.query or None,
-                max_tokens=request.max_tokens,
-                recent_share=o.recent_share if o.HasField("recent_share") else None,
-                similarity_threshold=(
-                    o.similarity_threshold if o.HasField("similarity_threshold") else None
-                ),
-                max_history_items=(
-                    o.max_history_items if o.HasField("max_history_items") else None
-                ),
-                include_neighbors=o.include_neighbors if o.HasField("include_neighbors") else True,
-                mode=convert.from_proto_mode(o.mode),
-                time_hints=o.time_hints if o.HasField("time_hints") else True,
-                categories=(
-                    from_proto_category_options(o.categories) if o.HasField("categories") else None
-                ),
-                as_of=_as_of(request),
+        asked = ContextRequest(
+            query=request.query or None,
+            max_tokens=request.max_tokens,
+            recent_share=o.recent_share if o.HasField("recent_share") else None,
+            similarity_threshold=(
+                o.similarity_threshold if o.HasField("similarity_threshold") else None
             ),
+            max_history_items=(o.max_history_items if o.HasField("max_history_items") else None),
+            include_neighbors=o.include_neighbors if o.HasField("include_neighbors") else True,
+            mode=convert.from_proto_mode(o.mode),
+            time_hints=o.time_hints if o.HasField("time_hints") else True,
+            as_of=_as_of(request),
         )
+        if o.HasField("categories"):
+            budgeted = self._categories.get_context(
+                request.namespace,
+                request.conversation_id,
+                asked,
+                from_proto_category_options(o.categories),
+            )
+            return convert.to_proto_context(budgeted.context, budgeted.allocation)
+        ctx = self._retriever.get_context(request.namespace, request.conversation_id, asked)
         return convert.to_proto_context(ctx)
 
     def Search(self, request: pb.SearchRequest, context: grpc.ServicerContext) -> pb.SearchResponse:

@@ -1,0 +1,132 @@
+"""Reads a request's query: the time it names, the text to search for, its vector, and its
+words looked up while the vector is computed."""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.domain.errors import NotFound
+from contextwm.domain.items import ItemState
+from contextwm.retrieval.ranker import CANDIDATES, Ranker
+from contextwm.retrieval.timehints import TimeHint, parse_time_hint, strip_time_phrase
+from contextwm.window.window import Vector
+
+# Threads that look up a query's words while the request's thread embeds it: the embedding
+# releases the GIL, so the lookup (about 1 ms at 10k items) is mostly hidden behind it.
+LEXICAL_THREADS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Words:
+    """A query's words looked up in the store while the query was embedded (no lock held)."""
+
+    scores: dict[int, float]  # BM25 by seq
+    states: tuple[ItemState, ...]  # of the items looked in
+    event: int  # the conversation's last event then: any change since makes them stale
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    text: str | None  # as the request gave it, stripped; None: the focus stands in
+    hint: TimeHint | None
+    search: str  # what is searched for: the query less its time phrase, or the focus text
+    vector: Vector | None
+    words: Words | None = None  # looked up while the query was embedded
+
+    def lexical(self, states: tuple[ItemState, ...]) -> dict[int, float] | None:
+        """The words' BM25 when they were looked up in these states, else None."""
+        return self.words.scores if self.words and self.words.states == states else None
+
+
+class QueryReader:
+    """Reads queries for one engine; thread-safe."""
+
+    def __init__(self, engine: ContextEngine, ranker: Ranker) -> None:
+        self.engine = engine
+        self.ranker = ranker
+        self._lexical = ThreadPoolExecutor(LEXICAL_THREADS, thread_name_prefix="cwm-lexical")
+
+    def read(
+        self,
+        rt: ConversationRuntime,
+        query: str | None,
+        *,
+        as_of: float | None,
+        time_hints: bool = True,
+        look_up: tuple[tuple[ItemState, ...], int] | None = None,
+    ) -> Query:
+        """The query: its time phrase read against as_of, the rest embedded and, when look_up
+        gives (states, limit), its words looked up in items in those states at the same time
+        (no lock held: the lookup reads the store, and the ranking takes the lock)."""
+        text = (query or "").strip() or None
+        hint = self.hint(rt, text, as_of) if (text and time_hints) else None
+        search = strip_time_phrase(text, hint) if (text and hint) else text
+        if not search:
+            return Query(text, hint, "", None)
+        looking: Future[Words] | None = None
+        if look_up is not None:
+            looking = self._lexical.submit(self._words, rt, search, *look_up)
+        vector = self.embed(search)
+        return Query(text, hint, search, vector, looking.result() if looking else None)
+
+    def _words(
+        self, rt: ConversationRuntime, text: str, states: tuple[ItemState, ...], limit: int
+    ) -> Words:
+        event = rt.last_event
+        return Words(self.ranker.bm25(rt, text, states, None, limit), states, event)
+
+    @staticmethod
+    def focused(rt: ConversationRuntime, q: Query) -> Query:
+        """q, or the focus standing in when the request has no query (rt.lock held).
+
+        Raises:
+            NotFound: the conversation was deleted meanwhile.
+        """
+        if rt.deleted:
+            raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+        if q.words is not None and q.words.event != rt.last_event:
+            q = dataclasses.replace(q, words=None)  # looked up before a change: look again
+        if q.text is not None:
+            return q
+        n = rt.record.settings.focus_items
+        text = "\n".join(e.item.content for e in rt.window.newest(n))
+        return dataclasses.replace(q, search=text, vector=rt.window.focus_vector(n))
+
+    def embed(self, text: str) -> Vector:
+        vector: Vector = self.engine.embedder.embed([text])[0]
+        return vector
+
+    def hint(self, rt: ConversationRuntime, query: str, as_of: float | None) -> TimeHint | None:
+        """The time the query names, read against as_of (when it is asked), else against the
+        conversation's newest item: never the server's clock, so historic timelines work."""
+        now = as_of if as_of is not None else rt.last_ts
+        if now is None:
+            return None
+
+        def locate(event: str) -> datetime | None:
+            """When the event happened: the item that matches its words best (BM25), the
+            earliest on a tie (an event is usually named first when it happens)."""
+            evidence = self.ranker.bm25(
+                rt,
+                event,
+                (ItemState.WINDOW, ItemState.ARCHIVED, ItemState.COMPACTED),
+                None,
+                CANDIDATES,
+            )
+            if not evidence:
+                return None
+            seq = min(evidence, key=lambda s: (-round(evidence[s], 9), s))
+            item = self.ranker.items(rt, [seq]).get(seq)
+            return datetime.fromtimestamp(item.timestamp, UTC) if item else None
+
+        return parse_time_hint(
+            query,
+            datetime.fromtimestamp(now, UTC),
+            locate_event=locate,
+            first=datetime.fromtimestamp(rt.first_ts, UTC) if rt.first_ts is not None else None,
+        )

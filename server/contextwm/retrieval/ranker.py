@@ -1,0 +1,316 @@
+"""Ranks a conversation's items for a query: BM25 and dense similarity fused, time words
+applied, each result with the parts of its score."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from datetime import datetime
+
+import numpy as np
+
+from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.domain.items import Item, ItemFilter, ItemState, ScoredItem, ScoreParts
+from contextwm.retrieval.query_terms import query_terms
+from contextwm.retrieval.ranking import DENSE_FLOOR_RANK, Ranked, bm25, fuse, matched_idf
+from contextwm.retrieval.timehints import TimeHint
+from contextwm.window.scoring import Clock, recency
+from contextwm.window.window import Vector
+
+# How many candidates each ranking contributes before fusion: enough that a hit ranked
+# low by one signal but high by the other is still seen.
+CANDIDATES = 100
+# Items in a named time range found by timestamp alone when the text finds too few.
+TIME_CANDIDATES = 200
+# Items listed per query term (the oldest): a term in more items than this is common and
+# weighs little (low IDF), and listing it all would cost the most.
+MAX_POSTINGS = 100
+# A common term's count is reused until the conversation has grown by this share since
+# (its IDF then moves by less than that share), for up to this many terms.
+COUNT_DRIFT = 0.05
+MAX_COUNTED_TERMS = 4096
+# How much the time a query names moves an item inside it (fit 1) up: its fused score
+# (0..1) is multiplied by 1 + TIME_BOOST, so the time words favour relevant items of that
+# time over relevant items of another, and TIME_FLOOR is added, so that an item of that
+# time comes back when the words find nothing ("what did we discuss last week?").
+TIME_BOOST = 0.5
+TIME_FLOOR = 0.05
+
+
+class Ranker:
+    """Ranking over the engine's runtimes and store. Methods that read the runtime's window
+    or index say so: their caller holds rt.lock."""
+
+    def __init__(self, engine: ContextEngine) -> None:
+        self.engine = engine
+
+    def rank(
+        self,
+        rt: ConversationRuntime,
+        query_vec: Vector | None,
+        text: str,
+        *,
+        states: Sequence[ItemState],
+        threshold: float | None,
+        mode: str,
+        hint: TimeHint | None,
+        flt: ItemFilter | None,
+        limit: int,
+        measure_all: bool = True,
+        lexical: dict[int, float] | None = None,
+    ) -> list[Ranked]:
+        """Fused dense + lexical candidates from the archive (and window, if in states)
+        (rt.lock held).
+
+        measure_all=False leaves the similarity of archived items that only words or time
+        found unmeasured in hybrid mode: they lie below the DENSE_FLOOR_RANK-th similarity,
+        where fusion counts none, so only reporting needs it (see finish). lexical: the
+        BM25 of text over these states and flt, when already looked up.
+        """
+        allowed: np.ndarray | None = None
+        if flt is not None and not flt.empty:
+            allowed = self.engine.store.filtered_seqs(rt.key, flt, states, 1_000_000)
+        if lexical is None:
+            lexical = self.bm25(rt, text, states, flt, limit) if mode != "dense" else {}
+        if len(lexical) > limit:  # a long query lists many items; only the best can rank
+            lexical = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:limit])
+        in_range_seqs: set[int] = set()
+        if hint is not None and (hint.since is not None or hint.until is not None):
+            in_range = ItemFilter(since=_ts(hint.since), until=_ts(hint.until))
+            if flt is not None:
+                in_range = dataclasses.replace(flt, since=in_range.since, until=in_range.until)
+            in_range_seqs = set(
+                self.engine.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
+            )
+
+        dense: dict[int, float] = {}
+        if query_vec is not None and mode != "lexical":
+            if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
+                self.engine.ensure_index(rt)
+                assert rt.index is not None
+                # At least DENSE_FLOOR_RANK deep: fusion reads similarity from that rank up.
+                k = max(limit, DENSE_FLOOR_RANK)
+                sims, ids = rt.index.search(query_vec, k, allowed)
+                rt.last_search = time.monotonic()
+                dense.update(zip(ids.tolist(), sims.tolist(), strict=True))
+            known: dict[int, Vector] = {}
+            if ItemState.WINDOW in states:
+                allowed_set = set(allowed.tolist()) if allowed is not None else None
+                known = {
+                    e.item.seq: e.vector
+                    for e in rt.window
+                    if e.vector is not None and (allowed_set is None or e.item.seq in allowed_set)
+                }
+            if measure_all or mode != "hybrid":
+                # Candidates found by words or time alone: their similarity counts too.
+                found = lexical.keys() | in_range_seqs
+                known.update(self.vectors(rt, [s for s in found if s not in dense]))
+            if known:
+                seqs = list(known)
+                sims = np.stack([known[s] for s in seqs]) @ query_vec
+                dense.update(zip(seqs, sims.tolist(), strict=True))
+        return fuse(
+            dense,
+            lexical,
+            population=rt.total,
+            threshold=threshold,
+            mode=mode,
+            keep=in_range_seqs,
+        )
+
+    def bm25(
+        self,
+        rt: ConversationRuntime,
+        text: str,
+        states: Sequence[ItemState],
+        flt: ItemFilter | None,
+        limit: int,
+    ) -> dict[int, float]:
+        """BM25 of the items (in these states, matching flt) that contain the query's terms:
+        without a filter, of the 2 x limit items holding the most of their IDF.
+
+        Safe without rt.lock: the store has a connection per thread, and the term counts
+        are a cache that another call may fill or clear meanwhile."""
+        terms = query_terms(text)
+        if not terms:
+            return {}
+        store = self.engine.store
+        cached = rt.term_counts
+        known: dict[str, int] = {}
+        for t in terms:
+            count = cached.get(t)
+            if count is not None and rt.total - count[1] <= rt.total * COUNT_DRIFT:
+                known[t] = count[0]
+        postings = store.term_postings(rt.key, terms, MAX_POSTINGS, known)
+        if len(cached) > MAX_COUNTED_TERMS:
+            cached.clear()
+        for t, p in postings.items():
+            if p.count > MAX_POSTINGS and t not in known:
+                cached[t] = (p.count, rt.total)
+        weights = matched_idf(postings, rt.total)
+        rows = sorted(weights, key=lambda r: -weights[r])
+        if flt is None or flt.empty:
+            # Length moves a score by a factor of about 2 at most: the items holding the
+            # most of the query's weight are all that can rank.
+            rows = rows[: 2 * limit]
+        items = store.row_items(rt.key, rows, states, flt)
+        return bm25(weights, items, rt.tokens / max(rt.total, 1))
+
+    @staticmethod
+    def threshold(rt: ConversationRuntime, asked: float | None, mode: str) -> float | None:
+        """The similarity floor of candidates without lexical evidence: the request's, else
+        in dense mode the conversation's. Hybrid ranking needs none: a weak similarity
+        normalises to a weak score, and a floor would drop paraphrases BM25 cannot see."""
+        if asked is not None:
+            return asked
+        return rt.record.settings.similarity_threshold if mode == "dense" else None
+
+    def scored(
+        self,
+        rt: ConversationRuntime,
+        ranked: Sequence[Ranked],
+        hint: TimeHint | None,
+        *,
+        full_parts: bool = True,
+    ) -> list[ScoredItem]:
+        """Ranked candidates as scored items, best first; the time the query names moves hits
+        up (rt.lock held).
+
+        full_parts=False leaves recency, importance and role at 0 (the caller completes
+        the parts of the items it returns: see finish).
+        """
+        items = self.items(rt, [r.seq for r in ranked])
+        clock = rt.clock()
+        settings = rt.record.settings
+        out: list[ScoredItem] = []
+        for r in ranked:
+            item = items.get(r.seq)
+            if item is None:
+                continue
+            if full_parts:
+                parts = self.parts(rt, item, r, hint, clock)
+            else:
+                time_fit = 1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0
+                parts = ScoreParts(similarity=r.similarity, lexical=r.lexical, time=time_fit)
+            fit = parts.time
+            if hint is not None and hint.prefer_recent:
+                fit += recency(settings, clock, item.timestamp, item.seq)
+            if hint is not None and hint.prefer_oldest and rt.last_seq > 0:
+                fit += 1.0 - item.seq / rt.last_seq
+            score = r.score * (1.0 + TIME_BOOST * fit) + TIME_FLOOR * fit
+            out.append(ScoredItem(item, score, parts))
+        out.sort(key=lambda s: (-s.score, s.item.seq))
+        return out
+
+    @staticmethod
+    def parts(
+        rt: ConversationRuntime,
+        item: Item,
+        ranked: Ranked | None,
+        hint: TimeHint | None,
+        clock: Clock | None = None,
+    ) -> ScoreParts:
+        """Every part of an item's score (rt.lock held)."""
+        settings = rt.record.settings
+        return ScoreParts(
+            recency=recency(settings, clock or rt.clock(), item.timestamp, item.seq),
+            importance=settings.weights.importance_of(item.flags),
+            similarity=ranked.similarity if ranked else 0.0,
+            lexical=ranked.lexical if ranked else 0.0,
+            role=settings.weights.role.get(item.role, 0.0),
+            time=1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0,
+        )
+
+    def finish(
+        self,
+        rt: ConversationRuntime,
+        items: tuple[ScoredItem, ...],
+        query_vec: Vector | None,
+        hint: TimeHint | None,
+        unmeasured: AbstractSet[int],
+        clock: Clock,
+    ) -> tuple[ScoredItem, ...]:
+        """The returned items with their score parts complete: recency, importance and role
+        (left out while ranking, which needs none of them), and the similarity ranking left
+        unmeasured, from stored vectors (which never change: no lock needed)."""
+        settings = rt.record.settings
+        vectors: dict[int, Vector] = {}
+        if query_vec is not None:
+            seqs = [s.item.seq for s in items if s.item.seq in unmeasured]
+            if seqs:
+                model = self.engine.embedder.model_name
+                vectors = self.engine.store.vectors_for(rt.key, seqs, model)
+        out: list[ScoredItem] = []
+        for s in items:
+            item = s.item
+            similarity = s.parts.similarity
+            if item.seq in vectors and query_vec is not None:
+                similarity = float(np.dot(vectors[item.seq], query_vec))
+            parts = dataclasses.replace(
+                s.parts,
+                similarity=similarity,
+                recency=recency(settings, clock, item.timestamp, item.seq),
+                importance=settings.weights.importance_of(item.flags),
+                role=settings.weights.role.get(item.role, 0.0),
+                time=1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0,
+            )
+            out.append(dataclasses.replace(s, parts=parts))
+        return tuple(out)
+
+    def items(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Item]:
+        """Items by seq, from the window where possible, else from the store (rt.lock held)."""
+        out: dict[int, Item] = {}
+        missing: list[int] = []
+        for seq in seqs:
+            entry = rt.window.get(seq)
+            if entry is not None:
+                out[seq] = entry.item
+            else:
+                missing.append(seq)
+        out.update(self.engine.store.get_items(rt.key, missing))
+        return out
+
+    def vectors(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Vector]:
+        """Stored vectors of these items, from the window where it has them (rt.lock held)."""
+        out: dict[int, Vector] = {}
+        from_store: list[int] = []
+        for seq in seqs:
+            entry = rt.window.get(seq)
+            if entry is None:
+                from_store.append(seq)
+            elif entry.vector is not None:
+                out[seq] = entry.vector
+        out.update(
+            self.engine.store.vectors_for(rt.key, from_store, self.engine.embedder.model_name)
+        )
+        return out
+
+    @staticmethod
+    def scored_window(rt: ConversationRuntime, focus: Vector | None) -> list[ScoredItem]:
+        """Every window item with its eviction score against focus (rt.lock held)."""
+        scores = rt.window.scores(rt.record.settings, rt.clock(), focus)
+        return [ScoredItem(e.item, *scores.at(i)) for i, e in enumerate(rt.window)]
+
+    @staticmethod
+    def shown(rt: ConversationRuntime, s: ScoredItem) -> ScoredItem:
+        """A superseded file copy as its notice (the stored item is unchanged)."""
+        r = rt.replaced.get(s.item.seq)
+        if r is None:
+            return s
+        item = dataclasses.replace(s.item, content=r.text, token_count=r.tokens)
+        return dataclasses.replace(s, item=item, replaced=True)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def in_range(hint: TimeHint, timestamp: float) -> bool:
+    """Whether a timestamp falls in the range a hint names (False for a hint without one)."""
+    since, until = _ts(hint.since), _ts(hint.until)
+    if since is None and until is None:
+        return False
+    return (since is None or timestamp >= since) and (until is None or timestamp < until)

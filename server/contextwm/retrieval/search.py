@@ -1,0 +1,68 @@
+"""Hybrid search over one conversation's history or over every conversation of a namespace."""
+
+from __future__ import annotations
+
+from contextwm.conversations.validation import check_timestamp, namespace_of
+from contextwm.domain.checks import check_range
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.items import ItemState, ScoredItem
+from contextwm.retrieval.query import QueryReader
+from contextwm.retrieval.ranker import CANDIDATES, Ranker
+from contextwm.retrieval.requests import SearchOutcome, SearchRequest
+from contextwm.retrieval.timehints import TimeHint, strip_time_phrase
+from contextwm.window.window import Vector
+
+
+def search(
+    ranker: Ranker, reader: QueryReader, namespace: str, request: SearchRequest
+) -> SearchOutcome:
+    """The request's top_k hits, best first, across the conversations it names.
+
+    Raises:
+        InvalidArgument: bad options. NotFound: a named conversation that does not exist.
+    """
+    engine = ranker.engine
+    ns = namespace_of(namespace)
+    check_range("top_k", request.top_k, 1, engine.limits.max_top_k)
+    if not request.query.strip():
+        raise InvalidArgument("query is empty")
+    if request.as_of is not None:
+        check_timestamp("as_of", request.as_of)
+    if request.conversation_id:
+        runtimes = [engine.runtime(ns, request.conversation_id)]
+    else:
+        runtimes = [engine.runtime(ns, cid) for _, cid in engine.store.conversation_keys(ns)]
+    states = (
+        (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
+        if request.include_window
+        else (ItemState.ARCHIVED, ItemState.COMPACTED)
+    )
+    query = request.query.strip()
+    first_hint: TimeHint | None = None
+    query_vec_cache: dict[str, Vector] = {}
+    hits: list[ScoredItem] = []
+    for rt in runtimes:
+        engine.wait_indexed(rt)
+        hint = reader.hint(rt, query, request.as_of)
+        first_hint = first_hint or hint
+        text = strip_time_phrase(query, hint) if hint else query
+        if text not in query_vec_cache:
+            query_vec_cache[text] = reader.embed(text)
+        with rt.lock:
+            if rt.deleted:
+                continue
+            ranked = ranker.rank(
+                rt,
+                query_vec_cache[text],
+                text,
+                states=states,
+                threshold=ranker.threshold(rt, request.similarity_threshold, request.mode),
+                mode=request.mode,
+                hint=hint,
+                flt=request.filter,
+                limit=max(CANDIDATES, request.top_k),
+            )
+            scored = ranker.scored(rt, ranked[: request.top_k * 2], hint)
+        hits.extend(s for s in scored if request.filter.matches(s.item))
+    hits.sort(key=lambda s: (-s.score, s.item.conversation_id, s.item.seq))
+    return SearchOutcome(tuple(hits[: request.top_k]), first_hint)
