@@ -7,7 +7,11 @@ from collections.abc import Sequence
 import pytest
 from contextwm.adapters.tokens_bpe import BpeTokenCounter, token_counter
 from contextwm.agent_loop.active_context import ActiveContext, mask_placeholder
-from contextwm.agent_loop.truncation import TruncationStrategy, truncation_notice, truncation_range
+from contextwm.agent_loop.truncation_ranges import (
+    TruncationStrategy,
+    truncation_notice,
+    truncation_range,
+)
 from contextwm.domain.active import ActiveEntry, ActiveRow, ActiveTotals, Replacement, Treatment
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st

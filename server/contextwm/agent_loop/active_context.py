@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from contextwm.agent_loop.truncation import truncation_notice
+from contextwm.agent_loop.truncation_ranges import truncation_notice
 from contextwm.domain.active import (
     ActiveEntry,
     ActiveRow,

@@ -1,87 +1,76 @@
-"""Which rows of the active context a truncation removes (Cline's strategies), and its notice."""
+"""Truncation: rows after the first user/assistant pair leave the active context under a
+notice; the items stay stored and searchable."""
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextwm.agent_loop.compaction import usage_now
+from contextwm.agent_loop.truncation_ranges import TruncationStrategy, truncation_range
+from contextwm.agent_loop.usage import usage_of
+from contextwm.conversations.engine import ContextEngine
+from contextwm.domain.errors import FailedPrecondition, InvalidArgument
+from contextwm.domain.history import ContextEdit, EditKind, EventKind
+from contextwm.domain.usage import Usage
 
 
-class TruncationStrategy(enum.StrEnum):
-    """How much of the rows after the first user/assistant pair to remove (seed 003)."""
-
-    NONE = "none"  # everything after the first pair
-    LAST_TWO = "last_two"  # all but the last two rows
-    HALF = "half"  # about half of them
-    QUARTER = "quarter"  # about three quarters: a quarter is kept
+@dataclass(frozen=True, slots=True)
+class TruncateOutcome:
+    seqs: tuple[int, ...]
+    tokens_removed: int
+    usage: Usage
 
 
-def truncation_range(roles: Sequence[str], strategy: TruncationStrategy) -> range:
-    """The indices of the rows a truncation removes.
+def truncate(
+    engine: ContextEngine, namespace: str, conversation_id: str, strategy: str
+) -> TruncateOutcome:
+    """Removes rows after the first user/assistant pair from the active context.
 
-    The first user/assistant pair (the first "user" row and the first "assistant" row after
-    it, with the tool outputs right after that) is always kept, and removal starts right
-    after it; with no such pair nothing is removed. Of the `rest` rows after the pair, the
-    strategy removes a count by Cline's formulas (none: rest; last_two: rest - 2; half:
-    rest // 4 * 2; quarter: 3/4 of rest, rounded down to even). The end is then pulled
-    back until the result is well formed for LLM APIs: the last removed row is not "user"
-    (a request is never removed without its answer) and the first kept row after the range
-    is not "tool" (a tool output never loses the assistant turn that called it). That may
-    leave nothing to remove.
-
-    Args:
-        roles: the roles of the active context's remaining rows, in order.
-        strategy: how much to remove.
-
-    Returns:
-        A contiguous range of indices into roles; range(0) when nothing is removed.
+    Raises:
+        InvalidArgument: an unknown strategy. FailedPrecondition: nothing to remove.
     """
-    start = _after_first_pair(roles)
-    if start is None:
-        return range(0)
-    rest = len(roles) - start
-    if strategy is TruncationStrategy.NONE:
-        count = rest
-    elif strategy is TruncationStrategy.LAST_TWO:
-        count = max(rest - 2, 0)
-    elif strategy is TruncationStrategy.HALF:
-        count = (rest // 4) * 2
-    else:
-        count = ((rest * 3) // 4 // 2) * 2
-    end = start + count
-    # Whether a given end is acceptable depends on the end alone, so this finds the largest
-    # acceptable end not beyond the formula's (and a larger formula count never yields less).
-    while end > start and (roles[end - 1] == "user" or (end < len(roles) and roles[end] == "tool")):
-        end -= 1
-    return range(start, end) if end > start else range(0)
-
-
-def _after_first_pair(roles: Sequence[str]) -> int | None:
-    """The index just after the first user/assistant pair and the tool outputs that answer
-    its assistant turn (an API rejects a tool call whose output is missing), or None."""
     try:
-        user = roles.index("user")
-        end = roles.index("assistant", user + 1) + 1
+        how = TruncationStrategy(strategy.strip().lower())
     except ValueError:
-        return None
-    while end < len(roles) and roles[end] == "tool":
-        end += 1
-    return end
-
-
-def truncation_notice(items: int, tokens: int) -> str:
-    """The text shown in place of one contiguous run of removed items.
-
-    Args:
-        items: how many items the run holds.
-        tokens: their stored tokens.
-
-    Returns:
-        One line saying what was removed, that it is archived and searchable, and that the
-        first request was kept.
-    """
-    noun, verb = ("item", "was") if items == 1 else ("items", "were")
-    return (
-        f"[contextwm: {items:,} earlier {noun} ({tokens:,} tokens) {verb} removed here to keep "
-        "the context within its limit; they are archived and searchable. The first request "
-        "and the latest items are kept.]"
-    )
+        known = ", ".join(s.value for s in TruncationStrategy)
+        raise InvalidArgument(f"unknown truncation strategy {strategy!r}; known: {known}") from None
+    with engine.change(namespace, conversation_id) as change:
+        rt = change.rt
+        seqs = rt.active.item_seqs()
+        removed = tuple(seqs[i] for i in truncation_range(rt.active.item_roles(), how))
+        if not removed:
+            raise FailedPrecondition(
+                f"nothing to truncate with strategy {how.value}: the active context has"
+                f" {len(seqs)} items, and a truncation keeps its first user/assistant pair"
+                " and never separates a tool output from the turn that called it"
+            )
+        before = rt.active.totals()
+        in_window = [s for s in removed if rt.window.get(s) is not None]
+        now = engine.clock()
+        change.touch()
+        rt.active.truncate(removed)
+        after = rt.active.totals()
+        if after.tokens >= before.tokens:
+            raise FailedPrecondition(
+                f"truncating with strategy {how.value} would not make the active"
+                f" context smaller: its {len(removed)} items hold fewer tokens than"
+                " the notice that would replace them"
+            )
+        rt.reported = None
+        removed_tokens = after.truncated_tokens - before.truncated_tokens
+        edit = ContextEdit(
+            rt.last_edit + 1,
+            now,
+            EditKind.TRUNCATION,
+            removed,
+            tokens_saved=before.tokens - after.tokens,
+            detail=how.value,
+        )
+        change.emit(EventKind.TRUNCATION, edit)
+        change.emit(EventKind.USAGE, usage_of(rt, engine.models))
+        change.commit(
+            lambda events: engine.store.commit_truncation(rt.key, edit, in_window, events)
+        )
+        engine.vectors.archive(rt, in_window)
+        rt.last_edit += 1
+        return TruncateOutcome(removed, removed_tokens, usage_now(engine, rt))

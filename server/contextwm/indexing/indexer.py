@@ -59,7 +59,7 @@ class Indexer:
         # Items are embedded in id order, so a cursor spares rescanning embedded rows.
         self._cursor = 0
         self._thread = threading.Thread(target=self._run, name="contextwm-indexer", daemon=True)
-        engine.on_append = self._wake.set
+        engine.appends.on_append = self._wake.set
         engine.vector_waiters.on_wait = self._reader_waits.set
 
     def start(self) -> None:
@@ -87,7 +87,7 @@ class Indexer:
         for row, p in enumerate(pending):
             by_conversation[p.conversation_key].append(row)
         for key, rows in by_conversation.items():
-            engine.apply_vectors(key, [pending[r].seq for r in rows], vectors[rows])
+            engine.vectors.apply(key, [pending[r].seq for r in rows], vectors[rows])
         return len(pending)
 
     def prune_events(self) -> int:
@@ -99,7 +99,7 @@ class Indexer:
         last_save = last_maintain = last_prune = time.monotonic()
         while not self._stop.is_set():
             self._wake.clear()  # before the batch: a wake-up during it is not lost
-            started, appends_before = time.monotonic(), self._engine.appends_busy.seconds
+            started, appends_before = time.monotonic(), self._engine.appends.busy.seconds
             try:
                 done = self.run_once()
             except Exception:
@@ -122,7 +122,7 @@ class Indexer:
             else:
                 self.pace(
                     time.monotonic() - started,
-                    self._engine.appends_busy.seconds - appends_before,
+                    self._engine.appends.busy.seconds - appends_before,
                 )
 
     def pace(self, batch_seconds: float, append_seconds: float) -> float:
@@ -131,7 +131,7 @@ class Indexer:
         returns the seconds paused."""
         began = time.monotonic()
         deadline = began + pause_after(batch_seconds, append_seconds, self._busy_duty)
-        busy, waiters = self._engine.appends_busy, self._engine.vector_waiters
+        busy, waiters = self._engine.appends.busy, self._engine.vector_waiters
         while not self._stop.is_set():
             self._reader_waits.clear()
             left = deadline - time.monotonic()

@@ -9,7 +9,8 @@ from types import MappingProxyType
 from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from contextwm.conversations.engine import AppendedItem, ConversationInfo
+from contextwm.conversations.appends import AppendedItem
+from contextwm.conversations.engine import ConversationInfo
 from contextwm.domain.conversations import (
     ConversationSettings,
     ConversationState,

@@ -1,11 +1,15 @@
-"""Tests for contextwm.agent_loop.truncation: Cline's strategies, made well formed for LLM APIs."""
+"""Tests for contextwm.agent_loop.truncation_ranges: Cline's strategies, valid for LLM APIs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import pytest
-from contextwm.agent_loop.truncation import TruncationStrategy, truncation_notice, truncation_range
+from contextwm.agent_loop.truncation_ranges import (
+    TruncationStrategy,
+    truncation_notice,
+    truncation_range,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,0 +1,61 @@
+"""Watching a conversation: the kept events after a given one, then new ones as they are
+committed, with a gap event where kept events were already dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from contextwm.conversations.events import Subscription
+from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.domain.history import Event, EventKind
+from contextwm.ports.store import Store
+
+
+class Watch:
+    """Replays kept events after `after`, then yields new ones until closed."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], float],
+        rt: ConversationRuntime,
+        subscription: Subscription,
+        after: int,
+        current: int,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._rt = rt
+        self._subscription = subscription
+        self._after = after
+        self._current = current
+
+    def close(self) -> None:
+        self._subscription.close()
+
+    def __iter__(self) -> Iterator[Event]:
+        store = self._store
+        last = self._after
+        if self._current > last:
+            first = store.first_event_number(self._rt.key)
+            kept_from = first if first is not None else self._current + 1
+            if kept_from > last + 1:
+                missed = kept_from - 1 - last
+                yield Event(kept_from - 1, self._clock(), EventKind.GAP, missed)
+                last = kept_from - 1
+            while last < self._current and not self._subscription.closed.is_set():
+                page = store.events_after(self._rt.key, last, 500)
+                if not page:
+                    break
+                for event in page:
+                    if event.number > self._current:
+                        break
+                    yield event
+                    last = event.number
+                else:
+                    continue
+                break
+        for event in self._subscription:
+            if event.number > last:
+                yield event
+                last = event.number

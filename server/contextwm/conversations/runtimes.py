@@ -1,0 +1,178 @@
+"""The live conversation runtimes: loaded from the store on first use, reloaded from it (the
+truth) whenever memory may have drifted, and found by name or by store key."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from contextwm.agent_loop.active_context import ActiveContext
+from contextwm.agent_loop.ledger import Ledger
+from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.conversations.validation import check_conversation_id, namespace_of
+from contextwm.domain.active import Replacement
+from contextwm.domain.conversations import ConversationSettings, ConversationState
+from contextwm.domain.errors import NotFound
+from contextwm.domain.history import EditKind
+from contextwm.ports.store import ConversationRecord, Store
+from contextwm.ports.tokens import TokenCounter
+from contextwm.window.window import Window, WindowEntry
+
+log = logging.getLogger(__name__)
+
+
+class Runtimes:
+    """Thread-safe registry of the loaded runtimes; each runtime has its own lock."""
+
+    def __init__(
+        self,
+        store: Store,
+        counters: Callable[[str], TokenCounter],
+        model_name: str,
+        defaults: ConversationSettings,
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.counters = counters
+        self.model_name = model_name
+        self.defaults = defaults
+        self.clock = clock
+        self._by_name: dict[tuple[str, str], ConversationRuntime] = {}
+        self._by_key: dict[int, ConversationRuntime] = {}
+        # Also serialises creating a conversation with loading it.
+        self.lock = threading.Lock()
+
+    def get(
+        self, namespace: str, conversation_id: str, *, create: bool = False
+    ) -> ConversationRuntime:
+        """The live runtime of a conversation, loaded from the store on first use.
+
+        Raises:
+            NotFound: when it does not exist and create is False.
+        """
+        ns = namespace_of(namespace)
+        check_conversation_id(conversation_id)
+        with self.lock:
+            rt = self._by_name.get((ns, conversation_id))
+            if rt is not None:
+                return rt
+            record = self.store.get_conversation(ns, conversation_id)
+            if record is None:
+                if not create:
+                    raise NotFound(
+                        f"conversation {conversation_id!r} not found in namespace {ns!r}"
+                    )
+                record = self.store.create_conversation(
+                    ns, conversation_id, self.defaults, self.clock()
+                )
+            rt = self._load(record)
+            self._by_name[(ns, conversation_id)] = rt
+            self._by_key[rt.key] = rt
+            return rt
+
+    def by_key(self, key: int) -> ConversationRuntime | None:
+        """A loaded runtime by store key (the indexer's way in); None if not loaded."""
+        with self.lock:
+            return self._by_key.get(key)
+
+    def loaded(self) -> list[ConversationRuntime]:
+        with self.lock:
+            return list(self._by_name.values())
+
+    @contextmanager
+    def holding(self, rt: ConversationRuntime) -> Iterator[ConversationRuntime]:
+        """rt with its lock held, for reading or for a change that manages itself.
+
+        Raises:
+            NotFound: the conversation was deleted meanwhile.
+        """
+        with rt.lock:
+            if rt.deleted:
+                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+            yield rt
+
+    def forget(self, rt: ConversationRuntime) -> None:
+        """Drops a runtime from the registry: the next call loads the conversation afresh."""
+        with self.lock:
+            self._by_name.pop((rt.record.namespace, rt.record.conversation_id), None)
+            self._by_key.pop(rt.key, None)
+
+    def reload(self, rt: ConversationRuntime) -> None:
+        """Memory back to the store's truth, or out of the registry so that the next call
+        loads it afresh (rt.lock held)."""
+        try:
+            record = self.store.conversation_record(rt.key)
+            if record is None:
+                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+            self.fill(rt, record)
+        except Exception:
+            log.exception("reloading conversation %s failed; dropping it from memory", rt.key)
+            rt.deleted = True
+            self.forget(rt)
+
+    def _load(self, record: ConversationRecord) -> ConversationRuntime:
+        lock = threading.RLock()
+        settings = record.settings
+        counter = self.counters(settings.encoding)
+        rt = ConversationRuntime(
+            record=record,
+            window=Window([]),
+            token_limit=settings.window_max_tokens,
+            state=ConversationState.GENERAL,
+            last_seq=0,
+            first_ts=None,
+            last_ts=None,
+            pending=0,
+            total=0,
+            archived=0,
+            tokens=0,
+            lock=lock,
+            indexed=threading.Condition(lock),
+            active=ActiveContext(counter, mask_after_turns=settings.mask_tool_outputs_after_turns),
+            ledger=Ledger(),
+        )
+        self.fill(rt, record)
+        return rt
+
+    def fill(self, rt: ConversationRuntime, record: ConversationRecord) -> None:
+        """(Re)loads everything a runtime holds from the store, the truth: on first use, after
+        a checkpoint restore, and after a commit that failed half-way through memory."""
+        key = record.key
+        store = self.store
+        counter = self.counters(record.settings.encoding)
+        rt.record = record
+        rt.window = Window(
+            [WindowEntry(item, vec) for item, vec in store.window_items(key, self.model_name)]
+        )
+        rt.token_limit = record.token_limit or record.settings.window_max_tokens
+        rt.state = ConversationState(record.state)
+        rt.last_seq = record.last_seq
+        rt.first_ts, rt.last_ts = store.clock_bounds(key)
+        counts = store.counts(key, self.model_name)
+        rt.pending, rt.total, rt.archived = counts.pending_vectors, counts.total, counts.archived
+        rt.tokens = counts.tokens
+        rt.has_reverted = counts.reverted > 0
+        rt.index = None
+        rt.term_counts = {}
+        rt.active_start = record.active_start
+        rt.reported = record.reported
+        rt.last_event = record.last_event
+        rt.last_edit = store.max_edit_id(key)
+        rt.compactions = len(store.compactions(key, live_only=True))
+        rt.ledger = Ledger(store.facts(key))
+        rt.whole_copies = store.whole_file_copies(key)
+        edits = store.edits(key, live_only=True)
+        rt.replaced = {
+            e.seqs[0]: Replacement(e.seqs[0], e.detail, counter.count(e.detail))
+            for e in edits
+            if e.kind is EditKind.DUPLICATE_READ and record.settings.replace_duplicate_reads
+        }
+        truncated = [s for e in edits if e.kind is EditKind.TRUNCATION for s in e.seqs]
+        rt.active = ActiveContext(
+            counter, mask_after_turns=record.settings.mask_tool_outputs_after_turns
+        )
+        rt.active.reset(
+            store.active_entries(key, record.active_start), truncated, rt.replaced.values()
+        )

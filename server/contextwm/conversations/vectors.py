@@ -1,0 +1,147 @@
+"""Vectors of a conversation's items: placed where they belong when the indexer delivers them,
+the archive's index built or loaded on demand and saved when changed, and readers waiting for
+what was appended before they asked."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from contextwm.conversations.activity import VectorWaiters
+from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.conversations.runtimes import Runtimes
+from contextwm.ports.store import Store
+from contextwm.ports.vector_index import VectorIndexFiles
+from contextwm.window.window import Vector
+
+log = logging.getLogger(__name__)
+
+
+class Vectors:
+    """Thread-safe; every method takes the conversation's lock it needs."""
+
+    def __init__(
+        self,
+        store: Store,
+        runtimes: Runtimes,
+        index_files: VectorIndexFiles,
+        model_name: str,
+        *,
+        wait_seconds: float,
+    ) -> None:
+        self.store = store
+        self.runtimes = runtimes
+        self.index_files = index_files
+        self.model_name = model_name
+        self.wait_seconds = wait_seconds
+        # What the indexer paces itself by: readers waiting for vectors go first.
+        self.waiters = VectorWaiters()
+
+    def apply(self, key: int, seqs: Sequence[int], vectors: Vector) -> None:
+        """Stores freshly computed vectors and puts them where they belong: on the window
+        entry, or into the index for items already archived. Called by the indexer."""
+        rt = self.runtimes.by_key(key)
+        if rt is None:
+            record = self.store.conversation_record(key)
+            if record is None:
+                return  # deleted meanwhile
+            rt = self.runtimes.get(record.namespace, record.conversation_id)
+        with rt.lock:
+            if rt.deleted:
+                return
+            self.store.put_vectors(self.model_name, [(key, s) for s in seqs], vectors)
+            archived_ids: list[int] = []
+            archived_vecs: list[Vector] = []
+            outside = [s for s in seqs if rt.window.get(s) is None]
+            # Outside the window means archived or compacted, unless reverted.
+            reverted = self.store.reverted_among(rt.key, outside) if rt.has_reverted else set()
+            for seq, vec in zip(seqs, vectors, strict=True):
+                entry = rt.window.get(seq)
+                if entry is not None:
+                    entry.vector = vec
+                elif seq not in reverted:
+                    archived_ids.append(seq)
+                    archived_vecs.append(vec)
+            if archived_ids and rt.index is not None:
+                rt.index.add(archived_ids, np.stack(archived_vecs))
+                rt.index_dirty = True
+            rt.pending = max(0, rt.pending - len(seqs))
+            if rt.pending == 0:
+                rt.indexed.notify_all()
+
+    def wait_indexed(self, rt: ConversationRuntime) -> None:
+        """Read-your-writes for dense search: waits (bounded by wait_seconds) until the items
+        appended so far are embedded."""
+        if rt.pending == 0:
+            return
+        deadline = time.monotonic() + self.wait_seconds
+        with self.waiters.waiting(), rt.indexed:
+            while rt.pending > 0 and not rt.deleted:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                rt.indexed.wait(left)
+
+    def ensure_index(self, rt: ConversationRuntime) -> None:
+        """Makes rt.index hold exactly the archived and compacted embedded items (caller
+        holds rt.lock).
+
+        A saved file is used only when its ids equal what the store says; a missing, stale or
+        corrupt file is rebuilt from the stored vectors, which are the truth.
+        """
+        if rt.index is not None:
+            return
+        expected = self.store.archived_ids(rt.key, self.model_name)
+        index = self.index_files.load(rt.key)
+        if index is not None and np.array_equal(np.sort(index.ids()), expected):
+            rt.index = index
+            return
+        if index is not None:
+            log.warning(
+                "index of conversation %s is stale; rebuilding it from stored vectors", rt.key
+            )
+        index = self.index_files.new()
+        seqs, vectors = self.store.archived_vectors(rt.key, self.model_name)
+        index.add(seqs.tolist(), vectors)
+        rt.index = index
+        rt.index_dirty = True
+
+    def archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
+        """Moves committed evictions out of the window and into the index (rt.lock held).
+        Items whose vector has not arrived yet are indexed by the indexer when it does."""
+        rt.archived += len(seqs)
+        ids: list[int] = []
+        vectors: list[Vector] = []
+        for seq in seqs:
+            entry = rt.window.remove(seq)
+            if entry.vector is not None:
+                ids.append(seq)
+                vectors.append(entry.vector)
+        if ids and rt.index is not None:
+            rt.index.add(ids, np.stack(vectors))
+            rt.index_dirty = True
+
+    def save_indexes(self, rested: float = 0.0) -> int:
+        """Writes changed index files; returns how many were written.
+
+        Args:
+            rested: skip indexes searched less than this many seconds ago. Serialising a
+                100k-item index holds its conversation's lock for tens of milliseconds, which
+                a periodic save should not add to a busy conversation's latency.
+        """
+        written = 0
+        for rt in self.runtimes.loaded():
+            with rt.lock:
+                if rt.index is None or not rt.index_dirty or rt.deleted:
+                    continue
+                if time.monotonic() - rt.last_search < rested:
+                    continue
+                # Serialise under the lock (tens of ms at 100k items), write without it.
+                snapshot = rt.index.snapshot()
+                rt.index_dirty = False
+            self.index_files.save(rt.key, snapshot)
+            written += 1
+        return written
