@@ -1,0 +1,97 @@
+"""The unit of work: what a change commits is published, what fails is undone in memory, and
+a check that fails before memory changed costs no reload."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from contextwm.adapters.embedder_fake import HashingEmbedder
+from contextwm.adapters.faiss_index import FaissIndexFiles
+from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.conversations.engine import ContextEngine
+from contextwm.domain.conversations import SettingsPatch
+from contextwm.domain.history import EventKind
+from contextwm.domain.items import NewItem
+
+NS, CID = "default", "c"
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[ContextEngine]:
+    store = SqliteStore(tmp_path / "db.sqlite3")
+    embedder = HashingEmbedder(32)
+    engine = ContextEngine(
+        store,
+        embedder,
+        FaissIndexFiles(tmp_path / "indexes", embedder.dimension),
+        token_counter,
+        index_wait_seconds=0.0,
+    )
+    engine.create_conversation(NS, CID, SettingsPatch())
+    engine.append(NS, CID, [NewItem(role="user", content="first")])
+    yield engine
+    store.close()
+
+
+def test_a_commit_numbers_its_events_and_publishes_them_after_the_block(
+    engine: ContextEngine,
+) -> None:
+    rt = engine.runtime(NS, CID)
+    subscription = engine.events.subscribe(rt.key)
+    before = rt.last_event
+    with engine.change(NS, CID) as change:
+        change.emit(EventKind.EVICTION, (1,))
+        change.commit(lambda events: engine.store.record_events(rt.key, events))
+        assert rt.last_event == before + 1
+        assert change.committed[0].number == before + 1
+    published = next(iter(subscription))
+    subscription.close()
+    assert (published.number, published.kind) == (before + 1, EventKind.EVICTION)
+    assert engine.store.events_after(rt.key, before, 10)[0].number == before + 1
+
+
+def test_a_failed_write_leaves_memory_as_the_store_has_it_and_publishes_nothing(
+    engine: ContextEngine,
+) -> None:
+    rt = engine.runtime(NS, CID)
+    subscription = engine.events.subscribe(rt.key)
+    window, event = [e.item.seq for e in rt.window], rt.last_event
+
+    def fail(_: object) -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError), engine.change(NS, CID) as change:
+        change.touch()
+        rt.window.remove(1)  # memory changed, then the write fails
+        change.emit(EventKind.EVICTION, (1,))
+        change.commit(fail)
+    assert [e.item.seq for e in rt.window] == window
+    assert rt.last_event == event
+    engine.append(NS, CID, [NewItem(role="user", content="second")])
+    first = next(iter(subscription))  # the failed change's event never came
+    subscription.close()
+    assert (first.number, first.kind) == (event + 1, EventKind.USAGE)
+
+
+def test_a_check_that_fails_before_memory_changes_costs_no_reload(
+    engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reloads: list[int] = []
+    monkeypatch.setattr(engine.runtimes, "reload", lambda rt: reloads.append(rt.key))
+    with pytest.raises(ValueError), engine.change(NS, CID):
+        raise ValueError("refused")
+    assert reloads == []
+    with pytest.raises(ValueError), engine.change(NS, CID) as change:
+        change.touch()
+        raise ValueError("failed half-way")
+    assert reloads == [engine.runtime(NS, CID).key]
+
+
+def test_events_emitted_but_never_committed_are_a_bug_not_a_silent_loss(
+    engine: ContextEngine,
+) -> None:
+    with pytest.raises(RuntimeError, match="never committed"), engine.change(NS, CID) as c:
+        c.emit(EventKind.EVICTION, (1,))
