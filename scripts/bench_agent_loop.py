@@ -5,7 +5,7 @@ Measures, through the real `contextwm_client.Client` over loopback against a
 `contextwm serve` subprocess (port 0, fresh temp data dir, the bundled MiniLM model):
 
 1. a generated agent session of --items items (default 10,000: user requests, assistant
-   turns, tool outputs, whole-file reads that re-read files) appended with append_many, with a
+   turns, tool outputs, whole-file reads that re-read files) appended with append_batch, with a
    context limit so large that nothing is compacted on its own; timing starts once every
    item is embedded, so the indexer does not compete;
 2. GetUsage p50/p99 (with and without a reported provider count), GetActiveContext p50/p99
@@ -136,7 +136,7 @@ def load(client: Client, cid: str, items: list[NewItem], *, optimise: bool) -> N
         ),
     )
     for start in range(0, len(items), 1000):
-        client.append_many(cid, items[start : start + 1000])
+        client.append_batch(cid, items[start : start + 1000])
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ Measures, through the real `contextwm_client.Client` over loopback against a
 1. a workspace W: a git copy of this repository's server/ and client/ sources (about 100 files),
    committed, then a few files edited so their diffs against HEAD are the working files' form;
 2. a session of --items items (user requests, assistant turns, whole-file reads of W's files)
-   appended with append_many; timing starts once every item is embedded;
+   appended with append_batch; timing starts once every item is embedded;
 3. GetContext p50/p99 at --max-tokens for the same queries: without categories (the recent /
    history split), and with categories (all four contributors: project docs, the codebase
    map with tree-sitter symbols, up to 10 working files with git diffs, retrieval); the first
@@ -104,7 +104,7 @@ def main() -> None:
         server = ServerProcess(tmp / "data", extra_args=["--workspace", str(workspace)])
         with server, Client(server.target) as client:
             for start in range(0, len(items), 500):
-                client.append_many("s", items[start : start + 500])
+                client.append_batch("s", items[start : start + 500])
             wait_embedded(client, ["s"])
             gen = TextGenerator(args.seed + 1)
             queries = [gen.query() for _ in range(args.calls)]

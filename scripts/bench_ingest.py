@@ -12,7 +12,7 @@ Measures, in one run:
    against a `contextwm serve` subprocess (port 0, fresh temp data dir) over loopback;
    ack latency p50/p99 of every call, and sustained ingest = items / (time from the first
    append until `get_conversation().pending_embeddings` is 0 for every conversation);
-3. the batched path: `Client.append_many` with batches of 100, ack latency per batch and
+3. the batched path: `Client.append_batch` with batches of 100, ack latency per batch and
    its sustained rate, after the single-append backlog has drained.
 
 Texts: seeded random templates over a dozen topics, about 40 cl100k tokens each.
@@ -89,9 +89,9 @@ def parse_args() -> argparse.Namespace:
         "--batched-items",
         type=int,
         default=5000,
-        help="items appended through append_many (0 skips the batched phase)",
+        help="items appended through append_batch (0 skips the batched phase)",
     )
-    p.add_argument("--batch-size", type=int, default=100, help="items per append_many call")
+    p.add_argument("--batch-size", type=int, default=100, help="items per append_batch call")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument(
         "--quick",
@@ -176,7 +176,7 @@ def client_worker(
                         for j, (text, role) in enumerate(items[start : start + batch_size])
                     ]
                     t0 = time.perf_counter()
-                    result_b = client.append_many(cid, batch)
+                    result_b = client.append_batch(cid, batch)
                     latencies.append((time.perf_counter() - t0) * 1000)
                     evicted += len(result_b.evicted_seqs)
                     calls += 1
@@ -270,7 +270,7 @@ def main() -> int:
     server = ServerProcess(data_dir).start()
     log(f"server pid {server.pid} port {server.port} up in {server.start_seconds:.1f} s")
     single = Phase("append x1", args.items)
-    batched = Phase(f"append_many x{args.batch_size}", args.batched_items)
+    batched = Phase(f"append_batch x{args.batch_size}", args.batched_items)
     try:
         # Loads the server's model and tokenizer caches outside the timed phases.
         with Client(server.target, timeout=120.0) as client:

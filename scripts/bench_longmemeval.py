@@ -289,7 +289,7 @@ def replay(client: Client, haystacks: Sequence[Haystack]) -> float:
             for i in stored(h)
         ]
         for start in range(0, len(items), BATCH):
-            client.append_many(f"lme-{h.question.qid}", items[start : start + BATCH])
+            client.append_batch(f"lme-{h.question.qid}", items[start : start + BATCH])
     log(f"appended {sum(len(h.turns) for h in haystacks)} turns; waiting for embeddings")
     for h in haystacks:
         while client.get_conversation(f"lme-{h.question.qid}").pending_embeddings > 0:

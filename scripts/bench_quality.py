@@ -14,7 +14,7 @@ turns must come back.
 
 The benchmark starts the real server in-process (gRPC on port 0, a temporary data directory,
 default conversation settings: a window of 8000 tokens / 100 items, so most of a conversation
-is archived), ingests every conversation through ``append_many`` in batches of 100, waits until
+is archived), ingests every conversation through ``append_batch`` in batches of 100, waits until
 every item is embedded, then asks every question through ``get_context`` at each token budget
 and in each mode:
 
@@ -154,7 +154,7 @@ def ingest(client: Client, convs: Sequence[BenchConversation], run: Run) -> None
             for it in bench_ingest_items(conv)
         ]
         for start in range(0, len(items), BATCH):
-            client.append_many(conv.conversation_id, items[start : start + BATCH])
+            client.append_batch(conv.conversation_id, items[start : start + BATCH])
         run.items += len(items)
     run.append_seconds = time.perf_counter() - began
     log(f"appended {run.items} items in {run.append_seconds:.1f} s; waiting for embeddings")

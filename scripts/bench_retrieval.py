@@ -403,7 +403,7 @@ def main() -> int:
                             else ("assistant")
                         )
                         items.append(NewItem(content=gen.text(role)[0], role=role))
-                    client.append_many(cid, items)
+                    client.append_batch(cid, items)
             api_windows = [c.conversation_ids[0] for c in cases if c.window_via_api]
             log(f"waiting for the window items of {api_windows} to be embedded")
             wait_embedded(client, api_windows)

@@ -1,8 +1,10 @@
 """Typed Python client (sync and asyncio) for the contextwm context window manager.
 
-Needs grpcio and protobuf only. `Client` and `AsyncClient` wrap the generated stubs; results
-are frozen dataclasses; failed calls raise `ContextWMError` subclasses. `watch` returns an
-`EventStream` (`AsyncEventStream`) that ends quietly when cancelled.
+Needs grpcio and protobuf only. `Client` and `AsyncClient` (generated from `Client`) wrap the
+generated stubs, which are public as `contextwm_client.v1`; results are frozen dataclasses;
+failed calls raise `ContextWMError` subclasses. `watch` returns an `EventStream`
+(`AsyncEventStream`) that ends quietly when cancelled. The vocabularies of the wire (roles,
+flags, states, ...) are `Literal` types such as `Role` and `ItemState`.
 """
 
 from contextwm_client._aio import AsyncClient
@@ -60,6 +62,24 @@ from contextwm_client._types import (
     Usage,
     WindowStats,
 )
+from contextwm_client._vocabulary import (
+    Category,
+    ContributorType,
+    ConversationState,
+    EditKind,
+    EventKind,
+    FactKind,
+    FileKind,
+    Flag,
+    ItemKind,
+    ItemState,
+    RetrievalMode,
+    Role,
+    Treatment,
+    TruncationStrategy,
+    Unspecified,
+    UsageSource,
+)
 
 __all__ = [
     "ActiveContext",
@@ -71,6 +91,7 @@ __all__ = [
     "AppendedItem",
     "AsyncClient",
     "AsyncEventStream",
+    "Category",
     "CategoryAllocation",
     "CategoryBudget",
     "CategoryOptions",
@@ -81,17 +102,26 @@ __all__ = [
     "ContextEdit",
     "ContextWMError",
     "ContributorPiece",
+    "ContributorType",
     "Conversation",
     "ConversationSettings",
+    "ConversationState",
     "DeadlineExceededError",
+    "EditKind",
     "EnhancedContext",
     "Event",
+    "EventKind",
     "EventStream",
+    "FactKind",
     "FailedPreconditionError",
+    "FileKind",
     "FileRef",
+    "Flag",
     "InternalError",
     "InvalidArgumentError",
     "Item",
+    "ItemKind",
+    "ItemState",
     "LedgerFact",
     "NewItem",
     "NotFoundError",
@@ -101,17 +131,23 @@ __all__ = [
     "RequestCancelledError",
     "ResourceExhaustedError",
     "RestoreResult",
+    "RetrievalMode",
+    "Role",
     "ScoreParts",
     "ScoredItem",
     "ScoringWeights",
     "SearchResult",
     "TimeRange",
     "TokenAccount",
+    "Treatment",
     "TruncateResult",
+    "TruncationStrategy",
     "UnauthenticatedError",
     "UnavailableError",
     "UnexpectedStatusError",
+    "Unspecified",
     "Usage",
+    "UsageSource",
     "WindowStats",
     "map_rpc_error",
 ]

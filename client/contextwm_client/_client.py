@@ -1,8 +1,14 @@
-"""The synchronous client: typed methods over the generated ContextService stub."""
+"""The synchronous client: typed methods over the generated ContextService stub.
+
+This module is also the source of the asyncio client: scripts/gen_async_client rewrites it
+into _aio.py (`def` to `async def`, calls to awaited calls, `Client` to `AsyncClient`, ...),
+so the two cannot drift. Write code here that those rewrites turn into correct asyncio code;
+a test regenerates _aio.py and fails on any difference.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -29,9 +35,8 @@ from contextwm_client._convert import (
     from_proto_truncate_response,
     from_proto_usage,
 )
+from contextwm_client._deprecation import renamed_argument, warn_renamed
 from contextwm_client._exceptions import map_rpc_error
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
 from contextwm_client._streams import EventStream
 from contextwm_client._types import (
     ActiveContext,
@@ -54,7 +59,10 @@ from contextwm_client._types import (
     TruncateResult,
     Usage,
 )
+from contextwm_client._vocabulary import Flag, ItemState, RetrievalMode, Role, TruncationStrategy
+from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
+_Request = TypeVar("_Request", bound=Message)
 _Response = TypeVar("_Response", bound=Message)
 
 
@@ -97,7 +105,7 @@ class Client:
         self._metadata = tuple(metadata)
 
     def close(self) -> None:
-        """Closes the channel; later calls fail. Closing twice is harmless."""
+        """Closes the channel, cancelling calls in flight. Closing twice is harmless."""
         self._channel.close()
 
     def __enter__(self) -> Self:
@@ -115,20 +123,13 @@ class Client:
         return self._namespace if namespace is None else namespace
 
     def _invoke(
-        self,
-        rpc: Callable[..., Any],
-        request: Message,
-        response_type: type[_Response],
+        self, rpc: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request
     ) -> _Response:
         # The one place where gRPC errors become ContextWMError, for every method.
         try:
-            response = rpc(request, timeout=self._timeout, metadata=self._metadata or None)
+            return rpc(request, timeout=self._timeout, metadata=self._metadata or None)
         except grpc.RpcError as exc:
             raise map_rpc_error(exc) from exc
-        # The stub is untyped; this check gives the response its type.
-        if not isinstance(response, response_type):
-            raise TypeError(f"expected {response_type.__name__}, got {type(response).__name__}")
-        return response
 
     # ------------------------------------------------------------ conversations
 
@@ -157,7 +158,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.create_conversation(self._ns(namespace), conversation_id, settings)
-        response = self._invoke(self._stub.CreateConversation, request, pb.Conversation)
+        response = self._invoke(self._stub.CreateConversation, request)
         return from_proto_conversation(response)
 
     def get_conversation(
@@ -177,7 +178,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.get_conversation(self._ns(namespace), conversation_id)
-        response = self._invoke(self._stub.GetConversation, request, pb.Conversation)
+        response = self._invoke(self._stub.GetConversation, request)
         return from_proto_conversation(response)
 
     def list_conversations(
@@ -198,7 +199,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.list_conversations(self._ns(namespace), page_size, page_token)
-        response = self._invoke(self._stub.ListConversations, request, pb.ListConversationsResponse)
+        response = self._invoke(self._stub.ListConversations, request)
         return from_proto_list_conversations_response(response)
 
     def iter_conversations(self, *, namespace: str | None = None) -> Iterator[Conversation]:
@@ -216,7 +217,7 @@ class Client:
         page_token = ""
         while True:
             page = self.list_conversations(page_token=page_token, namespace=namespace)
-            yield from page.items
+            yield from page.entries
             if not page.next_page_token:
                 return
             page_token = page.next_page_token
@@ -246,7 +247,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.update_conversation(self._ns(namespace), conversation_id, settings)
-        response = self._invoke(self._stub.UpdateConversation, request, pb.Conversation)
+        response = self._invoke(self._stub.UpdateConversation, request)
         return from_proto_conversation(response)
 
     def delete_conversation(self, conversation_id: str, *, namespace: str | None = None) -> int:
@@ -264,9 +265,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.delete_conversation(self._ns(namespace), conversation_id)
-        response = self._invoke(
-            self._stub.DeleteConversation, request, pb.DeleteConversationResponse
-        )
+        response = self._invoke(self._stub.DeleteConversation, request)
         return response.deleted_items
 
     # ------------------------------------------------------------ items
@@ -276,9 +275,9 @@ class Client:
         conversation_id: str,
         content: str,
         *,
-        role: str = "user",
+        role: Role = "user",
         timestamp: datetime | None = None,
-        flags: Sequence[str] = (),
+        flags: Sequence[Flag] = (),
         metadata: Mapping[str, str] | None = None,
         file: FileRef | None = None,
         idempotency_key: str | None = None,
@@ -314,29 +313,50 @@ class Client:
             idempotency_key=idempotency_key,
         )
         request = _requests.append(self._ns(namespace), conversation_id, item)
-        response = self._invoke(self._stub.Append, request, pb.AppendResponse)
+        response = self._invoke(self._stub.Append, request)
         return from_proto_append_response(response)
 
-    def append_many(
-        self, conversation_id: str, items: Sequence[NewItem], *, namespace: str | None = None
+    def append_batch(
+        self,
+        conversation_id: str,
+        items: Sequence[NewItem | Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
     ) -> AppendBatchResult:
-        """Appends a batch of items, all or nothing.
+        """Appends a batch of items, all or nothing (the AppendBatch call).
 
         Args:
             conversation_id: The conversation (created with defaults if missing).
-            items: The items, in order.
+            items: The items, in order: `NewItem`s, or dicts of NewItem's fields such as
+                `{"role": "user", "content": "..."}` (the shape `as_message()` returns).
             namespace: Namespace; None uses the client's.
 
         Returns:
             One result per item in order, the evicted seqs and the window.
 
         Raises:
+            TypeError: An item is neither a NewItem nor such a dict (checked before the call;
+                the message names its index and type).
             InvalidArgumentError: An item is invalid; nothing was appended.
             ContextWMError: Any other failure of the call.
         """
         request = _requests.append_batch(self._ns(namespace), conversation_id, items)
-        response = self._invoke(self._stub.AppendBatch, request, pb.AppendBatchResponse)
+        response = self._invoke(self._stub.AppendBatch, request)
         return from_proto_append_batch_response(response)
+
+    def append_many(
+        self,
+        conversation_id: str,
+        items: Sequence[NewItem | Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+    ) -> AppendBatchResult:
+        """Deprecated name of `append_batch`, kept for one release: warns, then calls it.
+
+        Arguments, result and errors are `append_batch`'s.
+        """
+        warn_renamed("Client.append_many", "Client.append_batch")
+        return self.append_batch(conversation_id, items, namespace=namespace)
 
     def pin(self, conversation_id: str, seq: int, *, namespace: str | None = None) -> Item:
         """Pins an item: it is evicted only when nothing else is left.
@@ -354,7 +374,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.pin(self._ns(namespace), conversation_id, seq)
-        return from_proto_item(self._invoke(self._stub.Pin, request, pb.Item))
+        return from_proto_item(self._invoke(self._stub.Pin, request))
 
     def unpin(self, conversation_id: str, seq: int, *, namespace: str | None = None) -> Item:
         """Clears an item's pinned flag.
@@ -372,7 +392,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.pin(self._ns(namespace), conversation_id, seq)
-        return from_proto_item(self._invoke(self._stub.Unpin, request, pb.Item))
+        return from_proto_item(self._invoke(self._stub.Unpin, request))
 
     def list_items(
         self,
@@ -380,7 +400,7 @@ class Client:
         *,
         page_size: int = 100,
         page_token: str = "",
-        states: Sequence[str] = (),
+        states: Sequence[ItemState] = (),
         namespace: str | None = None,
     ) -> Page[Item]:
         """Lists one page of a conversation's items in seq order.
@@ -404,11 +424,15 @@ class Client:
         request = _requests.list_items(
             self._ns(namespace), conversation_id, page_size, page_token, states
         )
-        response = self._invoke(self._stub.ListItems, request, pb.ListItemsResponse)
+        response = self._invoke(self._stub.ListItems, request)
         return from_proto_list_items_response(response)
 
     def iter_items(
-        self, conversation_id: str, *, states: Sequence[str] = (), namespace: str | None = None
+        self,
+        conversation_id: str,
+        *,
+        states: Sequence[ItemState] = (),
+        namespace: str | None = None,
     ) -> Iterator[Item]:
         """Iterates over a conversation's items in seq order, fetching pages as needed.
 
@@ -429,7 +453,7 @@ class Client:
             page = self.list_items(
                 conversation_id, page_token=page_token, states=states, namespace=namespace
             )
-            yield from page.items
+            yield from page.entries
             if not page.next_page_token:
                 return
             page_token = page.next_page_token
@@ -446,7 +470,7 @@ class Client:
         similarity_threshold: float | None = None,
         max_history_items: int | None = None,
         include_neighbors: bool | None = None,
-        mode: str | None = None,
+        mode: RetrievalMode | None = None,
         time_hints: bool | None = None,
         categories: CategoryOptions | bool | None = None,
         as_of: datetime | None = None,
@@ -501,7 +525,7 @@ class Client:
             categories=categories,
             as_of=as_of,
         )
-        response = self._invoke(self._stub.GetContext, request, pb.EnhancedContext)
+        response = self._invoke(self._stub.GetContext, request)
         return from_proto_enhanced_context(response)
 
     def search(
@@ -511,12 +535,12 @@ class Client:
         conversation_id: str | None = None,
         top_k: int = 10,
         include_window: bool = False,
-        roles: Sequence[str] = (),
-        flags: Sequence[str] = (),
+        roles: Sequence[Role] = (),
+        flags: Sequence[Flag] = (),
         since: datetime | None = None,
         until: datetime | None = None,
         metadata: Mapping[str, str] | None = None,
-        mode: str | None = None,
+        mode: RetrievalMode | None = None,
         similarity_threshold: float | None = None,
         as_of: datetime | None = None,
         namespace: str | None = None,
@@ -562,7 +586,7 @@ class Client:
             similarity_threshold=similarity_threshold,
             as_of=as_of,
         )
-        response = self._invoke(self._stub.Search, request, pb.SearchResponse)
+        response = self._invoke(self._stub.Search, request)
         return from_proto_search_response(response)
 
     # ------------------------------------------------------------ agent loop
@@ -572,8 +596,9 @@ class Client:
         conversation_id: str,
         *,
         reported_input_tokens: int | None = None,
-        reported_cache_read_tokens: int = 0,
+        reported_cache_read_input_tokens: int = 0,
         namespace: str | None = None,
+        reported_cache_read_tokens: int | None = None,
     ) -> Usage:
         """Returns the active context's size against the model's limit.
 
@@ -584,27 +609,34 @@ class Client:
             conversation_id: The conversation.
             reported_input_tokens: The provider's input-token count of the last response;
                 None sends no report. The server keeps it until the active context shrinks.
-            reported_cache_read_tokens: The provider's cache-read input tokens of the same
+            reported_cache_read_input_tokens: The provider's cache-read input tokens of the same
                 response (sent with reported_input_tokens only).
             namespace: Namespace; None uses the client's.
+            reported_cache_read_tokens: Deprecated name of reported_cache_read_input_tokens,
+                kept for one release (warns).
 
         Returns:
             The usage, with the summary request when it is time to compact.
 
         Raises:
-            ValueError: reported_cache_read_tokens without reported_input_tokens (checked
-                before the call).
+            TypeError: Both names of the cache-read count are given.
+            ValueError: A cache-read count without reported_input_tokens (checked before the
+                call).
             NotFoundError: No such conversation.
             InvalidArgumentError: A negative count.
             ContextWMError: Any other failure of the call.
         """
-        request = _requests.get_usage(
-            self._ns(namespace),
-            conversation_id,
-            reported_input_tokens,
+        cache_read_input_tokens = renamed_argument(
+            "reported_cache_read_tokens",
             reported_cache_read_tokens,
+            "reported_cache_read_input_tokens",
+            reported_cache_read_input_tokens,
+            default=0,
         )
-        return from_proto_usage(self._invoke(self._stub.GetUsage, request, pb.Usage))
+        request = _requests.get_usage(
+            self._ns(namespace), conversation_id, reported_input_tokens, cache_read_input_tokens
+        )
+        return from_proto_usage(self._invoke(self._stub.GetUsage, request))
 
     def get_active_context(
         self,
@@ -636,7 +668,7 @@ class Client:
         request = _requests.get_active_context(
             self._ns(namespace), conversation_id, page_size, page_token
         )
-        response = self._invoke(self._stub.GetActiveContext, request, pb.ActiveContext)
+        response = self._invoke(self._stub.GetActiveContext, request)
         return from_proto_active_context(response)
 
     def iter_active_context(
@@ -692,11 +724,11 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.compact(self._ns(namespace), conversation_id, summary)
-        response = self._invoke(self._stub.Compact, request, pb.CompactResponse)
+        response = self._invoke(self._stub.Compact, request)
         return from_proto_compact_response(response)
 
     def truncate(
-        self, conversation_id: str, strategy: str, *, namespace: str | None = None
+        self, conversation_id: str, strategy: TruncationStrategy, *, namespace: str | None = None
     ) -> TruncateResult:
         """Removes items from the active context by a strategy; they are archived, not deleted.
 
@@ -717,7 +749,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.truncate(self._ns(namespace), conversation_id, strategy)
-        response = self._invoke(self._stub.Truncate, request, pb.TruncateResponse)
+        response = self._invoke(self._stub.Truncate, request)
         return from_proto_truncate_response(response)
 
     def create_checkpoint(
@@ -740,7 +772,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.create_checkpoint(self._ns(namespace), conversation_id, name)
-        response = self._invoke(self._stub.CreateCheckpoint, request, pb.Checkpoint)
+        response = self._invoke(self._stub.CreateCheckpoint, request)
         return from_proto_checkpoint(response)
 
     def list_checkpoints(
@@ -760,7 +792,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.list_checkpoints(self._ns(namespace), conversation_id)
-        response = self._invoke(self._stub.ListCheckpoints, request, pb.ListCheckpointsResponse)
+        response = self._invoke(self._stub.ListCheckpoints, request)
         return from_proto_list_checkpoints_response(response)
 
     def restore_checkpoint(
@@ -784,7 +816,7 @@ class Client:
             ContextWMError: Any other failure of the call.
         """
         request = _requests.restore_checkpoint(self._ns(namespace), conversation_id, name)
-        response = self._invoke(self._stub.RestoreCheckpoint, request, pb.RestoreCheckpointResponse)
+        response = self._invoke(self._stub.RestoreCheckpoint, request)
         return from_proto_restore_checkpoint_response(response)
 
     def list_context_edits(
@@ -817,7 +849,7 @@ class Client:
         request = _requests.list_context_edits(
             self._ns(namespace), conversation_id, page_size, page_token
         )
-        response = self._invoke(self._stub.ListContextEdits, request, pb.ListContextEditsResponse)
+        response = self._invoke(self._stub.ListContextEdits, request)
         return from_proto_list_context_edits_response(response)
 
     def iter_context_edits(
@@ -841,7 +873,7 @@ class Client:
             page = self.list_context_edits(
                 conversation_id, page_size=page_size, page_token=page_token, namespace=namespace
             )
-            yield from page.items
+            yield from page.entries
             if not page.next_page_token:
                 return
             page_token = page.next_page_token
@@ -856,6 +888,9 @@ class Client:
     ) -> EventStream:
         """Streams a conversation's events as they happen, until cancelled.
 
+        Returns the stream at once, to be used as in
+        `with client.watch(cid) as events: for event in events: ...`.
+
         The server first replays the kept events after after_event_id (one hour by default),
         then streams new ones. Unlike the other methods, a watch has no deadline unless one
         is given: the client's timeout does not apply.
@@ -868,8 +903,9 @@ class Client:
             namespace: Namespace; None uses the client's.
 
         Returns:
-            The stream: iterate over it for `Event`s; use it as a context manager or call
-            `cancel()` to stop it. A "gap" event says how many events retention dropped.
+            The stream of `Event`s: iterating over it gives them, in order.
+            Use it as a context manager or call `cancel()` to stop it.
+            A "gap" event says how many events retention dropped.
 
         Raises:
             NotFoundError: No such conversation (raised during iteration).

@@ -1,21 +1,22 @@
 """Conversions between the client's value types and the generated protobuf messages.
 
 `to_proto_x` builds the message `x` (named after the proto message, snake_case) from a value,
-`from_proto_x` reads it back. Both directions exist for every value type so that round trips
-can be tested and fakes can answer with real messages. Proto3 `optional` fields and message
-fields are read with `HasField`, so "unset" comes back as None rather than as 0 or "".
+`from_proto_x` reads it back. Only the directions the clients use live here: requests are
+built, responses read. (The tests hold the other directions, for round trips and fakes.)
+Proto3 `optional` fields and message fields are read with `HasField`, so "unset" comes back as
+None rather than as 0 or "". Strings of a vocabulary are passed on as the server sent them,
+typed with their `Literal` (see `_vocabulary`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Final, TypeVar, cast
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._types import (
     ActiveContext,
     ActiveEntry,
@@ -52,52 +53,80 @@ from contextwm_client._types import (
     Usage,
     WindowStats,
 )
+from contextwm_client._vocabulary import (
+    Category,
+    ContributorType,
+    ConversationState,
+    EditKind,
+    EventKind,
+    FactKind,
+    FileKind,
+    Flag,
+    ItemKind,
+    ItemState,
+    RetrievalMode,
+    Role,
+    Treatment,
+    Unspecified,
+    UsageSource,
+)
+from contextwm_client.v1 import contextwm_pb2 as pb
 
-_UNSPECIFIED = "unspecified"
-_MESSAGE_KIND = "message"
+N = TypeVar("N", bound=str)
+E = TypeVar("E", bound=int)
+V = TypeVar("V")
+
+_UNSPECIFIED: Final = "unspecified"
+_MESSAGE_KIND: Final = "message"
+
+
+def _by_name(pairs: Iterable[tuple[N, E]]) -> Mapping[str, E]:
+    return {name: number for name, number in pairs}
+
+
+def _by_number(pairs: Iterable[tuple[N, E]]) -> Mapping[int, N]:
+    return {number: name for name, number in pairs}
+
 
 # The lower-case names the client uses for the proto enums ("_UNSPECIFIED" has none: it means
 # "not set"). A test checks that every proto value is listed.
-_ITEM_STATES: Mapping[str, pb.ItemState] = {
-    "window": pb.ITEM_STATE_WINDOW,
-    "archived": pb.ITEM_STATE_ARCHIVED,
-    "compacted": pb.ITEM_STATE_COMPACTED,
-    "reverted": pb.ITEM_STATE_REVERTED,
-}
-_CONVERSATION_STATES: Mapping[str, pb.ConversationState] = {
-    "general": pb.CONVERSATION_STATE_GENERAL,
-    "coding": pb.CONVERSATION_STATE_CODING,
-    "debugging": pb.CONVERSATION_STATE_DEBUGGING,
-    "research": pb.CONVERSATION_STATE_RESEARCH,
-}
-_RETRIEVAL_MODES: Mapping[str, pb.RetrievalMode] = {
-    "hybrid": pb.RETRIEVAL_MODE_HYBRID,
-    "dense": pb.RETRIEVAL_MODE_DENSE,
-    "lexical": pb.RETRIEVAL_MODE_LEXICAL,
-}
-_CATEGORIES: Mapping[str, pb.Category] = {
-    "system": pb.CATEGORY_SYSTEM,
-    "context": pb.CATEGORY_CONTEXT,
-    "dialog": pb.CATEGORY_DIALOG,
-    "system_output": pb.CATEGORY_SYSTEM_OUTPUT,
-}
-_CONTRIBUTOR_TYPES: Mapping[str, pb.ContributorType] = {
-    "working_files": pb.CONTRIBUTOR_TYPE_WORKING_FILES,
-    "retrieval": pb.CONTRIBUTOR_TYPE_RETRIEVAL,
-    "codebase_map": pb.CONTRIBUTOR_TYPE_CODEBASE_MAP,
-    "project_docs": pb.CONTRIBUTOR_TYPE_PROJECT_DOCS,
-}
-_ITEM_STATE_NAMES: Mapping[int, str] = {number: name for name, number in _ITEM_STATES.items()}
-_CONVERSATION_STATE_NAMES: Mapping[int, str] = {
-    number: name for name, number in _CONVERSATION_STATES.items()
-}
-_CATEGORY_NAMES: Mapping[int, str] = {number: name for name, number in _CATEGORIES.items()}
-_CONTRIBUTOR_TYPE_NAMES: Mapping[int, str] = {
-    number: name for name, number in _CONTRIBUTOR_TYPES.items()
-}
-
-E = TypeVar("E")
-V = TypeVar("V")
+_ITEM_STATE_PAIRS: tuple[tuple[ItemState, pb.ItemState.ValueType], ...] = (
+    ("window", pb.ITEM_STATE_WINDOW),
+    ("archived", pb.ITEM_STATE_ARCHIVED),
+    ("compacted", pb.ITEM_STATE_COMPACTED),
+    ("reverted", pb.ITEM_STATE_REVERTED),
+)
+_CONVERSATION_STATE_PAIRS: tuple[tuple[ConversationState, pb.ConversationState.ValueType], ...] = (
+    ("general", pb.CONVERSATION_STATE_GENERAL),
+    ("coding", pb.CONVERSATION_STATE_CODING),
+    ("debugging", pb.CONVERSATION_STATE_DEBUGGING),
+    ("research", pb.CONVERSATION_STATE_RESEARCH),
+)
+_RETRIEVAL_MODE_PAIRS: tuple[tuple[RetrievalMode, pb.RetrievalMode.ValueType], ...] = (
+    ("hybrid", pb.RETRIEVAL_MODE_HYBRID),
+    ("dense", pb.RETRIEVAL_MODE_DENSE),
+    ("lexical", pb.RETRIEVAL_MODE_LEXICAL),
+)
+_CATEGORY_PAIRS: tuple[tuple[Category, pb.Category.ValueType], ...] = (
+    ("system", pb.CATEGORY_SYSTEM),
+    ("context", pb.CATEGORY_CONTEXT),
+    ("dialog", pb.CATEGORY_DIALOG),
+    ("system_output", pb.CATEGORY_SYSTEM_OUTPUT),
+)
+_CONTRIBUTOR_TYPE_PAIRS: tuple[tuple[ContributorType, pb.ContributorType.ValueType], ...] = (
+    ("working_files", pb.CONTRIBUTOR_TYPE_WORKING_FILES),
+    ("retrieval", pb.CONTRIBUTOR_TYPE_RETRIEVAL),
+    ("codebase_map", pb.CONTRIBUTOR_TYPE_CODEBASE_MAP),
+    ("project_docs", pb.CONTRIBUTOR_TYPE_PROJECT_DOCS),
+)
+_ITEM_STATES = _by_name(_ITEM_STATE_PAIRS)
+_RETRIEVAL_MODES = _by_name(_RETRIEVAL_MODE_PAIRS)
+_CATEGORIES = _by_name(_CATEGORY_PAIRS)
+_CONTRIBUTOR_TYPES = _by_name(_CONTRIBUTOR_TYPE_PAIRS)
+_ITEM_STATE_NAMES = _by_number(_ITEM_STATE_PAIRS)
+_CONVERSATION_STATE_NAMES = _by_number(_CONVERSATION_STATE_PAIRS)
+_CATEGORY_NAMES = _by_number(_CATEGORY_PAIRS)
+_CONTRIBUTOR_TYPE_NAMES = _by_number(_CONTRIBUTOR_TYPE_PAIRS)
 
 
 def _enum_value(names: Mapping[str, E], name: str, what: str) -> E:
@@ -112,6 +141,11 @@ def _enum_value(names: Mapping[str, E], name: str, what: str) -> E:
 def _optional(message: Message, name: str, value: V) -> V | None:
     # Proto3 `optional` and message fields: unset reads as the zero value, HasField tells.
     return value if message.HasField(name) else None
+
+
+def _flags(names: Iterable[str]) -> tuple[Flag, ...]:
+    # The server returns only names it knows (see _vocabulary for a newer server's).
+    return cast("tuple[Flag, ...]", tuple(names))
 
 
 # ---------------------------------------------------------------- scalars and enums
@@ -138,7 +172,7 @@ def from_proto_timestamp(message: Timestamp) -> datetime:
     return message.ToDatetime(tzinfo=UTC)
 
 
-def to_proto_item_state(state: str) -> pb.ItemState:
+def to_proto_item_state(state: str) -> pb.ItemState.ValueType:
     """Converts "window", "archived", "compacted" or "reverted" to the enum.
 
     Raises:
@@ -147,26 +181,17 @@ def to_proto_item_state(state: str) -> pb.ItemState:
     return _enum_value(_ITEM_STATES, state, "item state")
 
 
-def from_proto_item_state(state: pb.ItemState) -> str:
+def from_proto_item_state(state: int) -> ItemState | Unspecified:
     """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
     return _ITEM_STATE_NAMES.get(state, _UNSPECIFIED)
 
 
-def to_proto_conversation_state(state: str) -> pb.ConversationState:
-    """Converts "general", "coding", "debugging" or "research" to the enum.
-
-    Raises:
-        ValueError: For any other name.
-    """
-    return _enum_value(_CONVERSATION_STATES, state, "conversation state")
-
-
-def from_proto_conversation_state(state: pb.ConversationState) -> str:
+def from_proto_conversation_state(state: int) -> ConversationState | Unspecified:
     """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
     return _CONVERSATION_STATE_NAMES.get(state, _UNSPECIFIED)
 
 
-def to_proto_retrieval_mode(mode: str | None) -> pb.RetrievalMode:
+def to_proto_retrieval_mode(mode: str | None) -> pb.RetrievalMode.ValueType:
     """Converts "hybrid", "dense" or "lexical" to the enum; None leaves it to the server.
 
     Raises:
@@ -177,7 +202,7 @@ def to_proto_retrieval_mode(mode: str | None) -> pb.RetrievalMode:
     return _enum_value(_RETRIEVAL_MODES, mode, "retrieval mode")
 
 
-def to_proto_category(category: str) -> pb.Category:
+def to_proto_category(category: str) -> pb.Category.ValueType:
     """Converts "system", "context", "dialog" or "system_output" to the enum.
 
     Raises:
@@ -186,12 +211,12 @@ def to_proto_category(category: str) -> pb.Category:
     return _enum_value(_CATEGORIES, category, "category")
 
 
-def from_proto_category(category: pb.Category) -> str:
+def from_proto_category(category: int) -> Category | Unspecified:
     """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
     return _CATEGORY_NAMES.get(category, _UNSPECIFIED)
 
 
-def to_proto_contributor_type(contributor_type: str) -> pb.ContributorType:
+def to_proto_contributor_type(contributor_type: str) -> pb.ContributorType.ValueType:
     """Converts "working_files", "retrieval", "codebase_map" or "project_docs" to the enum.
 
     Raises:
@@ -200,7 +225,7 @@ def to_proto_contributor_type(contributor_type: str) -> pb.ContributorType:
     return _enum_value(_CONTRIBUTOR_TYPES, contributor_type, "contributor type")
 
 
-def from_proto_contributor_type(contributor_type: pb.ContributorType) -> str:
+def from_proto_contributor_type(contributor_type: int) -> ContributorType | Unspecified:
     """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
     return _CONTRIBUTOR_TYPE_NAMES.get(contributor_type, _UNSPECIFIED)
 
@@ -217,7 +242,7 @@ def from_proto_file_ref(message: pb.FileRef) -> FileRef:
     """Converts a FileRef message to a FileRef; an unset whole_file becomes None."""
     return FileRef(
         path=message.path,
-        kind=message.kind,
+        kind=cast("FileKind", message.kind),
         whole_file=_optional(message, "whole_file", message.whole_file),
     )
 
@@ -245,75 +270,23 @@ def to_proto_new_item(value: NewItem) -> pb.NewItem:
     return message
 
 
-def from_proto_new_item(message: pb.NewItem) -> NewItem:
-    """Converts a NewItem message back to a NewItem; unset fields become None."""
-    return NewItem(
-        content=message.content,
-        role=message.role,
-        timestamp=from_proto_timestamp(message.timestamp)
-        if message.HasField("timestamp")
-        else None,
-        flags=tuple(message.flags),
-        metadata=dict(message.metadata),
-        file=from_proto_file_ref(message.file) if message.HasField("file") else None,
-        idempotency_key=message.idempotency_key or None,
-    )
-
-
-def to_proto_item(value: Item) -> pb.Item:
-    """Converts a stored item to its message.
-
-    Raises:
-        ValueError: If the state is not a known item state.
-    """
-    message = pb.Item(
-        conversation_id=value.conversation_id,
-        seq=value.seq,
-        role=value.role,
-        content=value.content,
-        timestamp=to_proto_timestamp(value.timestamp),
-        token_count=value.token_count,
-        flags=value.flags,
-        metadata=value.metadata,
-        state=to_proto_item_state(value.state),
-        kind=value.kind,
-    )
-    if value.file is not None:
-        message.file.CopyFrom(to_proto_file_ref(value.file))
-    if value.compaction is not None:
-        message.compaction.CopyFrom(to_proto_compaction(value.compaction))
-    return message
-
-
 def from_proto_item(message: pb.Item) -> Item:
     """Converts an Item message to an Item (an empty kind, from an older server, is "message")."""
     return Item(
         conversation_id=message.conversation_id,
         seq=message.seq,
-        role=message.role,
+        role=cast("Role", message.role),
         content=message.content,
         timestamp=from_proto_timestamp(message.timestamp),
         token_count=message.token_count,
-        flags=tuple(message.flags),
+        flags=_flags(message.flags),
         metadata=dict(message.metadata),
         file=from_proto_file_ref(message.file) if message.HasField("file") else None,
         state=from_proto_item_state(message.state),
-        kind=message.kind or _MESSAGE_KIND,
+        kind=cast("ItemKind", message.kind or _MESSAGE_KIND),
         compaction=from_proto_compaction(message.compaction)
         if message.HasField("compaction")
         else None,
-    )
-
-
-def to_proto_score_parts(value: ScoreParts) -> pb.ScoreParts:
-    """Converts ScoreParts to its message."""
-    return pb.ScoreParts(
-        recency=value.recency,
-        importance=value.importance,
-        similarity=value.similarity,
-        lexical=value.lexical,
-        role=value.role,
-        time=value.time,
     )
 
 
@@ -326,17 +299,6 @@ def from_proto_score_parts(message: pb.ScoreParts) -> ScoreParts:
         lexical=message.lexical,
         role=message.role,
         time=message.time,
-    )
-
-
-def to_proto_scored_item(value: ScoredItem) -> pb.ScoredItem:
-    """Converts a ScoredItem to its message (neighbor_of None is sent as 0: seqs start at 1)."""
-    return pb.ScoredItem(
-        item=to_proto_item(value.item),
-        score=value.score,
-        parts=to_proto_score_parts(value.parts),
-        neighbor_of=value.neighbor_of or 0,
-        replaced=value.replaced,
     )
 
 
@@ -406,7 +368,7 @@ def to_proto_contributor_weights(values: Mapping[str, float]) -> list[pb.Contrib
 
 
 def from_proto_contributor_weights(
-    messages: Sequence[pb.ContributorWeight],
+    messages: Iterable[pb.ContributorWeight],
 ) -> dict[str, float]:
     """Converts ContributorWeight messages to weights keyed by contributor type."""
     return {from_proto_contributor_type(m.type): m.weight for m in messages}
@@ -426,32 +388,6 @@ def to_proto_category_options(value: CategoryOptions) -> pb.CategoryOptions:
     )
 
 
-def from_proto_category_options(message: pb.CategoryOptions) -> CategoryOptions:
-    """Converts a CategoryOptions message to CategoryOptions."""
-    return CategoryOptions(
-        budgets=tuple(from_proto_category_budget(b) for b in message.budgets),
-        contributor_weights=from_proto_contributor_weights(message.contributor_weights),
-        files=tuple(message.files),
-    )
-
-
-def to_proto_category_allocation(value: CategoryAllocation) -> pb.CategoryAllocation:
-    """Converts a CategoryAllocation to its message.
-
-    Raises:
-        ValueError: If the category is not a known category.
-    """
-    return pb.CategoryAllocation(
-        category=to_proto_category(value.category),
-        minimum=value.minimum,
-        maximum=value.maximum,
-        granted=value.granted,
-        used=value.used,
-        lent=value.lent,
-        borrowed=value.borrowed,
-    )
-
-
 def from_proto_category_allocation(message: pb.CategoryAllocation) -> CategoryAllocation:
     """Converts a CategoryAllocation message to a CategoryAllocation."""
     return CategoryAllocation(
@@ -462,26 +398,6 @@ def from_proto_category_allocation(message: pb.CategoryAllocation) -> CategoryAl
         used=message.used,
         lent=message.lent,
         borrowed=message.borrowed,
-    )
-
-
-def to_proto_contributor_piece(value: ContributorPiece) -> pb.ContributorPiece:
-    """Converts a ContributorPiece to its message.
-
-    Raises:
-        ValueError: If the type is not a known contributor type.
-    """
-    return pb.ContributorPiece(
-        type=to_proto_contributor_type(value.type),
-        source=value.source,
-        chosen=value.chosen,
-        weight=value.weight,
-        salience=value.salience,
-        score=value.score,
-        tokens=value.tokens,
-        detail=value.detail,
-        reason=value.reason,
-        content=value.content,
     )
 
 
@@ -501,19 +417,6 @@ def from_proto_contributor_piece(message: pb.ContributorPiece) -> ContributorPie
     )
 
 
-def to_proto_allocation_report(value: AllocationReport) -> pb.AllocationReport:
-    """Converts an AllocationReport to its message.
-
-    Raises:
-        ValueError: If a category or contributor type is unknown.
-    """
-    return pb.AllocationReport(
-        allocated=value.allocated,
-        categories=[to_proto_category_allocation(c) for c in value.categories],
-        contributors=[to_proto_contributor_piece(c) for c in value.contributors],
-    )
-
-
 def from_proto_allocation_report(message: pb.AllocationReport) -> AllocationReport:
     """Converts an AllocationReport message to an AllocationReport."""
     return AllocationReport(
@@ -524,16 +427,6 @@ def from_proto_allocation_report(message: pb.AllocationReport) -> AllocationRepo
 
 
 # ---------------------------------------------------------------- conversations
-
-
-def to_proto_window_stats(value: WindowStats) -> pb.WindowStats:
-    """Converts WindowStats to its message."""
-    return pb.WindowStats(
-        item_count=value.item_count,
-        token_count=value.token_count,
-        token_limit=value.token_limit,
-        item_limit=value.item_limit,
-    )
 
 
 def from_proto_window_stats(message: pb.WindowStats) -> WindowStats:
@@ -636,29 +529,6 @@ def from_proto_conversation_settings(message: pb.ConversationSettings) -> Conver
     )
 
 
-def to_proto_conversation(value: Conversation) -> pb.Conversation:
-    """Converts a Conversation to its message.
-
-    Raises:
-        ValueError: If the state is not a known conversation state.
-    """
-    message = pb.Conversation(
-        namespace=value.namespace,
-        conversation_id=value.conversation_id,
-        settings=to_proto_conversation_settings(value.settings),
-        window=to_proto_window_stats(value.window),
-        archived_items=value.archived_items,
-        total_items=value.total_items,
-        state=to_proto_conversation_state(value.state),
-        created_at=to_proto_timestamp(value.created_at),
-        last_seq=value.last_seq,
-        pending_embeddings=value.pending_embeddings,
-    )
-    if value.last_item_at is not None:
-        message.last_item_at.CopyFrom(to_proto_timestamp(value.last_item_at))
-    return message
-
-
 def from_proto_conversation(message: pb.Conversation) -> Conversation:
     """Converts a Conversation message to a Conversation."""
     return Conversation(
@@ -678,37 +548,20 @@ def from_proto_conversation(message: pb.Conversation) -> Conversation:
     )
 
 
-def to_proto_list_conversations_response(
-    value: Page[Conversation],
-) -> pb.ListConversationsResponse:
-    """Converts a page of conversations to its message."""
-    return pb.ListConversationsResponse(
-        conversations=[to_proto_conversation(c) for c in value.items],
-        next_page_token=value.next_page_token,
-    )
-
-
 def from_proto_list_conversations_response(
     message: pb.ListConversationsResponse,
 ) -> Page[Conversation]:
     """Converts a ListConversationsResponse to a page of conversations."""
     return Page(
-        items=tuple(from_proto_conversation(c) for c in message.conversations),
+        entries=tuple(from_proto_conversation(c) for c in message.conversations),
         next_page_token=message.next_page_token,
-    )
-
-
-def to_proto_list_items_response(value: Page[Item]) -> pb.ListItemsResponse:
-    """Converts a page of items to its message."""
-    return pb.ListItemsResponse(
-        items=[to_proto_item(i) for i in value.items], next_page_token=value.next_page_token
     )
 
 
 def from_proto_list_items_response(message: pb.ListItemsResponse) -> Page[Item]:
     """Converts a ListItemsResponse to a page of items."""
     return Page(
-        items=tuple(from_proto_item(i) for i in message.items),
+        entries=tuple(from_proto_item(i) for i in message.items),
         next_page_token=message.next_page_token,
     )
 
@@ -716,34 +569,13 @@ def from_proto_list_items_response(message: pb.ListItemsResponse) -> Page[Item]:
 # ---------------------------------------------------------------- appends
 
 
-def to_proto_append_result(value: AppendedItem) -> pb.AppendResult:
-    """Converts the outcome for one appended item to its message."""
-    return pb.AppendResult(
-        seq=value.seq, token_count=value.token_count, flags=value.flags, duplicate=value.duplicate
-    )
-
-
 def from_proto_append_result(message: pb.AppendResult) -> AppendedItem:
     """Converts an AppendResult message to the outcome for one appended item."""
     return AppendedItem(
         seq=message.seq,
         token_count=message.token_count,
-        flags=tuple(message.flags),
+        flags=_flags(message.flags),
         duplicate=message.duplicate,
-    )
-
-
-def to_proto_append_response(value: AppendResult) -> pb.AppendResponse:
-    """Converts the outcome of a single append to its response message."""
-    return pb.AppendResponse(
-        result=pb.AppendResult(
-            seq=value.seq,
-            token_count=value.token_count,
-            flags=value.flags,
-            duplicate=value.duplicate,
-        ),
-        evicted_seqs=value.evicted_seqs,
-        window=to_proto_window_stats(value.window),
     )
 
 
@@ -752,19 +584,10 @@ def from_proto_append_response(message: pb.AppendResponse) -> AppendResult:
     return AppendResult(
         seq=message.result.seq,
         token_count=message.result.token_count,
-        flags=tuple(message.result.flags),
+        flags=_flags(message.result.flags),
         duplicate=message.result.duplicate,
         evicted_seqs=tuple(message.evicted_seqs),
         window=from_proto_window_stats(message.window),
-    )
-
-
-def to_proto_append_batch_response(value: AppendBatchResult) -> pb.AppendBatchResponse:
-    """Converts the outcome of a batch append to its response message."""
-    return pb.AppendBatchResponse(
-        results=[to_proto_append_result(r) for r in value.results],
-        evicted_seqs=value.evicted_seqs,
-        window=to_proto_window_stats(value.window),
     )
 
 
@@ -778,20 +601,6 @@ def from_proto_append_batch_response(message: pb.AppendBatchResponse) -> AppendB
 
 
 # ---------------------------------------------------------------- retrieval
-
-
-def to_proto_token_account(value: TokenAccount) -> pb.TokenAccount:
-    """Converts a TokenAccount to its message."""
-    return pb.TokenAccount(
-        budget=value.budget,
-        total=value.total,
-        recent=value.recent,
-        history=value.history,
-        query=value.query,
-        recent_omitted=value.recent_omitted,
-        encoding=value.encoding,
-        system=value.system,
-    )
 
 
 def from_proto_token_account(message: pb.TokenAccount) -> TokenAccount:
@@ -808,16 +617,6 @@ def from_proto_token_account(message: pb.TokenAccount) -> TokenAccount:
     )
 
 
-def to_proto_time_range(value: TimeRange) -> pb.TimeRange:
-    """Converts a TimeRange to its message; an open end stays unset."""
-    message = pb.TimeRange(phrase=value.phrase)
-    if value.since is not None:
-        message.since.CopyFrom(to_proto_timestamp(value.since))
-    if value.until is not None:
-        message.until.CopyFrom(to_proto_timestamp(value.until))
-    return message
-
-
 def from_proto_time_range(message: pb.TimeRange) -> TimeRange:
     """Converts a TimeRange message to a TimeRange; an unset end becomes None."""
     return TimeRange(
@@ -825,29 +624,6 @@ def from_proto_time_range(message: pb.TimeRange) -> TimeRange:
         until=from_proto_timestamp(message.until) if message.HasField("until") else None,
         phrase=message.phrase,
     )
-
-
-def to_proto_enhanced_context(value: EnhancedContext) -> pb.EnhancedContext:
-    """Converts an EnhancedContext to its message.
-
-    Raises:
-        ValueError: If a state, category or contributor type is unknown.
-    """
-    message = pb.EnhancedContext(
-        recent=[to_proto_scored_item(s) for s in value.recent],
-        history=[to_proto_scored_item(s) for s in value.history],
-        text=value.text,
-        query=value.query,
-        query_from_focus=value.query_from_focus,
-        tokens=to_proto_token_account(value.tokens),
-        unindexed_items=value.unindexed_items,
-        state=to_proto_conversation_state(value.state),
-    )
-    if value.time_range is not None:
-        message.time_range.CopyFrom(to_proto_time_range(value.time_range))
-    if value.allocation is not None:
-        message.allocation.CopyFrom(to_proto_allocation_report(value.allocation))
-    return message
 
 
 def from_proto_enhanced_context(message: pb.EnhancedContext) -> EnhancedContext:
@@ -870,14 +646,6 @@ def from_proto_enhanced_context(message: pb.EnhancedContext) -> EnhancedContext:
     )
 
 
-def to_proto_search_response(value: SearchResult) -> pb.SearchResponse:
-    """Converts a SearchResult to its response message."""
-    message = pb.SearchResponse(hits=[to_proto_scored_item(h) for h in value.hits])
-    if value.time_range is not None:
-        message.time_range.CopyFrom(to_proto_time_range(value.time_range))
-    return message
-
-
 def from_proto_search_response(message: pb.SearchResponse) -> SearchResult:
     """Converts a SearchResponse to a SearchResult."""
     return SearchResult(
@@ -889,18 +657,6 @@ def from_proto_search_response(message: pb.SearchResponse) -> SearchResult:
 
 
 # ---------------------------------------------------------------- agent loop
-
-
-def to_proto_optimisations(value: Optimisations) -> pb.Optimisations:
-    """Converts Optimisations to its message."""
-    return pb.Optimisations(
-        masked_items=value.masked_items,
-        masked_tokens_saved=value.masked_tokens_saved,
-        duplicate_reads=value.duplicate_reads,
-        duplicate_tokens_saved=value.duplicate_tokens_saved,
-        truncated_items=value.truncated_items,
-        truncated_tokens=value.truncated_tokens,
-    )
 
 
 def from_proto_optimisations(message: pb.Optimisations) -> Optimisations:
@@ -915,35 +671,13 @@ def from_proto_optimisations(message: pb.Optimisations) -> Optimisations:
     )
 
 
-def to_proto_usage(value: Usage) -> pb.Usage:
-    """Converts a Usage to its message."""
-    return pb.Usage(
-        active_tokens=value.active_tokens,
-        reported_tokens=value.reported_tokens,
-        used_tokens=value.used_tokens,
-        source=value.source,
-        context_limit=value.context_limit,
-        reserved_reply_tokens=value.reserved_reply_tokens,
-        usable_tokens=value.usable_tokens,
-        fill_ratio=value.fill_ratio,
-        threshold=value.threshold,
-        compaction_enabled=value.compaction_enabled,
-        should_compact=value.should_compact,
-        summary_request=value.summary_request,
-        compactions=value.compactions,
-        active_items=value.active_items,
-        model=value.model,
-        optimisations=to_proto_optimisations(value.optimisations),
-    )
-
-
 def from_proto_usage(message: pb.Usage) -> Usage:
     """Converts a Usage message to a Usage."""
     return Usage(
         active_tokens=message.active_tokens,
         reported_tokens=message.reported_tokens,
         used_tokens=message.used_tokens,
-        source=message.source,
+        source=cast("UsageSource", message.source),
         context_limit=message.context_limit,
         reserved_reply_tokens=message.reserved_reply_tokens,
         usable_tokens=message.usable_tokens,
@@ -959,51 +693,21 @@ def from_proto_usage(message: pb.Usage) -> Usage:
     )
 
 
-def to_proto_active_entry(value: ActiveEntry) -> pb.ActiveEntry:
-    """Converts an ActiveEntry to its message; a None timestamp or file stays unset."""
-    message = pb.ActiveEntry(
-        seq=value.seq,
-        role=value.role,
-        content=value.content,
-        token_count=value.token_count,
-        original_tokens=value.original_tokens,
-        treatment=value.treatment,
-        kind=value.kind,
-        metadata=value.metadata,
-    )
-    if value.timestamp is not None:
-        message.timestamp.CopyFrom(to_proto_timestamp(value.timestamp))
-    if value.file is not None:
-        message.file.CopyFrom(to_proto_file_ref(value.file))
-    return message
-
-
 def from_proto_active_entry(message: pb.ActiveEntry) -> ActiveEntry:
     """Converts an ActiveEntry message to an ActiveEntry; unset timestamp and file are None."""
     return ActiveEntry(
         seq=message.seq,
-        role=message.role,
+        role=cast("Role", message.role),
         content=message.content,
         token_count=message.token_count,
         original_tokens=message.original_tokens,
-        treatment=message.treatment,
-        kind=message.kind,
+        treatment=cast("Treatment", message.treatment),
+        kind=cast("ItemKind", message.kind),
         timestamp=from_proto_timestamp(message.timestamp)
         if message.HasField("timestamp")
         else None,
         metadata=dict(message.metadata),
         file=from_proto_file_ref(message.file) if message.HasField("file") else None,
-    )
-
-
-def to_proto_active_context(value: ActiveContext) -> pb.ActiveContext:
-    """Converts a page of the active context to its message."""
-    return pb.ActiveContext(
-        entries=[to_proto_active_entry(e) for e in value.entries],
-        next_page_token=value.next_page_token,
-        total_entries=value.total_entries,
-        total_tokens=value.total_tokens,
-        usage=to_proto_usage(value.usage),
     )
 
 
@@ -1018,32 +722,13 @@ def from_proto_active_context(message: pb.ActiveContext) -> ActiveContext:
     )
 
 
-def to_proto_ledger_fact(value: LedgerFact) -> pb.LedgerFact:
-    """Converts a LedgerFact to its message."""
-    return pb.LedgerFact(kind=value.kind, text=value.text, seq=value.seq, outcome=value.outcome)
-
-
 def from_proto_ledger_fact(message: pb.LedgerFact) -> LedgerFact:
     """Converts a LedgerFact message to a LedgerFact."""
     return LedgerFact(
-        kind=message.kind, text=message.text, seq=message.seq, outcome=message.outcome
-    )
-
-
-def to_proto_compaction(value: Compaction) -> pb.Compaction:
-    """Converts a Compaction to its message."""
-    return pb.Compaction(
-        number=value.number,
-        created_at=to_proto_timestamp(value.created_at),
-        summary=value.summary,
-        extractive=value.extractive,
-        marker_seq=value.marker_seq,
-        items_archived=value.items_archived,
-        tokens_before=value.tokens_before,
-        tokens_after=value.tokens_after,
-        ledger=value.ledger,
-        facts=[to_proto_ledger_fact(f) for f in value.facts],
-        undone=value.undone,
+        kind=cast("FactKind", message.kind),
+        text=message.text,
+        seq=message.seq,
+        outcome=message.outcome,
     )
 
 
@@ -1064,27 +749,11 @@ def from_proto_compaction(message: pb.Compaction) -> Compaction:
     )
 
 
-def to_proto_compact_response(value: CompactResult) -> pb.CompactResponse:
-    """Converts the outcome of a compaction to its response message."""
-    return pb.CompactResponse(
-        compaction=to_proto_compaction(value.compaction), usage=to_proto_usage(value.usage)
-    )
-
-
 def from_proto_compact_response(message: pb.CompactResponse) -> CompactResult:
     """Converts a CompactResponse to the outcome of a compaction."""
     return CompactResult(
         compaction=from_proto_compaction(message.compaction),
         usage=from_proto_usage(message.usage),
-    )
-
-
-def to_proto_truncate_response(value: TruncateResult) -> pb.TruncateResponse:
-    """Converts the outcome of a truncation to its response message."""
-    return pb.TruncateResponse(
-        truncated_seqs=value.truncated_seqs,
-        tokens_removed=value.tokens_removed,
-        usage=to_proto_usage(value.usage),
     )
 
 
@@ -1094,17 +763,6 @@ def from_proto_truncate_response(message: pb.TruncateResponse) -> TruncateResult
         truncated_seqs=tuple(message.truncated_seqs),
         tokens_removed=message.tokens_removed,
         usage=from_proto_usage(message.usage),
-    )
-
-
-def to_proto_checkpoint(value: Checkpoint) -> pb.Checkpoint:
-    """Converts a Checkpoint to its message."""
-    return pb.Checkpoint(
-        name=value.name,
-        created_at=to_proto_timestamp(value.created_at),
-        last_seq=value.last_seq,
-        active_tokens=value.active_tokens,
-        compactions=value.compactions,
     )
 
 
@@ -1119,28 +777,11 @@ def from_proto_checkpoint(message: pb.Checkpoint) -> Checkpoint:
     )
 
 
-def to_proto_list_checkpoints_response(
-    value: Sequence[Checkpoint],
-) -> pb.ListCheckpointsResponse:
-    """Converts a list of checkpoints to its response message."""
-    return pb.ListCheckpointsResponse(checkpoints=[to_proto_checkpoint(c) for c in value])
-
-
 def from_proto_list_checkpoints_response(
     message: pb.ListCheckpointsResponse,
 ) -> list[Checkpoint]:
     """Converts a ListCheckpointsResponse to a list of checkpoints, oldest first."""
     return [from_proto_checkpoint(c) for c in message.checkpoints]
-
-
-def to_proto_restore_checkpoint_response(value: RestoreResult) -> pb.RestoreCheckpointResponse:
-    """Converts the outcome of a restore to its response message."""
-    return pb.RestoreCheckpointResponse(
-        checkpoint=to_proto_checkpoint(value.checkpoint),
-        reverted_items=value.reverted_items,
-        undone_edits=value.undone_edits,
-        usage=to_proto_usage(value.usage),
-    )
 
 
 def from_proto_restore_checkpoint_response(
@@ -1155,28 +796,12 @@ def from_proto_restore_checkpoint_response(
     )
 
 
-def to_proto_context_edit(value: ContextEdit) -> pb.ContextEdit:
-    """Converts a ContextEdit to its message; undone_at None stays unset."""
-    message = pb.ContextEdit(
-        id=value.id,
-        created_at=to_proto_timestamp(value.created_at),
-        kind=value.kind,
-        seqs=value.seqs,
-        related_seq=value.related_seq,
-        tokens_saved=value.tokens_saved,
-        detail=value.detail,
-    )
-    if value.undone_at is not None:
-        message.undone_at.CopyFrom(to_proto_timestamp(value.undone_at))
-    return message
-
-
 def from_proto_context_edit(message: pb.ContextEdit) -> ContextEdit:
     """Converts a ContextEdit message to a ContextEdit; an unset undone_at becomes None."""
     return ContextEdit(
         id=message.id,
         created_at=from_proto_timestamp(message.created_at),
-        kind=message.kind,
+        kind=cast("EditKind", message.kind),
         seqs=tuple(message.seqs),
         related_seq=message.related_seq,
         tokens_saved=message.tokens_saved,
@@ -1187,54 +812,14 @@ def from_proto_context_edit(message: pb.ContextEdit) -> ContextEdit:
     )
 
 
-def to_proto_list_context_edits_response(
-    value: Page[ContextEdit],
-) -> pb.ListContextEditsResponse:
-    """Converts a page of context edits to its message."""
-    return pb.ListContextEditsResponse(
-        edits=[to_proto_context_edit(e) for e in value.items],
-        next_page_token=value.next_page_token,
-    )
-
-
 def from_proto_list_context_edits_response(
     message: pb.ListContextEditsResponse,
 ) -> Page[ContextEdit]:
     """Converts a ListContextEditsResponse to a page of context edits."""
     return Page(
-        items=tuple(from_proto_context_edit(e) for e in message.edits),
+        entries=tuple(from_proto_context_edit(e) for e in message.edits),
         next_page_token=message.next_page_token,
     )
-
-
-def to_proto_event(value: Event) -> pb.Event:
-    """Converts an Event to its message, setting the one payload part the event carries.
-
-    The payload is a oneof: the first part set (usage, compaction, edit, checkpoint, eviction
-    seqs, missed) is sent. An eviction without seqs or a gap without a count is still sent
-    as that part when the kind names it, so the part survives a round trip.
-    """
-    message = pb.Event(
-        id=value.id, created_at=to_proto_timestamp(value.created_at), kind=value.kind
-    )
-    if value.usage is not None:
-        message.usage.CopyFrom(to_proto_usage(value.usage))
-    elif value.compaction is not None:
-        message.compaction.CopyFrom(to_proto_compaction(value.compaction))
-    elif value.edit is not None:
-        message.edit.CopyFrom(to_proto_context_edit(value.edit))
-    elif value.checkpoint is not None:
-        message.checkpoint.CopyFrom(
-            pb.CheckpointEvent(
-                checkpoint=to_proto_checkpoint(value.checkpoint),
-                reverted_items=value.reverted_items,
-            )
-        )
-    elif value.eviction_seqs or value.kind == "eviction":
-        message.eviction.CopyFrom(pb.Eviction(seqs=value.eviction_seqs))
-    elif value.missed or value.kind == "gap":
-        message.missed = value.missed
-    return message
 
 
 def from_proto_event(message: pb.Event) -> Event:
@@ -1244,7 +829,7 @@ def from_proto_event(message: pb.Event) -> Event:
     return Event(
         id=message.id,
         created_at=from_proto_timestamp(message.created_at),
-        kind=message.kind,
+        kind=cast("EventKind", message.kind),
         usage=from_proto_usage(message.usage) if payload == "usage" else None,
         eviction_seqs=tuple(message.eviction.seqs) if payload == "eviction" else (),
         compaction=from_proto_compaction(message.compaction) if payload == "compaction" else None,

@@ -1,14 +1,17 @@
 """Request builders shared by the sync and asyncio clients: method arguments in, messages out.
 
 Builders only translate; the server validates (one source of truth). The checks made here are
-for enum names, which cannot be sent over the wire when unknown, and for argument combinations
-that the message could not express (a cache-read count without an input count).
+for enum names, which cannot be sent over the wire when unknown, for argument combinations
+that the message could not express (a cache-read count without an input count), and for the
+shape of the items of a batch (NewItem or dict).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from contextwm_client._convert import (
     to_proto_category_options,
@@ -18,8 +21,11 @@ from contextwm_client._convert import (
     to_proto_retrieval_mode,
     to_proto_timestamp,
 )
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._types import CategoryOptions, ConversationSettings, NewItem
+from contextwm_client._vocabulary import Flag, ItemState, RetrievalMode, Role, TruncationStrategy
+from contextwm_client.v1 import contextwm_pb2 as pb
+
+_NEW_ITEM_FIELDS = frozenset(f.name for f in dataclasses.fields(NewItem))
 
 
 def create_conversation(
@@ -79,14 +85,62 @@ def append(namespace: str, conversation_id: str, item: NewItem) -> pb.AppendRequ
     )
 
 
+def new_item(item: NewItem | Mapping[str, Any], index: int) -> NewItem:
+    """The item of a batch as a NewItem: NewItems pass, dicts with NewItem's keys are converted.
+
+    Args:
+        item: A NewItem, or a dict such as `{"role": "user", "content": "hello"}`.
+        index: The item's index in the batch, for the error message.
+
+    Returns:
+        The NewItem.
+
+    Raises:
+        TypeError: The item is neither, or the dict lacks "content", has other keys or gives
+            flags as one string.
+    """
+    if isinstance(item, NewItem):
+        return item
+    if not isinstance(item, Mapping):
+        raise TypeError(
+            f"items[{index}] has type {type(item).__name__}; expected a NewItem or a dict such "
+            'as {"role": "user", "content": "..."}'
+        )
+    unknown = sorted(set(item) - _NEW_ITEM_FIELDS, key=str)
+    if unknown:
+        raise TypeError(
+            f"items[{index}] has unknown keys {unknown}; NewItem's are {sorted(_NEW_ITEM_FIELDS)}"
+        )
+    if "content" not in item:
+        raise TypeError(f'items[{index}] has no "content"')
+    flags = item.get("flags", ())
+    if isinstance(flags, str):  # tuple("code") would be four one-letter flags
+        raise TypeError(f"items[{index}] has flags {flags!r}; expected a sequence of names")
+    # The defaults are NewItem's (a test compares a bare dict with a bare NewItem).
+    return NewItem(
+        content=item["content"],
+        role=item.get("role", "user"),
+        timestamp=item.get("timestamp"),
+        flags=tuple(flags),
+        metadata=item.get("metadata", {}),
+        file=item.get("file"),
+        idempotency_key=item.get("idempotency_key"),
+    )
+
+
 def append_batch(
-    namespace: str, conversation_id: str, items: Sequence[NewItem]
+    namespace: str, conversation_id: str, items: Sequence[NewItem | Mapping[str, Any]]
 ) -> pb.AppendBatchRequest:
-    """Builds an AppendBatchRequest."""
+    """Builds an AppendBatchRequest; dict items are converted to NewItems first.
+
+    Raises:
+        TypeError: An item is neither a NewItem nor a dict of NewItem's fields (the message
+            names its index and type).
+    """
     return pb.AppendBatchRequest(
         namespace=namespace,
         conversation_id=conversation_id,
-        items=[to_proto_new_item(item) for item in items],
+        items=[to_proto_new_item(new_item(item, i)) for i, item in enumerate(items)],
     )
 
 
@@ -96,7 +150,11 @@ def pin(namespace: str, conversation_id: str, seq: int) -> pb.PinRequest:
 
 
 def list_items(
-    namespace: str, conversation_id: str, page_size: int, page_token: str, states: Sequence[str]
+    namespace: str,
+    conversation_id: str,
+    page_size: int,
+    page_token: str,
+    states: Sequence[ItemState],
 ) -> pb.ListItemsRequest:
     """Builds a ListItemsRequest.
 
@@ -122,7 +180,7 @@ def get_context(
     similarity_threshold: float | None,
     max_history_items: int | None,
     include_neighbors: bool | None,
-    mode: str | None,
+    mode: RetrievalMode | None,
     time_hints: bool | None,
     categories: CategoryOptions | bool | None,
     as_of: datetime | None = None,
@@ -167,12 +225,12 @@ def search(
     conversation_id: str | None,
     top_k: int,
     include_window: bool,
-    roles: Sequence[str],
-    flags: Sequence[str],
+    roles: Sequence[Role],
+    flags: Sequence[Flag],
     since: datetime | None,
     until: datetime | None,
     metadata: Mapping[str, str] | None,
-    mode: str | None,
+    mode: RetrievalMode | None,
     similarity_threshold: float | None,
     as_of: datetime | None = None,
 ) -> pb.SearchRequest:
@@ -208,7 +266,7 @@ def get_usage(
     namespace: str,
     conversation_id: str,
     reported_input_tokens: int | None,
-    reported_cache_read_tokens: int,
+    reported_cache_read_input_tokens: int,
 ) -> pb.GetUsageRequest:
     """Builds a GetUsageRequest; `reported` is set only when an input count is given.
 
@@ -217,13 +275,13 @@ def get_usage(
     """
     request = pb.GetUsageRequest(namespace=namespace, conversation_id=conversation_id)
     if reported_input_tokens is None:
-        if reported_cache_read_tokens:
-            raise ValueError("reported_cache_read_tokens needs reported_input_tokens")
+        if reported_cache_read_input_tokens:
+            raise ValueError("reported_cache_read_input_tokens needs reported_input_tokens")
         return request
     request.reported.CopyFrom(
         pb.ReportedUsage(
             input_tokens=reported_input_tokens,
-            cache_read_input_tokens=reported_cache_read_tokens,
+            cache_read_input_tokens=reported_cache_read_input_tokens,
         )
     )
     return request
@@ -250,7 +308,9 @@ def compact(namespace: str, conversation_id: str, summary: str | None) -> pb.Com
     return pb.CompactRequest(namespace=namespace, conversation_id=conversation_id, summary=summary)
 
 
-def truncate(namespace: str, conversation_id: str, strategy: str) -> pb.TruncateRequest:
+def truncate(
+    namespace: str, conversation_id: str, strategy: TruncationStrategy
+) -> pb.TruncateRequest:
     """Builds a TruncateRequest (the server checks the strategy)."""
     return pb.TruncateRequest(
         namespace=namespace, conversation_id=conversation_id, strategy=strategy

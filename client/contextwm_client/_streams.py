@@ -9,25 +9,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Protocol, Self
 
 import grpc
 
 from contextwm_client._convert import from_proto_event
 from contextwm_client._exceptions import map_rpc_error
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
 from contextwm_client._types import Event
-
-# What grpc.aio's read() returns at the end of a stream; grpc-stubs does not declare it.
-_EOF: object = grpc.aio.EOF  # type: ignore[attr-defined]
+from contextwm_client.v1 import contextwm_pb2 as pb
 
 
 class _SyncStreamCall(Protocol):
     """What EventStream needs of grpc's sync response-streaming call."""
 
-    def __iter__(self) -> Iterator[Any]: ...
-
-    def __next__(self) -> Any: ...
+    def __iter__(self) -> Iterator[pb.Event]: ...
 
     def cancel(self) -> bool: ...
 
@@ -35,16 +30,9 @@ class _SyncStreamCall(Protocol):
 class _AsyncStreamCall(Protocol):
     """What AsyncEventStream needs of grpc.aio's response-streaming call."""
 
-    async def read(self) -> Any: ...
+    async def read(self) -> object: ...
 
     def cancel(self) -> bool: ...
-
-
-def _event(message: object) -> Event:
-    # The stub is untyped; this check gives the message its type.
-    if not isinstance(message, pb.Event):
-        raise TypeError(f"expected Event, got {type(message).__name__}")
-    return from_proto_event(message)
 
 
 class EventStream:
@@ -62,6 +50,8 @@ class EventStream:
 
     def __init__(self, call: _SyncStreamCall, after_event_id: int) -> None:
         self._call = call
+        # grpc's call is its own iterator; iter() gives the typed view of it.
+        self._messages = iter(call)
         self._cancelled = False
         self._last_event_id = after_event_id
 
@@ -83,12 +73,12 @@ class EventStream:
         if self._cancelled:
             raise StopIteration
         try:
-            message = next(self._call)
+            message = next(self._messages)
         except grpc.RpcError as exc:
             if self._cancelled:
                 raise StopIteration from None
             raise map_rpc_error(exc) from exc
-        event = _event(message)
+        event = from_proto_event(message)
         self._last_event_id = event.id
         return event
 
@@ -149,9 +139,10 @@ class AsyncEventStream:
             if self._cancelled and (task is None or not task.cancelling()):
                 raise StopAsyncIteration from None
             raise
-        if message is _EOF:
+        # read() returns an Event, or grpc.aio.EOF when the server ended the stream.
+        if not isinstance(message, pb.Event):
             raise StopAsyncIteration
-        event = _event(message)
+        event = from_proto_event(message)
         self._last_event_id = event.id
         return event
 

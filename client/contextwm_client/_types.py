@@ -1,13 +1,9 @@
 """The client's value types: frozen dataclasses for what goes over the wire, free of protobuf.
 
-Vocabularies stay strings, as on the wire: roles (user, assistant, system, tool, file, error),
-flags (pinned, error, code, question, solution), file kinds (read, write, mention), item states
-(window, archived, compacted, reverted), conversation states (general, coding, debugging,
-research), retrieval modes (hybrid, dense, lexical), categories (system, context, dialog,
-system_output), contributor types (working_files, retrieval, codebase_map, project_docs) and
-the agent loop's words (treatments, truncation strategies, edit and event kinds). Datetimes the
-client returns are timezone-aware UTC; datetimes it is given without a timezone are taken as
-UTC.
+Vocabularies stay strings, as on the wire, typed with the `Literal` aliases of `_vocabulary`
+(`Role`, `Flag`, `ItemState`, ...). Datetimes the client returns are timezone-aware UTC;
+datetimes it is given without a timezone are taken as UTC. Results with long text have short
+reprs (`_repr`); the full text is in the field.
 """
 
 from __future__ import annotations
@@ -16,6 +12,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, TypeVar
+
+from contextwm_client._deprecation import warn_renamed
+from contextwm_client._repr import ShortRepr
+from contextwm_client._vocabulary import (
+    Category,
+    ContributorType,
+    ConversationState,
+    EditKind,
+    EventKind,
+    FactKind,
+    FileKind,
+    Flag,
+    ItemKind,
+    ItemState,
+    Role,
+    Treatment,
+    Unspecified,
+    UsageSource,
+)
 
 T = TypeVar("T")
 
@@ -32,12 +47,12 @@ class FileRef:
     """
 
     path: str
-    kind: str
+    kind: FileKind
     whole_file: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NewItem:
+@dataclass(frozen=True, slots=True, repr=False)
+class NewItem(ShortRepr):
     """An item to append.
 
     Attributes:
@@ -50,17 +65,23 @@ class NewItem:
         idempotency_key: A retried append with the same key returns the first result.
     """
 
+    _long_fields = frozenset({"content"})
+
     content: str
-    role: str = "user"
+    role: Role = "user"
     timestamp: datetime | None = None
-    flags: tuple[str, ...] = ()
+    flags: tuple[Flag, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
     file: FileRef | None = None
     idempotency_key: str | None = None
 
+    def as_message(self) -> dict[str, str]:
+        """The item as a chat message: {"role": role, "content": content}."""
+        return {"role": self.role, "content": self.content}
 
-@dataclass(frozen=True, slots=True)
-class Item:
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Item(ShortRepr):
     """A stored item.
 
     Attributes:
@@ -78,17 +99,19 @@ class Item:
         compaction: The compaction a marker records (set on markers in listings).
     """
 
+    _long_fields = frozenset({"content"})
+
     conversation_id: str
     seq: int
-    role: str
+    role: Role
     content: str
     timestamp: datetime
     token_count: int
-    flags: tuple[str, ...]
+    flags: tuple[Flag, ...]
     metadata: Mapping[str, str]
     file: FileRef | None
-    state: str
-    kind: str = "message"
+    state: ItemState | Unspecified
+    kind: ItemKind = "message"
     compaction: Compaction | None = None
 
 
@@ -139,7 +162,7 @@ class ScoredItem:
         return self.item.seq
 
     @property
-    def role(self) -> str:
+    def role(self) -> Role:
         """The item's role."""
         return self.item.role
 
@@ -199,7 +222,9 @@ class CategoryBudget:
         max_share: It never borrows past this ("system" excepted: it is never trimmed).
     """
 
-    category: str
+    # Any str is accepted (an unknown name fails before the call), so that a name parsed from
+    # text needs no cast; reading back gives a Category (or "unspecified").
+    category: Category | str
     share: float | None = None
     min_share: float | None = None
     max_share: float | None = None
@@ -300,7 +325,7 @@ class Conversation:
     window: WindowStats
     archived_items: int
     total_items: int
-    state: str
+    state: ConversationState | Unspecified
     created_at: datetime
     last_item_at: datetime | None
     last_seq: int
@@ -322,7 +347,7 @@ class AppendResult:
 
     seq: int
     token_count: int
-    flags: tuple[str, ...]
+    flags: tuple[Flag, ...]
     duplicate: bool
     evicted_seqs: tuple[int, ...]
     window: WindowStats
@@ -334,7 +359,7 @@ class AppendedItem:
 
     seq: int
     token_count: int
-    flags: tuple[str, ...]
+    flags: tuple[Flag, ...]
     duplicate: bool
 
 
@@ -407,7 +432,7 @@ class CategoryAllocation:
         borrowed: Tokens it borrowed from other categories.
     """
 
-    category: str
+    category: Category | Unspecified
     minimum: int
     maximum: int
     granted: int
@@ -416,8 +441,8 @@ class CategoryAllocation:
     borrowed: int
 
 
-@dataclass(frozen=True, slots=True)
-class ContributorPiece:
+@dataclass(frozen=True, slots=True, repr=False)
+class ContributorPiece(ShortRepr):
     """A contributor's piece of context and whether it was chosen.
 
     Attributes:
@@ -433,7 +458,9 @@ class ContributorPiece:
         content: The piece's text as rendered; "" when left out.
     """
 
-    type: str
+    _long_fields = frozenset({"content"})
+
+    type: ContributorType | Unspecified
     source: str
     chosen: bool
     weight: float
@@ -459,7 +486,7 @@ class AllocationReport:
     categories: tuple[CategoryAllocation, ...]
     contributors: tuple[ContributorPiece, ...]
 
-    def category(self, name: str) -> CategoryAllocation:
+    def category(self, name: Category) -> CategoryAllocation:
         """Returns the named category's allocation.
 
         Raises:
@@ -482,8 +509,8 @@ class AllocationReport:
         return tuple(piece for piece in self.contributors if not piece.chosen)
 
 
-@dataclass(frozen=True, slots=True)
-class EnhancedContext:
+@dataclass(frozen=True, slots=True, repr=False)
+class EnhancedContext(ShortRepr):
     """Recent window plus relevant history under a token budget.
 
     Attributes:
@@ -500,6 +527,8 @@ class EnhancedContext:
             asked for categories.
     """
 
+    _long_fields = frozenset({"text", "query"})
+
     text: str
     recent: tuple[ScoredItem, ...]
     history: tuple[ScoredItem, ...]
@@ -508,7 +537,7 @@ class EnhancedContext:
     tokens: TokenAccount
     time_range: TimeRange | None
     unindexed_items: int
-    state: str
+    state: ConversationState | Unspecified
     allocation: AllocationReport | None = None
 
     @property
@@ -535,12 +564,18 @@ class Page(Generic[T]):
     """One page of a listing.
 
     Attributes:
-        items: The page's entries.
+        entries: The page's entries (conversations, items or context edits), in order.
         next_page_token: Pass to the next call to continue; empty on the last page.
     """
 
-    items: tuple[T, ...]
+    entries: tuple[T, ...]
     next_page_token: str
+
+    @property
+    def items(self) -> tuple[T, ...]:
+        """Deprecated name of `entries` (as in `ActiveContext.entries`), kept for one release."""
+        warn_renamed("Page.items", "Page.entries")
+        return self.entries
 
 
 # ---------------------------------------------------------------- agent loop
@@ -567,8 +602,8 @@ class Optimisations:
     truncated_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+@dataclass(frozen=True, slots=True, repr=False)
+class Usage(ShortRepr):
     """The active context's size against the model's limit: what to check before each request.
 
     Attributes:
@@ -591,10 +626,12 @@ class Usage:
         optimisations: What masking, duplicate-read replacement and truncation saved.
     """
 
+    _long_fields = frozenset({"summary_request"})
+
     active_tokens: int
     reported_tokens: int
     used_tokens: int
-    source: str
+    source: UsageSource
     context_limit: int
     reserved_reply_tokens: int
     usable_tokens: int
@@ -609,8 +646,8 @@ class Usage:
     optimisations: Optimisations
 
 
-@dataclass(frozen=True, slots=True)
-class ActiveEntry:
+@dataclass(frozen=True, slots=True, repr=False)
+class ActiveEntry(ShortRepr):
     """One entry of the active context, as the agent sends it to its LLM.
 
     Attributes:
@@ -626,13 +663,15 @@ class ActiveEntry:
         file: The file the item refers to, if any.
     """
 
+    _long_fields = frozenset({"content"})
+
     seq: int
-    role: str
+    role: Role
     content: str
     token_count: int
     original_tokens: int
-    treatment: str
-    kind: str
+    treatment: Treatment
+    kind: ItemKind
     timestamp: datetime | None
     metadata: Mapping[str, str]
     file: FileRef | None
@@ -672,14 +711,14 @@ class LedgerFact:
         outcome: For commands "exit N", "failed" or ""; "" for other kinds.
     """
 
-    kind: str
+    kind: FactKind
     text: str
     seq: int
     outcome: str
 
 
-@dataclass(frozen=True, slots=True)
-class Compaction:
+@dataclass(frozen=True, slots=True, repr=False)
+class Compaction(ShortRepr):
     """A compaction: a marker item with a summary that starts the new active context.
 
     Attributes:
@@ -695,6 +734,8 @@ class Compaction:
         facts: The same ledger as facts.
         undone: A checkpoint restore undid it.
     """
+
+    _long_fields = frozenset({"summary", "ledger"})
 
     number: int
     created_at: datetime
@@ -790,7 +831,7 @@ class ContextEdit:
 
     id: int
     created_at: datetime
-    kind: str
+    kind: EditKind
     seqs: tuple[int, ...]
     related_seq: int
     tokens_saved: int
@@ -819,7 +860,7 @@ class Event:
 
     id: int
     created_at: datetime
-    kind: str
+    kind: EventKind
     usage: Usage | None = None
     eviction_seqs: tuple[int, ...] = ()
     compaction: Compaction | None = None

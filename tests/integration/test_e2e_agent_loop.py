@@ -76,7 +76,7 @@ def test_a_long_agent_loop_stays_under_its_limit_and_keeps_every_item(
                     metadata={"tool": "bash"},
                 ),
             ]
-            client.append_many("agent", batch)
+            client.append_batch("agent", batch)
             appended += len(batch)
             if step == 40:
                 client.create_checkpoint("agent", "step-40")

@@ -45,7 +45,7 @@ def test_fields_are_returned_unchanged(client: Client) -> None:
         metadata={"turn": "7", "k.with dots": "v=1"},
         file=FileRef("src/app/config.py", "read"),
     )
-    (item,) = client.list_items("c").items
+    (item,) = client.list_items("c").entries
     assert item.role == "tool"
     assert item.timestamp == when
     assert dict(item.metadata) == {"turn": "7", "k.with dots": "v=1"}
@@ -58,10 +58,10 @@ def test_fields_are_returned_unchanged(client: Client) -> None:
 def test_batch_is_all_or_nothing(client: Client) -> None:
     good = [NewItem(f"item {n}") for n in range(3)]
     with pytest.raises(InvalidArgumentError, match=r"items\[3\]: content is empty"):
-        client.append_many("b", [*good, NewItem("   "), NewItem("after")])
+        client.append_batch("b", [*good, NewItem("   "), NewItem("after")])
     with pytest.raises(NotFoundError):
         client.list_items("b")  # not even the conversation was created
-    result = client.append_many("b", good)
+    result = client.append_batch("b", good)
     assert [r.seq for r in result.results] == [1, 2, 3]
     assert result.window.item_count == 3
 
@@ -71,13 +71,13 @@ def test_idempotency_key_makes_a_retry_a_no_op(client: Client) -> None:
     again = client.append("c", "once only", idempotency_key="k-1")
     assert (again.seq, again.token_count, again.duplicate) == (first.seq, first.token_count, True)
     assert not first.duplicate
-    batch = client.append_many(
+    batch = client.append_batch(
         "c", [NewItem("new one", idempotency_key="k-2"), NewItem("dup", idempotency_key="k-1")]
     )
     assert [(r.seq, r.duplicate) for r in batch.results] == [(2, False), (1, True)]
     assert [i.content for i in client.iter_items("c")] == ["once only", "new one"]
     with pytest.raises(InvalidArgumentError, match="share an idempotency_key"):
-        client.append_many(
+        client.append_batch(
             "c", [NewItem("x", idempotency_key="s"), NewItem("y", idempotency_key="s")]
         )
 
@@ -95,7 +95,7 @@ def test_idempotency_key_makes_a_retry_a_no_op(client: Client) -> None:
 )
 def test_bad_items_are_invalid_argument(client: Client, item: NewItem, message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
-        client.append_many("c", [item])
+        client.append_batch("c", [item])
 
 
 def test_limits_are_resource_exhausted_and_named(start_service: StartService) -> None:
@@ -104,7 +104,7 @@ def test_limits_are_resource_exhausted_and_named(start_service: StartService) ->
         with pytest.raises(ResourceExhaustedError, match=r"over the limit of 20.*max_item_tokens"):
             client.append("c", "word " * 50)
         with pytest.raises(ResourceExhaustedError, match=r"4 items.*max_batch_items"):
-            client.append_many("c", [NewItem("x")] * 4)
+            client.append_batch("c", [NewItem("x")] * 4)
         with pytest.raises(ResourceExhaustedError, match="max_metadata_entries"):
             client.append("c", "x", metadata={str(n): "v" for n in range(65)})
 
@@ -130,7 +130,7 @@ def test_detection_can_be_switched_off(client: Client) -> None:
 def test_pin_and_unpin(client: Client) -> None:
     client.append("c", "remember this")
     assert client.pin("c", 1).flags == ("pinned",)
-    assert client.list_items("c").items[0].flags == ("pinned",)
+    assert client.list_items("c").entries[0].flags == ("pinned",)
     assert client.unpin("c", 1).flags == ()
     with pytest.raises(NotFoundError, match="no item with seq 9"):
         client.pin("c", 9)

@@ -27,7 +27,7 @@ def test_evicted_items_keep_all_fields_and_are_found_by_meaning(client: Client) 
     )
     client.append("a", "The build uses gradle with the kotlin plugin.")
     client.append("a", "Lunch was a sandwich.")
-    (archived,) = client.list_items("a", states=["archived"]).items
+    (archived,) = client.list_items("a", states=["archived"]).entries
     assert archived.seq == 1
     assert archived.content == "My sister moved to Lisbon last spring."
     assert archived.timestamp == when

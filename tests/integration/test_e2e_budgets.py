@@ -526,7 +526,7 @@ def test_file_references_leaving_the_workspace_are_permission_denied(
         client.get_conversation("new")
     client.append("c", "hello", role="user")
     with pytest.raises(PermissionDeniedError, match="file reference refused"):
-        client.append_many(
+        client.append_batch(
             "c",
             [
                 NewItem("ok", role="user"),

@@ -23,7 +23,7 @@ def _agent_session(client: Client, cid: str, steps: int = 12) -> None:
     )
     client.append(cid, "I will start by reading the test file.", role="assistant")
     for n in range(steps):
-        client.append_many(
+        client.append_batch(
             cid,
             [
                 NewItem(

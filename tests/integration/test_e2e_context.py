@@ -29,7 +29,7 @@ def _conversation(client: Client, conv: str, n: int = 60, items: int = 6) -> Non
         batch.append(
             NewItem(f"{FILLER[k % len(FILLER)]} (note {k})", role=("user", "assistant")[k % 2])
         )
-    client.append_many(conv, batch)
+    client.append_batch(conv, batch)
 
 
 def test_sections_budget_and_no_repeats(client: Client) -> None:

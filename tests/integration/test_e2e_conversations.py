@@ -56,12 +56,12 @@ def test_list_is_paged_and_scoped_by_namespace(client: Client) -> None:
         client.create_conversation(cid, namespace="team-a")
     client.create_conversation("z", namespace="team-b")
     first = client.list_conversations(page_size=2, namespace="team-a")
-    assert [c.conversation_id for c in first.items] == ["a", "b"]
+    assert [c.conversation_id for c in first.entries] == ["a", "b"]
     assert first.next_page_token
     second = client.list_conversations(
         page_size=2, page_token=first.next_page_token, namespace="team-a"
     )
-    assert [c.conversation_id for c in second.items] == ["c", "d"]
+    assert [c.conversation_id for c in second.entries] == ["c", "d"]
     assert [c.conversation_id for c in client.iter_conversations(namespace="team-a")] == list(
         "abcde"
     )

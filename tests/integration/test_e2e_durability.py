@@ -35,7 +35,7 @@ def test_acknowledged_appends_survive_kill_9(tmp_path: Path) -> None:
             for n in range(60):
                 text = f"Note {n} on {TOPICS[n % len(TOPICS)]}."
                 acked.append((client.append("d", text, metadata={"n": str(n)}).seq, text))
-            batch = client.append_many("d", [NewItem(f"batch item {k}") for k in range(20)])
+            batch = client.append_batch("d", [NewItem(f"batch item {k}") for k in range(20)])
             acked.extend((r.seq, f"batch item {k}") for k, r in enumerate(batch.results))
             window_before = [i.seq for i in client.iter_items("d", states=["window"])]
     finally:

@@ -67,7 +67,7 @@ def test_a_reread_replaces_the_earlier_copy_everywhere_but_the_store(client: Cli
 def test_writes_count_only_when_whole_and_mentions_never(client: Client) -> None:
     client.create_conversation("w", settings=ConversationSettings(mask_tool_outputs_after_turns=0))
     read = _read(client, "w", "lib/a.py", 1)
-    client.append_many(
+    client.append_batch(
         "w",
         [
             NewItem("@@ -1 +1 @@ a small diff", role="tool", file=FileRef("lib/a.py", "write")),

@@ -44,7 +44,7 @@ def _archive_facts_then_filler(client: Client, conv: str, filler: int = 60) -> N
         )
         for k in range(filler)
     ]
-    client.append_many(conv, items)
+    client.append_batch(conv, items)
 
 
 def _facts_returned(ctx) -> set[int]:  # type: ignore[no-untyped-def]
@@ -79,7 +79,7 @@ def test_a_relevant_window_item_beats_newer_irrelevant_ones(client: Client) -> N
     )
     items = [NewItem("The spare office key is taped under the third drawer.", role="user")]
     items += [NewItem(f"{FILLER[k % len(FILLER)]} ({k})") for k in range(30)]
-    client.append_many("desk", items)
+    client.append_batch("desk", items)
     ctx = client.get_context("desk", "where is the spare office key?", max_tokens=60)
     assert ctx.history == ()  # everything is in the window
     assert 1 in {s.seq for s in ctx.recent}
@@ -110,7 +110,7 @@ def test_recent_min_items_keeps_the_newest_within_a_quarter_of_the_budget(
 
 def test_history_is_rendered_under_one_heading_per_day(client: Client) -> None:
     _archive_facts_then_filler(client, "days")
-    client.append_many(
+    client.append_batch(
         "days",
         [NewItem("Heron's staging host moved to db-heron-9.", timestamp=DAY0 + timedelta(days=30))],
     )
@@ -134,7 +134,7 @@ def test_as_of_reads_time_words_against_the_moment_asked(client: Client) -> None
         (datetime(2024, 3, 20, tzinfo=UTC), "Booked a dentist appointment."),
         (datetime(2024, 3, 21, tzinfo=UTC), "Paid the electricity bill."),
     ]
-    client.append_many("trips", [NewItem(t, timestamp=when) for when, t in notes])
+    client.append_batch("trips", [NewItem(t, timestamp=when) for when, t in notes])
     question = "what did I do with Marta two months ago?"
     asked = datetime(2024, 4, 15, tzinfo=UTC)
     ctx = client.get_context("trips", question, max_tokens=200, as_of=asked)
@@ -168,7 +168,7 @@ def test_a_short_answer_comes_with_the_question_it_answers(client: Client) -> No
         ),
     ]
     items += [NewItem(f"{FILLER[k % len(FILLER)]} ({k})", role="user") for k in range(30)]
-    client.append_many("qa", items)
+    client.append_batch("qa", items)
     ctx = client.get_context("qa", "Kestrel billing service port", max_tokens=150)
     by_seq = {s.seq: s for s in (*ctx.recent, *ctx.history)}
     assert {1, 2} <= by_seq.keys()
@@ -198,7 +198,7 @@ def test_words_every_turn_shares_do_not_decide(client: Client) -> None:
     client.create_conversation("chat", settings=ConversationSettings(window_max_items=20))
     turns = [f"Caroline: {FILLER[k % len(FILLER)]} ({k})" for k in range(40)]
     turns[7] = "Caroline: I finally adopted a greyhound called Pixel last weekend."
-    client.append_many("chat", [NewItem(t) for t in turns])
+    client.append_batch("chat", [NewItem(t) for t in turns])
     ctx = client.get_context("chat", "What is the name of Caroline's greyhound?", max_tokens=80)
     best = max((*ctx.history, *ctx.recent), key=lambda s: s.score)
     assert best.seq == 8

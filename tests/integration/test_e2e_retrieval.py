@@ -20,7 +20,7 @@ def _found(client: Client, conv: str, question: str, turn: int, mode: str) -> bo
 
 def test_hybrid_beats_dense_on_rare_words_and_keeps_paraphrases(client: Client) -> None:
     conv = generate_conversation(7, turns=300, questions=12)
-    client.append_many(
+    client.append_batch(
         conv.conversation_id,
         [
             NewItem(i["content"], role=i["role"], timestamp=i["timestamp"], metadata=i["metadata"])
@@ -54,7 +54,7 @@ def test_time_words_select_items_by_timestamp(client: Client) -> None:
         (start + timedelta(days=100), "Cleared the raised bed for winter crops."),
         (start + timedelta(days=101), "Ordered garlic bulbs for autumn planting."),
     ]
-    client.append_many("garden", [NewItem(text, timestamp=when) for when, text in notes])
+    client.append_batch("garden", [NewItem(text, timestamp=when) for when, text in notes])
     ctx = client.get_context("garden", "what did I do with the tomatoes in May?", max_tokens=400)
     assert ctx.time_range is not None
     assert ctx.time_range.since == datetime(2024, 5, 1, tzinfo=UTC)
@@ -73,7 +73,7 @@ def test_time_words_select_items_by_timestamp(client: Client) -> None:
 def test_before_an_event_uses_the_events_time(client: Client) -> None:
     client.create_conversation("ops", settings=ConversationSettings(window_max_items=2))
     t0 = datetime(2024, 1, 10, tzinfo=UTC)
-    client.append_many(
+    client.append_batch(
         "ops",
         [
             NewItem("Backups ran nightly on the old cluster.", timestamp=t0),

@@ -20,7 +20,7 @@ def _fill(client: Client, conv: str, namespace: str = "default") -> None:
     client.create_conversation(
         conv, settings=ConversationSettings(window_max_items=2), namespace=namespace
     )
-    client.append_many(
+    client.append_batch(
         conv,
         [
             NewItem(

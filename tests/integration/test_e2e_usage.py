@@ -37,7 +37,7 @@ def _fill(client: Client, cid: str, n: int, words: int = 30) -> int:
         )
         for i in range(n)
     ]
-    result = client.append_many(cid, items)
+    result = client.append_batch(cid, items)
     return sum(r.token_count for r in result.results)
 
 
@@ -111,9 +111,9 @@ def test_threshold_is_per_conversation_and_can_be_switched_off(client: Client) -
 def test_a_reported_count_wins_when_larger_and_grows_with_appends(client: Client) -> None:
     client.create_conversation("r", settings=ConversationSettings(context_limit=10_000))
     ours = _fill(client, "r", 4)
-    low = client.get_usage("r", reported_input_tokens=1, reported_cache_read_tokens=0)
+    low = client.get_usage("r", reported_input_tokens=1, reported_cache_read_input_tokens=0)
     assert (low.used_tokens, low.source) == (ours, "server")
-    high = client.get_usage("r", reported_input_tokens=3000, reported_cache_read_tokens=1200)
+    high = client.get_usage("r", reported_input_tokens=3000, reported_cache_read_input_tokens=1200)
     assert (high.used_tokens, high.reported_tokens, high.source) == (4200, 4200, "reported")
     added = client.append("r", "one more turn from the user", role="user").token_count
     later = client.get_usage("r")  # no new report: the last one plus what came since

@@ -33,7 +33,7 @@ def test_item_larger_than_the_window_goes_straight_to_the_archive(client: Client
     r = client.append("big", "huge " * 200)
     assert r.evicted_seqs == (2,)
     assert _window_seqs(client, "big") == [1]
-    assert client.list_items("big", states=["archived"]).items[0].content.startswith("huge")
+    assert client.list_items("big", states=["archived"]).entries[0].content.startswith("huge")
 
 
 def test_pinned_items_are_evicted_only_when_nothing_else_is_left(client: Client) -> None:
@@ -76,7 +76,7 @@ def test_recency_uses_the_conversations_own_clock(client: Client) -> None:
     client.create_conversation(
         "hist", settings=ConversationSettings(window_max_items=3, recency_half_life_items=0)
     )
-    client.append_many(
+    client.append_batch(
         "hist",
         [NewItem(f"plain remark {n}", timestamp=start + timedelta(days=n)) for n in range(4)],
     )

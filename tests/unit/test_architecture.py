@@ -20,10 +20,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "server" / "contextwm"
 CLIENT = ROOT / "client" / "contextwm_client"
+GENERATED = CLIENT / "v1"  # the generated stubs (scripts/gen_protos)
 
 
 def modules(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*.py") if "_generated" not in p.parts)
+    return sorted(p for p in directory.rglob("*.py") if GENERATED not in p.parents)
 
 
 def imported(path: Path) -> Iterator[tuple[int, str]]:
@@ -161,7 +162,7 @@ def test_client_never_imports_the_server() -> None:
 def test_generated_stubs_use_relative_imports() -> None:
     # protoc writes `from contextwm.v1 import ...`, which would resolve to the *service*
     # package; gen_protos rewrites it. Checked on the generated files too.
-    generated = sorted((CLIENT / "_generated").rglob("*.py"))
+    generated = sorted(GENERATED.glob("*.py*"))
     assert generated
     assert violations(generated, ("contextwm",)) == []
 
@@ -182,5 +183,5 @@ def test_the_checker_sees_violations(tmp_path: Path) -> None:
     assert "contextwm.adapters.store_sqlite" in names
     assert not any(matches(n, "grpc") for n in ["grpcio_tools", "os"])
     # A relative import inside the client's generated package resolves to the client.
-    stub = CLIENT / "_generated" / "contextwm" / "v1" / "contextwm_pb2_grpc.py"
-    assert any(n.startswith("contextwm_client._generated") for _, n in imported(stub))
+    for stub in (GENERATED / "contextwm_pb2_grpc.py", GENERATED / "contextwm_pb2_grpc.pyi"):
+        assert any(n.startswith("contextwm_client.v1.") for _, n in imported(stub))

@@ -11,6 +11,7 @@ from concurrent import futures
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import client_roundtrip as roundtrip
 import grpc
 import pytest
 from contextwm_client import (
@@ -64,8 +65,8 @@ from contextwm_client import (
 from contextwm_client import _convert as convert
 from contextwm_client import _requests as requests
 from contextwm_client._exceptions import STATUS_EXCEPTIONS
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
+from contextwm_client.v1 import contextwm_pb2 as pb
+from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -312,28 +313,28 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             idempotency_key="key-1",
         ),
         convert.to_proto_new_item,
-        convert.from_proto_new_item,
+        roundtrip.from_proto_new_item,
     ),
-    (NewItem(content="bare"), convert.to_proto_new_item, convert.from_proto_new_item),
-    (make_item(), convert.to_proto_item, convert.from_proto_item),
+    (NewItem(content="bare"), convert.to_proto_new_item, roundtrip.from_proto_new_item),
+    (make_item(), roundtrip.to_proto_item, convert.from_proto_item),
     (
         make_item(file=None, flags=(), metadata={}, state="window"),
-        convert.to_proto_item,
+        roundtrip.to_proto_item,
         convert.from_proto_item,
     ),
     (
         make_item(kind="compaction", compaction=COMPACTION, state="window"),
-        convert.to_proto_item,
+        roundtrip.to_proto_item,
         convert.from_proto_item,
     ),
-    (make_scored(), convert.to_proto_scored_item, convert.from_proto_scored_item),
+    (make_scored(), roundtrip.to_proto_scored_item, convert.from_proto_scored_item),
     (
         dataclasses.replace(make_scored(), replaced=True),
-        convert.to_proto_scored_item,
+        roundtrip.to_proto_scored_item,
         convert.from_proto_scored_item,
     ),
-    (make_scored(neighbor_of=6), convert.to_proto_scored_item, convert.from_proto_scored_item),
-    (WINDOW, convert.to_proto_window_stats, convert.from_proto_window_stats),
+    (make_scored(neighbor_of=6), roundtrip.to_proto_scored_item, convert.from_proto_scored_item),
+    (WINDOW, roundtrip.to_proto_window_stats, convert.from_proto_window_stats),
     (ScoringWeights(), convert.to_proto_scoring_weights, convert.from_proto_scoring_weights),
     (
         FULL_SETTINGS,
@@ -350,33 +351,33 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
         convert.to_proto_conversation_settings,
         convert.from_proto_conversation_settings,
     ),
-    (make_conversation(), convert.to_proto_conversation, convert.from_proto_conversation),
+    (make_conversation(), roundtrip.to_proto_conversation, convert.from_proto_conversation),
     (
         make_conversation(last_item_at=None, state="general", settings=ConversationSettings()),
-        convert.to_proto_conversation,
+        roundtrip.to_proto_conversation,
         convert.from_proto_conversation,
     ),
     (
         Page(
-            items=(make_conversation(), make_conversation(conversation_id="conv-2")),
+            entries=(make_conversation(), make_conversation(conversation_id="conv-2")),
             next_page_token="t",
         ),
-        convert.to_proto_list_conversations_response,
+        roundtrip.to_proto_list_conversations_response,
         convert.from_proto_list_conversations_response,
     ),
     (
-        Page(items=(), next_page_token=""),
-        convert.to_proto_list_conversations_response,
+        Page(entries=(), next_page_token=""),
+        roundtrip.to_proto_list_conversations_response,
         convert.from_proto_list_conversations_response,
     ),
     (
-        Page(items=(make_item(), make_item(seq=8)), next_page_token="next"),
-        convert.to_proto_list_items_response,
+        Page(entries=(make_item(), make_item(seq=8)), next_page_token="next"),
+        roundtrip.to_proto_list_items_response,
         convert.from_proto_list_items_response,
     ),
     (
         AppendedItem(seq=3, token_count=5, flags=("question",), duplicate=True),
-        convert.to_proto_append_result,
+        roundtrip.to_proto_append_result,
         convert.from_proto_append_result,
     ),
     (
@@ -388,7 +389,7 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             evicted_seqs=(1, 2),
             window=WINDOW,
         ),
-        convert.to_proto_append_response,
+        roundtrip.to_proto_append_response,
         convert.from_proto_append_response,
     ),
     (
@@ -400,13 +401,13 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             evicted_seqs=(1,),
             window=WINDOW,
         ),
-        convert.to_proto_append_batch_response,
+        roundtrip.to_proto_append_batch_response,
         convert.from_proto_append_batch_response,
     ),
-    (TOKENS, convert.to_proto_token_account, convert.from_proto_token_account),
+    (TOKENS, roundtrip.to_proto_token_account, convert.from_proto_token_account),
     (
         dataclasses.replace(TOKENS, system=0),
-        convert.to_proto_token_account,
+        roundtrip.to_proto_token_account,
         convert.from_proto_token_account,
     ),
     (BUDGETS[1], convert.to_proto_category_budget, convert.from_proto_category_budget),
@@ -420,7 +421,7 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
         convert.to_proto_category_budget,
         convert.from_proto_category_budget,
     ),
-    (CategoryOptions(), convert.to_proto_category_options, convert.from_proto_category_options),
+    (CategoryOptions(), convert.to_proto_category_options, roundtrip.from_proto_category_options),
     (
         CategoryOptions(
             budgets=(CategoryBudget("context", max_share=0.8), BUDGETS[2]),
@@ -428,24 +429,32 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             files=("src/a.py", "/srv/work/repo/b.py"),
         ),
         convert.to_proto_category_options,
-        convert.from_proto_category_options,
+        roundtrip.from_proto_category_options,
     ),
     (
         ALLOCATION.categories[2],
-        convert.to_proto_category_allocation,
+        roundtrip.to_proto_category_allocation,
         convert.from_proto_category_allocation,
     ),
-    (CHOSEN, convert.to_proto_contributor_piece, convert.from_proto_contributor_piece),
-    (LEFT_OUT, convert.to_proto_contributor_piece, convert.from_proto_contributor_piece),
-    (ALLOCATION, convert.to_proto_allocation_report, convert.from_proto_allocation_report),
+    (CHOSEN, roundtrip.to_proto_contributor_piece, convert.from_proto_contributor_piece),
+    (LEFT_OUT, roundtrip.to_proto_contributor_piece, convert.from_proto_contributor_piece),
+    (ALLOCATION, roundtrip.to_proto_allocation_report, convert.from_proto_allocation_report),
     (
         AllocationReport(allocated=0, categories=(), contributors=()),
-        convert.to_proto_allocation_report,
+        roundtrip.to_proto_allocation_report,
         convert.from_proto_allocation_report,
     ),
-    (TimeRange(T0, T1, "last week"), convert.to_proto_time_range, convert.from_proto_time_range),
-    (TimeRange(None, T1, "before May"), convert.to_proto_time_range, convert.from_proto_time_range),
-    (TimeRange(T0, None, "since May"), convert.to_proto_time_range, convert.from_proto_time_range),
+    (TimeRange(T0, T1, "last week"), roundtrip.to_proto_time_range, convert.from_proto_time_range),
+    (
+        TimeRange(None, T1, "before May"),
+        roundtrip.to_proto_time_range,
+        convert.from_proto_time_range,
+    ),
+    (
+        TimeRange(T0, None, "since May"),
+        roundtrip.to_proto_time_range,
+        convert.from_proto_time_range,
+    ),
     (
         EnhancedContext(
             text="# Recent Context\n...",
@@ -458,7 +467,7 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             unindexed_items=3,
             state="coding",
         ),
-        convert.to_proto_enhanced_context,
+        roundtrip.to_proto_enhanced_context,
         convert.from_proto_enhanced_context,
     ),
     (
@@ -474,7 +483,7 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             state="coding",
             allocation=ALLOCATION,
         ),
-        convert.to_proto_enhanced_context,
+        roundtrip.to_proto_enhanced_context,
         convert.from_proto_enhanced_context,
     ),
     (
@@ -489,24 +498,24 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             unindexed_items=0,
             state="research",
         ),
-        convert.to_proto_enhanced_context,
+        roundtrip.to_proto_enhanced_context,
         convert.from_proto_enhanced_context,
     ),
     (
         SearchResult(hits=(make_scored(),), time_range=TimeRange(T0, T1, "in May")),
-        convert.to_proto_search_response,
+        roundtrip.to_proto_search_response,
         convert.from_proto_search_response,
     ),
     (
         SearchResult(hits=(), time_range=None),
-        convert.to_proto_search_response,
+        roundtrip.to_proto_search_response,
         convert.from_proto_search_response,
     ),
     # agent loop
-    (OPTIMISATIONS, convert.to_proto_optimisations, convert.from_proto_optimisations),
-    (USAGE, convert.to_proto_usage, convert.from_proto_usage),
-    (ENTRY, convert.to_proto_active_entry, convert.from_proto_active_entry),
-    (NOTICE, convert.to_proto_active_entry, convert.from_proto_active_entry),
+    (OPTIMISATIONS, roundtrip.to_proto_optimisations, convert.from_proto_optimisations),
+    (USAGE, roundtrip.to_proto_usage, convert.from_proto_usage),
+    (ENTRY, roundtrip.to_proto_active_entry, convert.from_proto_active_entry),
+    (NOTICE, roundtrip.to_proto_active_entry, convert.from_proto_active_entry),
     (
         ActiveContext(
             entries=(NOTICE, ENTRY),
@@ -515,78 +524,78 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             total_tokens=9000,
             usage=USAGE,
         ),
-        convert.to_proto_active_context,
+        roundtrip.to_proto_active_context,
         convert.from_proto_active_context,
     ),
-    (FACT, convert.to_proto_ledger_fact, convert.from_proto_ledger_fact),
-    (COMPACTION, convert.to_proto_compaction, convert.from_proto_compaction),
+    (FACT, roundtrip.to_proto_ledger_fact, convert.from_proto_ledger_fact),
+    (COMPACTION, roundtrip.to_proto_compaction, convert.from_proto_compaction),
     (
         dataclasses.replace(COMPACTION, facts=(), extractive=False, undone=False),
-        convert.to_proto_compaction,
+        roundtrip.to_proto_compaction,
         convert.from_proto_compaction,
     ),
     (
         CompactResult(compaction=COMPACTION, usage=USAGE),
-        convert.to_proto_compact_response,
+        roundtrip.to_proto_compact_response,
         convert.from_proto_compact_response,
     ),
     (
         TruncateResult(truncated_seqs=(3, 4, 5), tokens_removed=700, usage=USAGE),
-        convert.to_proto_truncate_response,
+        roundtrip.to_proto_truncate_response,
         convert.from_proto_truncate_response,
     ),
-    (CHECKPOINT, convert.to_proto_checkpoint, convert.from_proto_checkpoint),
+    (CHECKPOINT, roundtrip.to_proto_checkpoint, convert.from_proto_checkpoint),
     (
         [CHECKPOINT, dataclasses.replace(CHECKPOINT, name="later", created_at=T1)],
-        convert.to_proto_list_checkpoints_response,
+        roundtrip.to_proto_list_checkpoints_response,
         convert.from_proto_list_checkpoints_response,
     ),
     (
         [],
-        convert.to_proto_list_checkpoints_response,
+        roundtrip.to_proto_list_checkpoints_response,
         convert.from_proto_list_checkpoints_response,
     ),
     (
         RestoreResult(checkpoint=CHECKPOINT, reverted_items=4, undone_edits=2, usage=USAGE),
-        convert.to_proto_restore_checkpoint_response,
+        roundtrip.to_proto_restore_checkpoint_response,
         convert.from_proto_restore_checkpoint_response,
     ),
-    (EDIT, convert.to_proto_context_edit, convert.from_proto_context_edit),
+    (EDIT, roundtrip.to_proto_context_edit, convert.from_proto_context_edit),
     (
         dataclasses.replace(EDIT, undone_at=None, seqs=(), related_seq=0),
-        convert.to_proto_context_edit,
+        roundtrip.to_proto_context_edit,
         convert.from_proto_context_edit,
     ),
     (
-        Page(items=(EDIT, dataclasses.replace(EDIT, id=6)), next_page_token="n"),
-        convert.to_proto_list_context_edits_response,
+        Page(entries=(EDIT, dataclasses.replace(EDIT, id=6)), next_page_token="n"),
+        roundtrip.to_proto_list_context_edits_response,
         convert.from_proto_list_context_edits_response,
     ),
-    (Event(1, T0, "usage", usage=USAGE), convert.to_proto_event, convert.from_proto_event),
+    (Event(1, T0, "usage", usage=USAGE), roundtrip.to_proto_event, convert.from_proto_event),
     (
         Event(2, T0, "eviction", eviction_seqs=(1, 2)),
-        convert.to_proto_event,
+        roundtrip.to_proto_event,
         convert.from_proto_event,
     ),
-    (Event(3, T0, "eviction"), convert.to_proto_event, convert.from_proto_event),
+    (Event(3, T0, "eviction"), roundtrip.to_proto_event, convert.from_proto_event),
     (
         Event(4, T0, "compaction", compaction=COMPACTION),
-        convert.to_proto_event,
+        roundtrip.to_proto_event,
         convert.from_proto_event,
     ),
-    (Event(5, T0, "truncation", edit=EDIT), convert.to_proto_event, convert.from_proto_event),
+    (Event(5, T0, "truncation", edit=EDIT), roundtrip.to_proto_event, convert.from_proto_event),
     (
         Event(6, T0, "checkpoint_created", checkpoint=CHECKPOINT),
-        convert.to_proto_event,
+        roundtrip.to_proto_event,
         convert.from_proto_event,
     ),
     (
         Event(7, T0, "checkpoint_restored", checkpoint=CHECKPOINT, reverted_items=3),
-        convert.to_proto_event,
+        roundtrip.to_proto_event,
         convert.from_proto_event,
     ),
-    (Event(8, T0, "gap", missed=17), convert.to_proto_event, convert.from_proto_event),
-    (Event(9, T0, "gap"), convert.to_proto_event, convert.from_proto_event),
+    (Event(8, T0, "gap", missed=17), roundtrip.to_proto_event, convert.from_proto_event),
+    (Event(9, T0, "gap"), roundtrip.to_proto_event, convert.from_proto_event),
 ]
 
 
@@ -617,7 +626,7 @@ def test_unset_optional_settings_read_back_as_none() -> None:
 
 
 def test_unset_message_fields_read_back_as_none() -> None:
-    item = convert.from_proto_new_item(pb.NewItem(content="x"))
+    item = roundtrip.from_proto_new_item(pb.NewItem(content="x"))
     assert (item.timestamp, item.file, item.idempotency_key) == (None, None, None)
     conversation = convert.from_proto_conversation(pb.Conversation())
     assert conversation.last_item_at is None
@@ -677,7 +686,7 @@ def test_item_round_trip_property(
     content: str, flags: tuple[str, ...], metadata: dict[str, str], timestamp: datetime, seq: int
 ) -> None:
     item = make_item(content=content, flags=flags, metadata=metadata, timestamp=timestamp, seq=seq)
-    assert convert.from_proto_item(convert.to_proto_item(item)) == item
+    assert convert.from_proto_item(roundtrip.to_proto_item(item)) == item
 
 
 # ---------------------------------------------------------------- enums
@@ -695,7 +704,7 @@ def test_item_round_trip_property(
         (
             pb.ConversationState,
             "CONVERSATION_STATE_",
-            convert.to_proto_conversation_state,
+            roundtrip.to_proto_conversation_state,
             convert.from_proto_conversation_state,
         ),
         (pb.Category, "CATEGORY_", convert.to_proto_category, convert.from_proto_category),
@@ -1203,7 +1212,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
     (
         pb.ListContextEditsResponse(edits=[PB_EDIT], next_page_token="more"),
         convert.from_proto_list_context_edits_response,
-        Page(items=(EXPECTED_EDIT,), next_page_token="more"),
+        Page(entries=(EXPECTED_EDIT,), next_page_token="more"),
     ),
     (
         pb.FileRef(path="b.py", kind="write", whole_file=False),
@@ -1212,9 +1221,9 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
     ),
     (
         pb.ScoredItem(
-            item=convert.to_proto_item(make_item()),
+            item=roundtrip.to_proto_item(make_item()),
             score=0.5,
-            parts=convert.to_proto_score_parts(make_scored().parts),
+            parts=roundtrip.to_proto_score_parts(make_scored().parts),
             neighbor_of=3,
             replaced=True,
         ),
@@ -1311,7 +1320,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             ],
             files=["a.py"],
         ),
-        convert.from_proto_category_options,
+        roundtrip.from_proto_category_options,
         CategoryOptions(
             budgets=(CategoryBudget("system_output", share=0.05, min_share=0.01, max_share=0.25),),
             contributor_weights={"working_files": 0.9},
@@ -1323,8 +1332,8 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
     (PB_ALLOCATION, convert.from_proto_allocation_report, EXPECTED_ALLOCATION),
     (
         pb.EnhancedContext(
-            recent=[convert.to_proto_scored_item(make_scored())],
-            history=[convert.to_proto_scored_item(make_scored(neighbor_of=6))],
+            recent=[roundtrip.to_proto_scored_item(make_scored())],
+            history=[roundtrip.to_proto_scored_item(make_scored(neighbor_of=6))],
             text="# System",
             query="q",
             query_from_focus=True,
@@ -1404,13 +1413,13 @@ def test_event_payload_variants(payload: str, message: Any, expected: dict[str, 
     event = convert.from_proto_event(message)
     # The payload's part is set; every other part is empty.
     assert event == Event(id=77, created_at=T1, kind=message.kind, **expected)
-    assert convert.to_proto_event(event) == message
+    assert roundtrip.to_proto_event(event) == message
 
 
 def test_event_without_payload() -> None:
     event = convert.from_proto_event(pb.Event(id=1, created_at=ts(T0), kind="future_kind"))
     assert event == Event(id=1, created_at=T0, kind="future_kind")
-    assert convert.to_proto_event(event).WhichOneof("payload") is None
+    assert roundtrip.to_proto_event(event).WhichOneof("payload") is None
 
 
 def test_unset_agent_loop_fields_read_back_as_none_or_default() -> None:
@@ -1532,7 +1541,7 @@ def test_client_agent_loop_methods_send_and_convert() -> None:
     client, stub = fake_client(answers, timeout=7)
     with client:
         assert client.get_usage("c") == EXPECTED_USAGE
-        client.get_usage("c", reported_input_tokens=10, reported_cache_read_tokens=5)
+        client.get_usage("c", reported_input_tokens=10, reported_cache_read_input_tokens=5)
         assert client.compact("c").compaction == EXPECTED_COMPACTION
         client.compact("c", "written by the LLM", namespace="other")
         assert client.truncate("c", "quarter").truncated_seqs == (4,)
@@ -1574,7 +1583,7 @@ def test_client_pages_active_context_and_edits() -> None:
         assert list(client.iter_active_context("c", page_size=2)) == [EXPECTED_ENTRY] * 3
         assert list(client.iter_context_edits("c")) == [EXPECTED_EDIT] * 2
         page = client.list_context_edits("c", page_size=5, page_token="t")
-        assert page == Page(items=(EXPECTED_EDIT,), next_page_token="n")
+        assert page == Page(entries=(EXPECTED_EDIT,), next_page_token="n")
     tokens = [(rpc, request.page_size, request.page_token) for rpc, request, _ in stub.calls]
     assert tokens == [
         ("GetActiveContext", 2, ""),
@@ -1619,7 +1628,7 @@ def test_bad_category_options_raise_before_the_call(options: CategoryOptions, me
 def test_get_usage_refuses_cache_tokens_without_input_before_the_call() -> None:
     client, stub = fake_client({})
     with client, pytest.raises(ValueError):
-        client.get_usage("c", reported_cache_read_tokens=3)
+        client.get_usage("c", reported_cache_read_input_tokens=3)
     assert stub.calls == []
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED_IN = ROOT / "client" / "contextwm_client" / "_generated"
+CHECKED_IN = ROOT / "client" / "contextwm_client" / "v1"
 
 
 def files_under(directory: Path) -> dict[str, bytes]:
@@ -35,6 +35,8 @@ def test_generated_stubs_match_checked_in(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     fresh, current = files_under(out), files_under(CHECKED_IN)
     assert fresh, "gen_protos wrote nothing"
+    # The typed stubs of mypy-protobuf are part of the generated code, and checked the same.
+    assert {"contextwm_pb2.pyi", "contextwm_pb2_grpc.pyi"} <= set(fresh)
     assert sorted(fresh) == sorted(current), "missing or extra generated files"
     drifted = [name for name in fresh if fresh[name] != current[name]]
     assert drifted == [], f"stale stubs, run scripts/gen_protos: {drifted}"

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from types import MappingProxyType
+from typing import TypeVar
 
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client.v1 import contextwm_pb2 as pb
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from contextwm.conversations.appends import AppendedItem
@@ -62,6 +64,8 @@ from contextwm.transport.convert_budgets import (
     to_proto_contributor_weights,
 )
 
+V = TypeVar("V")
+
 _STATE_TO_PROTO = {
     ItemState.WINDOW: pb.ITEM_STATE_WINDOW,
     ItemState.ARCHIVED: pb.ITEM_STATE_ARCHIVED,
@@ -99,8 +103,11 @@ def to_proto_datetime(moment: datetime) -> Timestamp:
 
 
 def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
-    def opt(name: str) -> object | None:
-        return getattr(msg, name) if msg.HasField(name) else None
+    # Typed as the base class, whose HasField takes a name held in a variable.
+    message: Message = msg
+
+    def opt(name: str, value: V) -> V | None:
+        return value if message.HasField(name) else None
 
     weights = None
     if msg.HasField("weights"):
@@ -112,25 +119,27 @@ def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
             role=dict(w.role),
         )
     return SettingsPatch(
-        window_max_tokens=opt("window_max_tokens"),  # type: ignore[arg-type]
-        window_max_items=opt("window_max_items"),  # type: ignore[arg-type]
-        encoding=opt("encoding"),  # type: ignore[arg-type]
-        recency_half_life_seconds=opt("recency_half_life_seconds"),  # type: ignore[arg-type]
-        recency_half_life_items=opt("recency_half_life_items"),  # type: ignore[arg-type]
-        focus_items=opt("focus_items"),  # type: ignore[arg-type]
-        similarity_threshold=opt("similarity_threshold"),  # type: ignore[arg-type]
-        recent_min_items=opt("recent_min_items"),  # type: ignore[arg-type]
-        adaptive_window=opt("adaptive_window"),  # type: ignore[arg-type]
-        detect_importance=opt("detect_importance"),  # type: ignore[arg-type]
+        window_max_tokens=opt("window_max_tokens", msg.window_max_tokens),
+        window_max_items=opt("window_max_items", msg.window_max_items),
+        encoding=opt("encoding", msg.encoding),
+        recency_half_life_seconds=opt("recency_half_life_seconds", msg.recency_half_life_seconds),
+        recency_half_life_items=opt("recency_half_life_items", msg.recency_half_life_items),
+        focus_items=opt("focus_items", msg.focus_items),
+        similarity_threshold=opt("similarity_threshold", msg.similarity_threshold),
+        recent_min_items=opt("recent_min_items", msg.recent_min_items),
+        adaptive_window=opt("adaptive_window", msg.adaptive_window),
+        detect_importance=opt("detect_importance", msg.detect_importance),
         weights=weights,
-        model=opt("model"),  # type: ignore[arg-type]
-        context_limit=opt("context_limit"),  # type: ignore[arg-type]
-        reserved_reply_tokens=opt("reserved_reply_tokens"),  # type: ignore[arg-type]
-        compaction_threshold=opt("compaction_threshold"),  # type: ignore[arg-type]
-        compaction_enabled=opt("compaction_enabled"),  # type: ignore[arg-type]
-        mask_tool_outputs_after_turns=opt("mask_tool_outputs_after_turns"),  # type: ignore[arg-type]
-        replace_duplicate_reads=opt("replace_duplicate_reads"),  # type: ignore[arg-type]
-        workspace_root=opt("workspace_root"),  # type: ignore[arg-type]
+        model=opt("model", msg.model),
+        context_limit=opt("context_limit", msg.context_limit),
+        reserved_reply_tokens=opt("reserved_reply_tokens", msg.reserved_reply_tokens),
+        compaction_threshold=opt("compaction_threshold", msg.compaction_threshold),
+        compaction_enabled=opt("compaction_enabled", msg.compaction_enabled),
+        mask_tool_outputs_after_turns=opt(
+            "mask_tool_outputs_after_turns", msg.mask_tool_outputs_after_turns
+        ),
+        replace_duplicate_reads=opt("replace_duplicate_reads", msg.replace_duplicate_reads),
+        workspace_root=opt("workspace_root", msg.workspace_root),
         category_budgets=from_proto_budget_patches(msg.category_budgets),
         contributor_weights=from_proto_contributor_weights(msg.contributor_weights),
     )

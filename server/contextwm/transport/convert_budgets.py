@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.budgets.allocation import CategoryReport
 from contextwm.budgets.assembly import AllocationReport

@@ -3,7 +3,7 @@ checkpoints and events."""
 
 from __future__ import annotations
 
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.agent_loop.loop import ActivePage, ActiveView
 from contextwm.domain.facts import Fact

@@ -5,8 +5,8 @@ from __future__ import annotations
 from concurrent import futures
 
 import grpc
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
+from contextwm_client.v1 import contextwm_pb2 as pb
+from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import grpc
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2_grpc as pb_grpc
+from contextwm_client.v1 import contextwm_pb2 as pb
+from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
@@ -18,7 +18,7 @@ from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_loop import AgentLoopRpcs
 
 
-class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):  # type: ignore[misc]
+class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
     def __init__(

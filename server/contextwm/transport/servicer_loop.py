@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import grpc
-from contextwm_client._generated.contextwm.v1 import contextwm_pb2 as pb
+from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.transport import convert_loop
