@@ -28,6 +28,7 @@ from contextwm_client import (
     NewItem,
     NotFoundError,
     PermissionDeniedError,
+    ScoringWeights,
 )
 
 BILLING = '''"""Invoices and their totals."""
@@ -444,8 +445,18 @@ def test_the_codebase_map_respects_gitignore_and_lists_symbols(client: Client) -
     assert "generated" not in piece.content and "build/" not in piece.content
 
 
+# The oldest items leave the window first, whenever their vectors arrive: no similarity or
+# role in the eviction score, and recency halving with every item.
+BY_AGE = ScoringWeights(similarity=0.0, role={"user": 0.0, "assistant": 0.0})
+
+
 def test_retrieval_hits_from_the_archive_are_pieces_with_their_turn(client: Client) -> None:
-    client.create_conversation("c", settings=ConversationSettings(window_max_items=10))
+    client.create_conversation(
+        "c",
+        settings=ConversationSettings(
+            window_max_items=10, weights=BY_AGE, recency_half_life_items=1
+        ),
+    )
     client.append("c", "What port does the billing service listen on?", role="user")
     client.append("c", "The billing service listens on port 8471.", role="assistant")
     _dialog(client, "c", 10)
@@ -460,7 +471,10 @@ def test_retrieval_hits_from_the_archive_are_pieces_with_their_turn(client: Clie
     assert ctx.text.count("What port does the billing service listen on?") == 1
     # Once both are archived, the question travels along with its answer, in one piece.
     client.create_conversation(
-        "d", settings=ConversationSettings(window_max_items=10, detect_importance=False)
+        "d",
+        settings=ConversationSettings(
+            window_max_items=10, detect_importance=False, weights=BY_AGE, recency_half_life_items=1
+        ),
     )
     client.append("d", "What port does the billing service listen on?", role="user")
     client.append("d", "The billing service listens on port 8471.", role="assistant")
