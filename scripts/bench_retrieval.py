@@ -233,7 +233,7 @@ def load_store(
 ) -> int:
     """Writes archived items archive[offset:offset+count] (+ window items with vectors)
     into a new conversation of the service's store; returns its key."""
-    from contextwm.adapters.store_sqlite import SqliteStore
+    from contextwm.adapters.sqlite import SqliteStore
     from contextwm.adapters.tokens_bpe import token_counter
     from contextwm.domain.conversations import ConversationSettings
     from contextwm.domain.items import Item, ItemState

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
-from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.adapters.workspace import Workspaces
 from contextwm.conversations.engine import ContextEngine

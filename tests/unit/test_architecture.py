@@ -175,12 +175,12 @@ def test_the_checker_sees_violations(tmp_path: Path) -> None:
         "import os\n"
         "def f():\n    import grpc.aio as g\n"
         "from contextwm import transport\n"
-        "from contextwm.adapters.store_sqlite import SqliteStore\n"
+        "from contextwm.adapters.sqlite import SqliteStore\n"
     )
     names = [name for _, name in imported(probe)]
     assert "grpc.aio" in names
     assert "contextwm.transport" in names
-    assert "contextwm.adapters.store_sqlite" in names
+    assert "contextwm.adapters.sqlite" in names
     assert not any(matches(n, "grpc") for n in ["grpcio_tools", "os"])
     # A relative import inside the client's generated package resolves to the client.
     for stub in (GENERATED / "contextwm_pb2_grpc.py", GENERATED / "contextwm_pb2_grpc.pyi"):

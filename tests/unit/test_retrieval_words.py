@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
-from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.conversations.engine import ContextEngine

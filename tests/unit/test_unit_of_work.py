@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
-from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch

@@ -1,4 +1,4 @@
-"""Tests for contextwm.adapters.store_sqlite: conversations, items, vectors, lexical search."""
+"""Tests for contextwm.adapters.sqlite: conversations, items, vectors, lexical search."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
-from contextwm.adapters.store_sqlite import SqliteStore
+from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.errors import AlreadyExists
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState

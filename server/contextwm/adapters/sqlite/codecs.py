@@ -1,0 +1,141 @@
+"""Rows of the conversation and item tables as domain values, and item filters as SQL."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from types import MappingProxyType
+from typing import Any
+
+from contextwm.domain.categories import Category, CategoryBudget, ContributorType
+from contextwm.domain.conversations import ConversationSettings, ScoringWeights
+from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
+from contextwm.domain.usage import Reported
+from contextwm.ports.store import ConversationRecord
+
+REVERTED = int(ItemState.REVERTED)
+
+
+CONVERSATION_COLUMNS = (
+    "id, namespace, conversation_id, settings, created_at, last_seq, token_limit, state,"
+    " active_start, reported_tokens, reported_server_tokens, last_event"
+)
+
+
+ITEM_COLUMNS = (
+    "c.conversation_id, i.seq, i.role, i.content, i.ts, i.tokens, i.flags, i.metadata,"
+    " i.file_path, i.file_kind, i.state, i.kind, i.whole_file"
+)
+
+
+def settings_to_json(settings: ConversationSettings) -> str:
+    data: dict[str, Any] = {
+        f.name: getattr(settings, f.name)
+        for f in dataclasses.fields(settings)
+        if f.name not in ("weights", "category_budgets", "contributor_weights")
+    }
+    data["category_budgets"] = {
+        str(c): [b.share, b.min_share, b.max_share] for c, b in settings.category_budgets.items()
+    }
+    data["contributor_weights"] = {str(t): w for t, w in settings.contributor_weights.items()}
+    data["weights"] = {
+        "recency": settings.weights.recency,
+        "similarity": settings.weights.similarity,
+        "importance": dict(settings.weights.importance),
+        "role": dict(settings.weights.role),
+    }
+    return json.dumps(data, sort_keys=True)
+
+
+def settings_from_json(text: str) -> ConversationSettings:
+    data = json.loads(text)
+    w = data.pop("weights")
+    weights = ScoringWeights(
+        recency=w["recency"],
+        similarity=w["similarity"],
+        importance=MappingProxyType(w["importance"]),
+        role=MappingProxyType(w["role"]),
+    )
+    # Rows written before budgets existed have neither field: the defaults apply.
+    budgets = data.pop("category_budgets", None)
+    if budgets is not None:
+        data["category_budgets"] = MappingProxyType(
+            {Category(c): CategoryBudget(*b) for c, b in budgets.items()}
+        )
+    contributors = data.pop("contributor_weights", None)
+    if contributors is not None:
+        data["contributor_weights"] = MappingProxyType(
+            {ContributorType(t): w for t, w in contributors.items()}
+        )
+    known = {f.name for f in dataclasses.fields(ConversationSettings)}
+    return ConversationSettings(weights=weights, **{k: v for k, v in data.items() if k in known})
+
+
+def item_of(row: Sequence[Any]) -> Item:
+    return Item(
+        conversation_id=row[0],
+        seq=row[1],
+        role=row[2],
+        content=row[3],
+        timestamp=row[4],
+        token_count=row[5],
+        flags=Flag(row[6]),
+        metadata=MappingProxyType(json.loads(row[7])) if row[7] else MappingProxyType({}),
+        file=FileRef(row[8], row[9], None if row[12] is None else bool(row[12]))
+        if row[8] is not None
+        else None,
+        state=ItemState(row[10]),
+        kind=row[11],
+    )
+
+
+def record_of(row: Sequence[Any]) -> ConversationRecord:
+    return ConversationRecord(
+        key=row[0],
+        namespace=row[1],
+        conversation_id=row[2],
+        settings=settings_from_json(row[3]),
+        created_at=row[4],
+        last_seq=row[5],
+        token_limit=row[6],
+        state=row[7],
+        active_start=row[8],
+        reported=Reported(row[9], row[10]) if row[9] is not None else None,
+        last_event=row[11],
+    )
+
+
+def filter_sql(flt: ItemFilter | None) -> tuple[str, list[Any]]:
+    """SQL conditions on items alias i for a filter: ' AND ...' and its parameters."""
+    if flt is None or flt.empty:
+        return "", []
+    sql: list[str] = []
+    params: list[Any] = []
+    if flt.roles:
+        sql.append(f"i.role IN ({','.join('?' * len(flt.roles))})")
+        params.extend(sorted(flt.roles))
+    if flt.flags:
+        sql.append("(i.flags & ?) = ?")
+        params.extend([int(flt.flags), int(flt.flags)])
+    if flt.since is not None:
+        sql.append("i.ts >= ?")
+        params.append(flt.since)
+    if flt.until is not None:
+        sql.append("i.ts < ?")
+        params.append(flt.until)
+    for k, v in sorted(flt.metadata.items()):
+        # json_each compares keys as plain strings: no JSON path quoting to get wrong.
+        sql.append(
+            "EXISTS (SELECT 1 FROM json_each(i.metadata) WHERE json_each.key = ?"
+            " AND json_each.value = ?)"
+        )
+        params.extend([k, v])
+    return " AND " + " AND ".join(sql), params
+
+
+def fts_query(term: str, key: int) -> str:
+    # The term is quoted, so no user text is ever parsed as FTS5 syntax, and scoped to the
+    # content column, so it never matches a conversation tag.
+    quoted = '"' + term.replace("\x00", "").replace('"', '""') + '"'
+    return f'tag:"c{key}" AND content:{quoted}'

@@ -1,0 +1,65 @@
+"""A conversation's events, kept for replay to watchers and pruned by age."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from contextwm.adapters.sqlite.database import Database, insert_rows
+from contextwm.adapters.sqlite.history_codecs import decode_payload, encode_payload
+from contextwm.domain.history import (
+    Event,
+    EventKind,
+)
+
+
+def write_events(
+    db: sqlite3.Connection, key: int, events: Sequence[Event], *, counter: bool = True
+) -> None:
+    """Stores events; counter=False when the caller updates conversations.last_event."""
+    if not events:
+        return
+    insert_rows(
+        db,
+        "events (conv, number, at, kind, payload)",
+        [(key, e.number, e.at, str(e.kind), json.dumps(encode_payload(e.payload))) for e in events],
+    )
+    if counter:
+        db.execute("UPDATE conversations SET last_event = ? WHERE id = ?", (events[-1].number, key))
+
+
+class EventTables(Database):
+    """A conversation's events, kept for replay to watchers and pruned by age."""
+
+    def events_after(self, key: int, after: int, limit: int) -> list[Event]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT number, at, kind, payload FROM events WHERE conv = ? AND number > ?"
+                " ORDER BY number LIMIT ?",
+                (key, after, limit),
+            )
+            .fetchall()
+        )
+        return [
+            Event(r[0], r[1], EventKind(r[2]), decode_payload(EventKind(r[2]), json.loads(r[3])))
+            for r in rows
+        ]
+
+    def first_event_number(self, key: int) -> int | None:
+        row = (
+            self._reader()
+            .execute("SELECT min(number) FROM events WHERE conv = ?", (key,))
+            .fetchone()
+        )
+        return int(row[0]) if row[0] is not None else None
+
+    def record_events(self, key: int, events: Sequence[Event]) -> None:
+        with self._transaction() as db:
+            write_events(db, key, events)
+
+    def prune_events(self, older_than: float) -> int:
+        """Drops events older than the retention; returns how many."""
+        with self._transaction() as db:
+            return db.execute("DELETE FROM events WHERE at < ?", (older_than,)).rowcount

@@ -1,0 +1,129 @@
+"""The store's tables, indexes and full-text index, and the schema version they make."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations (
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    token_limit INTEGER,
+    state TEXT NOT NULL DEFAULT 'general',
+    UNIQUE (namespace, conversation_id)
+);
+
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY,
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    ts REAL NOT NULL,
+    tokens INTEGER NOT NULL,
+    flags INTEGER NOT NULL,
+    metadata TEXT,
+    file_path TEXT,
+    file_kind TEXT,
+    state INTEGER NOT NULL,
+    idem TEXT,
+    UNIQUE (conv, seq)
+);
+
+CREATE UNIQUE INDEX IF NOT EXISTS items_idem ON items (conv, idem) WHERE idem IS NOT NULL;
+CREATE INDEX IF NOT EXISTS items_state ON items (conv, state, seq);
+CREATE INDEX IF NOT EXISTS items_time ON items (conv, ts);
+CREATE TABLE IF NOT EXISTS vectors (
+    item INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL
+);
+-- Contentless: the text lives in items once. The tag column ("c<conversation key>") lets
+-- a MATCH narrow to one conversation inside the index instead of filtering afterwards.
+CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(
+    content, tag, content='', tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
+# Version 2 (the agent loop): columns added to version-1 files by ALTER TABLE, so one list
+# serves new files and migrated ones alike.
+V2_COLUMNS = (
+    ("items", "kind TEXT NOT NULL DEFAULT 'message'"),
+    ("items", "whole_file INTEGER"),
+    ("conversations", "active_start INTEGER NOT NULL DEFAULT 0"),
+    ("conversations", "reported_tokens INTEGER"),
+    ("conversations", "reported_server_tokens INTEGER"),
+    ("conversations", "last_event INTEGER NOT NULL DEFAULT 0"),
+)
+
+V2_TABLES = """
+CREATE INDEX IF NOT EXISTS items_file ON items (conv, file_path) WHERE file_path IS NOT NULL;
+CREATE TABLE IF NOT EXISTS facts (
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    outcome TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS facts_conv ON facts (conv, seq);
+CREATE TABLE IF NOT EXISTS edits (
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    id INTEGER NOT NULL,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    seqs TEXT NOT NULL,
+    related_seq INTEGER NOT NULL DEFAULT 0,
+    tokens_saved INTEGER NOT NULL DEFAULT 0,
+    detail TEXT NOT NULL DEFAULT '',
+    undone_at REAL,
+    PRIMARY KEY (conv, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS compactions (
+    id INTEGER PRIMARY KEY,
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    at REAL NOT NULL,
+    summary TEXT NOT NULL,
+    extractive INTEGER NOT NULL,
+    marker_seq INTEGER NOT NULL,
+    items_archived INTEGER NOT NULL,
+    tokens_before INTEGER NOT NULL,
+    tokens_after INTEGER NOT NULL,
+    ledger TEXT NOT NULL,
+    facts TEXT NOT NULL,
+    undone_at REAL
+);
+CREATE INDEX IF NOT EXISTS compactions_conv ON compactions (conv, marker_seq);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id INTEGER PRIMARY KEY,
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    at REAL NOT NULL,
+    snapshot TEXT NOT NULL,
+    UNIQUE (conv, name)
+);
+CREATE TABLE IF NOT EXISTS events (
+    conv INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (conv, number)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_at ON events (at);
+"""
+
+# Every item's FTS row is written by this trigger, so that an item costs one INSERT statement
+# rather than two: each sqlite3 call releases and re-takes the interpreter lock, which under
+# concurrent appends means a switch to another thread and back. TEMP: it exists on the write
+# connection only and is never stored in the file, which older versions can still open.
+FTS_TRIGGER = """
+CREATE TEMP TRIGGER items_fts_insert AFTER INSERT ON main.items BEGIN
+    INSERT INTO items_fts (rowid, content, tag) VALUES (new.id, new.content, 'c' || new.conv);
+END
+"""

@@ -1,0 +1,26 @@
+"""The embedded Store: one SQLite file in WAL mode, FTS5 postings for BM25, vectors as
+float32 blobs."""
+
+from __future__ import annotations
+
+from contextwm.adapters.sqlite.checkpoints import CheckpointTables
+from contextwm.adapters.sqlite.conversations import ConversationTables
+from contextwm.adapters.sqlite.events import EventTables
+from contextwm.adapters.sqlite.history import HistoryTables
+from contextwm.adapters.sqlite.items import ItemTables
+from contextwm.adapters.sqlite.lexical import LexicalIndex
+from contextwm.adapters.sqlite.vectors import VectorTables
+
+
+class SqliteStore(
+    ConversationTables,
+    ItemTables,
+    VectorTables,
+    LexicalIndex,
+    HistoryTables,
+    CheckpointTables,
+    EventTables,
+):
+    """The Store port on one SQLite file: each base owns the tables of one job and shares
+    the connections and transactions of Database, so that an append, its facts, edits and
+    events commit together."""

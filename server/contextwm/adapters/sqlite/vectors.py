@@ -1,0 +1,94 @@
+"""Item vectors as float32 blobs: pending ones for the indexer, stored ones for the index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from contextwm.adapters.sqlite.database import Database
+from contextwm.domain.items import ItemState
+from contextwm.ports.embedder import Vectors
+from contextwm.ports.store import PendingVector
+
+
+class VectorTables(Database):
+    """Item vectors as float32 blobs: pending ones for the indexer, stored ones for the index."""
+
+    def pending_vectors(self, model: str, limit: int, after_id: int = 0) -> list[PendingVector]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.id, i.conv, i.seq, i.content FROM items i"
+                " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
+                " WHERE i.id > ? AND v.item IS NULL ORDER BY i.id LIMIT ?",
+                (model, after_id, limit),
+            )
+            .fetchall()
+        )
+        return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO vectors (item, model, vec)"
+                " SELECT id, ?, ? FROM items WHERE conv = ? AND seq = ?",
+                [
+                    (model, np.ascontiguousarray(vec, dtype=np.float32).tobytes(), key, seq)
+                    for (key, seq), vec in zip(rows, vectors, strict=True)
+                ],
+            )
+
+    def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]:
+        db = self._reader()
+        joined = (
+            " FROM items i JOIN vectors v ON v.item = i.id"
+            " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ?"
+        )
+        params = (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model)
+        count, width = db.execute(f"SELECT count(*), max(length(v.vec)){joined}", params).fetchone()
+        seqs = np.zeros(count, dtype=np.int64)
+        matrix = np.zeros((count, (width or 0) // 4), dtype=np.float32)
+        cursor = db.execute(f"SELECT i.seq, v.vec{joined} ORDER BY i.seq", params)
+        # Filled in chunks: holding every row, then joining them, tripled the peak memory.
+        row = 0
+        while chunk := cursor.fetchmany(4096):
+            for seq, blob in chunk:
+                if row == count:  # rows committed since the count: the next load sees them
+                    break
+                seqs[row] = seq
+                matrix[row] = np.frombuffer(blob, dtype=np.float32)
+                row += 1
+        return seqs[:row], matrix[:row]
+
+    def vectors_for(
+        self, key: int, seqs: Sequence[int], model: str
+    ) -> dict[int, npt.NDArray[np.float32]]:
+        """Stored vectors of these items (items without one are left out)."""
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        db = self._reader()
+        for start in range(0, len(seqs), 500):
+            chunk = [int(s) for s in seqs[start : start + 500]]
+            rows = db.execute(
+                "SELECT i.seq, v.vec FROM items i JOIN vectors v ON v.item = i.id"
+                f" WHERE i.conv = ? AND v.model = ? AND i.seq IN ({','.join('?' * len(chunk))})",
+                (key, model, *chunk),
+            ).fetchall()
+            for seq, blob in rows:
+                out[seq] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def archived_ids(self, key: int, model: str) -> npt.NDArray[np.int64]:
+        """Seqs of archived (or compacted) items that have a vector: what the conversation's
+        index must hold."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.seq FROM items i JOIN vectors v ON v.item = i.id"
+                " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ? ORDER BY i.seq",
+                (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model),
+            )
+            .fetchall()
+        )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
