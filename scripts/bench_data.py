@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypedDict
 
+from contextwm_client import Role
+
 __all__ = [
     "MULTI_HOP",
     "PARAPHRASE",
@@ -35,8 +37,8 @@ __all__ = [
     "multi_hop_questions",
 ]
 
-USER = "user"
-ASSISTANT = "assistant"
+USER: Role = "user"
+ASSISTANT: Role = "assistant"
 RARE_WORD = "rare_word"
 PARAPHRASE = "paraphrase"
 MULTI_HOP = "multi_hop"
@@ -55,7 +57,7 @@ _PIECES = re.compile(r"[A-Za-z]+|\d+|[^\w\s]|_")
 class Turn:
     """One message of a benchmark conversation."""
 
-    role: str
+    role: Role
     content: str
     timestamp: datetime
     session: int
@@ -96,7 +98,7 @@ class BenchConversation:
 class IngestItem(TypedDict):
     """One turn shaped for the client's append call."""
 
-    role: str
+    role: Role
     content: str
     timestamp: datetime
     metadata: dict[str, str]

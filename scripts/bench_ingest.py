@@ -46,7 +46,7 @@ from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     wait_embedded,
 )
 from contextwm.ports.embedder import Embedder
-from contextwm_client import Client, NewItem
+from contextwm_client import Client, NewItem, Role
 
 ACK_GOAL_MS = 5.0
 SUSTAINED_GOAL = 0.8
@@ -111,13 +111,13 @@ def parse_args() -> argparse.Namespace:
 
 def plan(
     gen: TextGenerator, total: int, threads: int, is_user: Callable[[int], bool]
-) -> list[list[tuple[str, str]]]:
+) -> list[list[tuple[str, Role]]]:
     """(text, role) lists, one per client thread; is_user(k) gives the role of a thread's
     k-th item, so that each conversation alternates user and assistant turns."""
-    out: list[list[tuple[str, str]]] = [[] for _ in range(threads)]
+    out: list[list[tuple[str, Role]]] = [[] for _ in range(threads)]
     for i in range(total):
         t, k = i % threads, i // threads
-        role = "user" if is_user(k) else "assistant"
+        role: Role = "user" if is_user(k) else "assistant"
         out[t].append((gen.text(role)[0], role))
     return out
 
@@ -146,7 +146,7 @@ def raw_embedding(embedder: Embedder, texts: list[str]) -> dict[int, tuple[float
 def client_worker(
     target: str,
     conversation_ids: list[str],
-    items: list[tuple[str, str]],
+    items: list[tuple[str, Role]],
     batch_size: int | None,
     barrier: Any,
     results: Any,
@@ -191,7 +191,7 @@ def run_phase(
     phase: Phase,
     target: str,
     conversation_ids: list[str],
-    texts: list[list[tuple[str, str]]],
+    texts: list[list[tuple[str, Role]]],
     clients: int,
     batch_size: int | None,
     *,

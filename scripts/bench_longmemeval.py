@@ -55,7 +55,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_common import ServerProcess, log, print_table
 from bench_selectors import Turn, fill, selectors
-from contextwm_client import Client, NewItem
+from contextwm_client import Client, NewItem, Role
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "datasets" / "longmemeval_dev"
@@ -145,7 +145,11 @@ def load(data: Path, counter: Any) -> list[Haystack]:
                 tuple(sorted(position[(s, t)] for s, t in q["evidence"])),
             )
             turns = tuple(
-                Turn(t["role"], t["content"], counter.count(f"{t['role']}: {t['content']}") + 4)
+                Turn(
+                    cast(Role, t["role"]),
+                    t["content"],
+                    counter.count(f"{t['role']}: {t['content']}") + 4,
+                )
                 for t in rows
             )
             times = tuple(_date(t["session_date"]) for t in rows)

@@ -73,7 +73,7 @@ from bench_data import (
     multi_hop_questions,
 )
 from bench_data import ingest_items as bench_ingest_items
-from contextwm_client import Client, EnhancedContext, NewItem, ScoredItem
+from contextwm_client import Client, EnhancedContext, NewItem, RetrievalMode, ScoredItem
 
 BATCH = 100
 # The server's defaults that the miss analysis reasons with (ContextRequest and settings).
@@ -91,7 +91,7 @@ class ModeSpec:
     """One way of asking: a retrieval mode and a neighbour setting (None: server default)."""
 
     label: str
-    mode: str
+    mode: RetrievalMode
     include_neighbors: bool | None
     recent_share: float | None = None
 

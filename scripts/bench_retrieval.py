@@ -49,7 +49,7 @@ from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     wait_embedded,
 )
 from contextwm.ports.embedder import Embedder
-from contextwm_client import Client, NewItem
+from contextwm_client import Client, NewItem, Role
 
 NAMESPACE = "default"
 MODEL = "all-MiniLM-L6-v2"
@@ -397,12 +397,9 @@ def main() -> int:
                     cid = case.conversation_ids[0]
                     items = []
                     for w in range(case.window_via_api):
-                        role = (
-                            "user"
-                            if (case.archived_per_conversation + w) % 2 == 0
-                            else ("assistant")
-                        )
-                        items.append(NewItem(content=gen.text(role)[0], role=role))
+                        even = (case.archived_per_conversation + w) % 2 == 0
+                        speaker: Role = "user" if even else "assistant"
+                        items.append(NewItem(content=gen.text(speaker)[0], role=speaker))
                     client.append_batch(cid, items)
             api_windows = [c.conversation_ids[0] for c in cases if c.window_via_api]
             log(f"waiting for the window items of {api_windows} to be embedded")

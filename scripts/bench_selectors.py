@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from contextwm_client import Role
 
 # Per-turn framing a chat format adds around each message.
 TURN_OVERHEAD = 4
@@ -48,7 +49,7 @@ def words(text: str) -> list[str]:
 class Turn:
     """One turn of a conversation as the selectors see it."""
 
-    role: str
+    role: Role
     content: str
     cost: int  # tokens of "role: content" plus TURN_OVERHEAD
 

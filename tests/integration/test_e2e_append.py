@@ -86,9 +86,9 @@ def test_idempotency_key_makes_a_retry_a_no_op(client: Client) -> None:
     ("item", "message"),
     [
         (NewItem("", role="user"), "content is empty"),
-        (NewItem("hi", role="robot"), "unknown role 'robot'"),
-        (NewItem("hi", flags=("urgent",)), "unknown importance flag 'urgent'"),
-        (NewItem("hi", file=FileRef("a.py", "delete")), "unknown file kind 'delete'"),
+        (NewItem("hi", role="robot"), "unknown role 'robot'"),  # type: ignore[arg-type]
+        (NewItem("hi", flags=("urgent",)), "unknown importance flag 'urgent'"),  # type: ignore[arg-type]
+        (NewItem("hi", file=FileRef("a.py", "delete")), "unknown file kind 'delete'"),  # type: ignore[arg-type]
         (NewItem("hi", file=FileRef("", "read")), "empty path"),
         (NewItem("hi", timestamp=datetime(1960, 1, 1, tzinfo=UTC)), "between 1970 and 9999"),
     ],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from conftest import StartService
 from contextwm_client import (
@@ -10,14 +12,15 @@ from contextwm_client import (
     ConversationSettings,
     InvalidArgumentError,
     NotFoundError,
+    Role,
 )
 
 
 @pytest.fixture
-def client(start_service: StartService) -> Client:
+def client(start_service: StartService) -> Iterator[Client]:
     service = start_service()
     with Client(f"127.0.0.1:{service.port}") as c:
-        yield c  # type: ignore[misc]
+        yield c
 
 
 TOPICS = ["rowing technique", "sourdough baking", "kernel scheduling", "tax deadlines"]
@@ -25,7 +28,7 @@ TOPICS = ["rowing technique", "sourdough baking", "kernel scheduling", "tax dead
 
 def _turns(client: Client, cid: str, start: int, n: int) -> None:
     for k in range(start, start + n):
-        role = "user" if k % 2 == 0 else "assistant"
+        role: Role = "user" if k % 2 == 0 else "assistant"
         client.append(cid, f"Turn {k} about {TOPICS[k % len(TOPICS)]}.", role=role)
 
 

@@ -17,7 +17,7 @@ def test_async_client_round_trip(service: Service) -> None:
         async with AsyncClient(f"127.0.0.1:{service.port}") as client:
             r = await client.append("a", "async hello", metadata={"k": "v"})
             assert r.seq == 1
-            batch = await client.append_many("a", [NewItem("two"), NewItem("three")])
+            batch = await client.append_batch("a", [NewItem("two"), NewItem("three")])
             assert [x.seq for x in batch.results] == [2, 3]
             results = await asyncio.gather(
                 *(client.get_context("a", "hello", max_tokens=100) for _ in range(5))

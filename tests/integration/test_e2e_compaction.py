@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from conftest import StartService
 from contextwm_client import (
@@ -48,10 +50,10 @@ def _agent_session(client: Client, cid: str, steps: int = 12) -> None:
 
 
 @pytest.fixture
-def client(start_service: StartService) -> Client:
+def client(start_service: StartService) -> Iterator[Client]:
     service = start_service()
     with Client(f"127.0.0.1:{service.port}") as c:
-        yield c  # type: ignore[misc]
+        yield c
 
 
 def _limited(client: Client, cid: str, limit: int = 1400) -> None:

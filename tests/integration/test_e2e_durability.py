@@ -21,7 +21,7 @@ TOPICS = [
 
 
 def _snapshot(client: Client, conv: str) -> tuple[list[tuple[int, str, str]], list[int]]:
-    items = [(i.seq, i.state, i.content) for i in client.iter_items(conv)]
+    items = [(i.seq, str(i.state), i.content) for i in client.iter_items(conv)]
     hits = client.search("how do I care for my sourdough starter", conversation_id=conv, top_k=5)
     return items, [h.seq for h in hits.hits]
 

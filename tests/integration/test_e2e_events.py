@@ -36,7 +36,7 @@ class Listener:
             self.events.put(event)
 
     def take(self, n: int) -> list[Event]:
-        out = []
+        out: list[Event] = []
         deadline = time.monotonic() + WAIT
         while len(out) < n:
             out.append(self.events.get(timeout=max(0.01, deadline - time.monotonic())))

@@ -3,6 +3,8 @@ checkpoint restore."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from conftest import StartService
 from contextwm_client import Client, ConversationSettings, FileRef, NewItem
@@ -23,10 +25,10 @@ def _read(client: Client, cid: str, path: str, version: int, **file: object) -> 
 
 
 @pytest.fixture
-def client(start_service: StartService) -> Client:
+def client(start_service: StartService) -> Iterator[Client]:
     service = start_service()
     with Client(f"127.0.0.1:{service.port}") as c:
-        yield c  # type: ignore[misc]
+        yield c
 
 
 def test_a_reread_replaces_the_earlier_copy_everywhere_but_the_store(client: Client) -> None:

@@ -7,13 +7,13 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from contextwm_client import Client, ConversationSettings, NewItem
+from contextwm_client import Client, ConversationSettings, NewItem, RetrievalMode
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 from bench_data import generate_conversation, ingest_items
 
 
-def _found(client: Client, conv: str, question: str, turn: int, mode: str) -> bool:
+def _found(client: Client, conv: str, question: str, turn: int, mode: RetrievalMode) -> bool:
     ctx = client.get_context(conv, question, max_tokens=1024, mode=mode)
     return any(s.metadata.get("turn") == str(turn) for s in (*ctx.recent, *ctx.history))
 

@@ -109,4 +109,4 @@ def test_bad_search_requests(client: Client) -> None:
     with pytest.raises(InvalidArgumentError, match="top_k"):
         client.search("invoice", conversation_id="s", top_k=5000)
     with pytest.raises(InvalidArgumentError, match="unknown importance flag"):
-        client.search("invoice", conversation_id="s", flags=["shiny"])
+        client.search("invoice", conversation_id="s", flags=["shiny"])  # type: ignore[list-item]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from conftest import StartService
 from contextwm_client import (
@@ -9,14 +11,15 @@ from contextwm_client import (
     ConversationSettings,
     FailedPreconditionError,
     InvalidArgumentError,
+    TruncationStrategy,
 )
 
 
 @pytest.fixture
-def client(start_service: StartService) -> Client:
+def client(start_service: StartService) -> Iterator[Client]:
     service = start_service()
     with Client(f"127.0.0.1:{service.port}") as c:
-        yield c  # type: ignore[misc]
+        yield c
 
 
 def _dialog(client: Client, cid: str, pairs: int) -> None:
@@ -32,7 +35,7 @@ def _dialog(client: Client, cid: str, pairs: int) -> None:
     [("none", 0), ("last_two", 2), ("half", 12), ("quarter", 6)],
 )
 def test_strategies_keep_the_first_pair_and_leave_a_notice(
-    client: Client, strategy: str, kept_after_pair: int
+    client: Client, strategy: TruncationStrategy, kept_after_pair: int
 ) -> None:
     _dialog(client, strategy, 12)  # 24 items: the first pair and 22 after it
     result = client.truncate(strategy, strategy)
@@ -63,7 +66,7 @@ def test_truncations_add_up_and_bad_requests_are_refused(client: Client) -> None
     entries = list(client.iter_active_context("t"))
     assert [e.treatment for e in entries].count("truncation_notice") == 1  # one run, one notice
     with pytest.raises(InvalidArgumentError, match="unknown truncation strategy 'most'"):
-        client.truncate("t", "most")
+        client.truncate("t", "most")  # type: ignore[arg-type]
     client.truncate("t", "none")
     with pytest.raises(FailedPreconditionError, match="nothing to truncate"):
         client.truncate("t", "none")

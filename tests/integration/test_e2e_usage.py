@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from conftest import StartService
 from contextwm.domain.usage import ModelSpec
@@ -22,10 +24,10 @@ MODELS = {
 
 
 @pytest.fixture
-def client(start_service: StartService) -> Client:
+def client(start_service: StartService) -> Iterator[Client]:
     service = start_service(models=MODELS)
     with Client(f"127.0.0.1:{service.port}") as c:
-        yield c  # type: ignore[misc]
+        yield c
 
 
 def _fill(client: Client, cid: str, n: int, words: int = 30) -> int:

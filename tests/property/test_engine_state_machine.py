@@ -241,12 +241,12 @@ class EngineMachine(RuleBasedStateMachine):
             query = self.engine.embedder.embed(["kestrel deploy cache"])[0]
             with rt.lock:
                 live_scores, live_ids = rt.index.search(query, 10)
-            scores, ids = rebuilt.search(query, 10)
+            scores, rebuilt_ids = rebuilt.search(query, 10)
             np.testing.assert_allclose(live_scores, scores, atol=1e-6)
             # Equal ids, except among items tied with the last score (identical content).
             cut = float(scores[-1]) + 1e-6
             assert {i for i, v in zip(live_ids, live_scores, strict=True) if v > cut} == {
-                i for i, v in zip(ids, scores, strict=True) if v > cut
+                i for i, v in zip(rebuilt_ids, scores, strict=True) if v > cut
             }
 
     @rule(
@@ -490,8 +490,7 @@ def test_restart_keeps_window_index_and_pins(tmp_path: Path) -> None:
             NS, CID, ContextRequest(query="note 3", max_tokens=200)
         )
         assert again.text == ctx.text
-        assert np.array_equal(
-            np.sort(engine.index_files.load(engine.runtime(NS, CID).key).ids()), archived
-        )
+        saved = engine.index_files.load(engine.runtime(NS, CID).key)
+        assert saved is not None and np.array_equal(np.sort(saved.ids()), archived)
     finally:
         store.close()

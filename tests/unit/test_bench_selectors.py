@@ -12,9 +12,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from bench_longmemeval import Haystack, Question, stored, trim
 from bench_selectors import Bm25, Turn, fill, order_by, rrf, selectors
+from contextwm_client import Role
 
 
-def turn(content: str, cost: int = 10, role: str = "user") -> Turn:
+def turn(content: str, cost: int = 10, role: Role = "user") -> Turn:
     return Turn(role, content, cost)
 
 

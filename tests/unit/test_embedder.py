@@ -126,7 +126,7 @@ def test_concurrent_small_calls_are_coalesced(embedder: SentenceTransformerEmbed
         for t in threads:
             t.join()
     finally:
-        del embedder._encode  # type: ignore[attr-defined]
+        del embedder._encode
     assert sum(calls) == len(texts)
     assert len(calls) < len(texts)  # some calls shared a batch
     reference = embedder.reference_embed(texts)

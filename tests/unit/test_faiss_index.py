@@ -76,7 +76,8 @@ def make_index(request: pytest.FixtureRequest) -> Backend:
 
 def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> npt.NDArray[np.float32]:
     v = rng.standard_normal((n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: npt.NDArray[np.float32] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def truth(

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.conversations import ConversationSettings, ScoringWeights
@@ -79,7 +80,14 @@ def new_conversation(store: SqliteStore, cid: str = "c1", ns: str = "default") -
     return store.create_conversation(ns, cid, ConversationSettings(), T0).key
 
 
-def search(store: SqliteStore, key: int, *terms: str, states=BOTH, flt=None, limit=50) -> list[int]:
+def search(
+    store: SqliteStore,
+    key: int,
+    *terms: str,
+    states: Sequence[ItemState] = BOTH,
+    flt: ItemFilter | None = None,
+    limit: int = 50,
+) -> list[int]:
     """Items holding any of the terms, ranked by BM25 as the engine ranks them."""
     postings = store.term_postings(key, terms, limit)
     weights = matched_idf(postings, items=1000)
@@ -87,16 +95,24 @@ def search(store: SqliteStore, key: int, *terms: str, states=BOTH, flt=None, lim
     return sorted(scores, key=lambda seq: (-scores[seq], seq))
 
 
-def listed(store: SqliteStore, key: int, term: str, states=BOTH, limit=10, flt=None) -> list[int]:
+def listed(
+    store: SqliteStore,
+    key: int,
+    term: str,
+    states: Sequence[ItemState] = BOTH,
+    limit: int = 10,
+    flt: ItemFilter | None = None,
+) -> list[int]:
     """The seqs of the items term_postings lists for a term, in these states matching flt."""
     rows = store.term_postings(key, [term], limit)[term].rows
     found = store.row_items(key, rows, states, flt)
     return [found[r][0] for r in rows if r in found]
 
 
-def unit_vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
+def unit_vectors(n: int, dim: int = 8, seed: int = 0) -> npt.NDArray[np.float32]:
     v = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: npt.NDArray[np.float32] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 # ---------------------------------------------------------------- conversations
@@ -363,7 +379,7 @@ def test_term_postings_of_a_common_term_list_the_first_items_and_count_them_all(
 
 
 METADATA_KEYS = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\x00'),
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters='"\x00'),
     min_size=1,
     max_size=12,
 )
@@ -439,7 +455,7 @@ def test_fts_syntax_in_terms_never_raises(store: SqliteStore, term: str) -> None
 @given(
     st.lists(
         st.text(
-            alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+            alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
             max_size=10,
         ),
         max_size=5,

@@ -276,7 +276,7 @@ def reference_score(cs: ConversationSettings, clock: Clock, item: Item, sim: flo
         )
         if item.flags & flag
     )
-    return w.recency * rec + imp + w.similarity * sim + w.role.get(item.role, 0.0)
+    return float(w.recency * rec + imp + w.similarity * sim + w.role.get(item.role, 0.0))
 
 
 @st.composite
@@ -305,7 +305,9 @@ def windows(
             v = np.asarray(raw, dtype=np.float32)
             if np.linalg.norm(v) > 1e-3:
                 vectors[seq] = v / np.linalg.norm(v)
-    focus = unit(*draw(st.lists(st.floats(0.125, 1, width=32), min_size=4, max_size=4)))
+    focus: np.ndarray | None = unit(
+        *draw(st.lists(st.floats(0.125, 1, width=32), min_size=4, max_size=4))
+    )
     if draw(st.booleans()):
         focus = None
     token_limit = draw(st.integers(1, 600))
