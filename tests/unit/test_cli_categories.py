@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from contextwm import cli
+from contextwm.cli import parser as cli_parser
 from contextwm_client import (
     AllocationReport,
     CategoryAllocation,
@@ -80,7 +81,7 @@ class FakeClient:
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    parser, _ = cli._build_parser("127.0.0.1:1")
+    parser, _ = cli_parser.build_parser("127.0.0.1:1")
     return parser.parse_args(argv)
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from contextwm import cli
+from contextwm.cli import agent_loop, render
+from contextwm.cli import parser as cli_parser
 from contextwm_client import (
     ActiveContext,
     ActiveEntry,
@@ -152,7 +154,7 @@ class FakeClient:
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    parser, _ = cli._build_parser("127.0.0.1:1")
+    parser, _ = cli_parser.build_parser("127.0.0.1:1")
     return parser.parse_args(argv)
 
 
@@ -169,19 +171,19 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[FakeClient, str
 @pytest.mark.parametrize(
     ("argv", "handler", "expected"),
     [
-        (["usage", "c"], cli._usage, {"reported": None, "json": False}),
-        (["usage", "c", "--reported", "1200", "--json"], cli._usage, {"reported": 1200}),
-        (["active", "c"], cli._active, {}),
-        (["compact", "c"], cli._compact, {"summary": None, "summary_file": None}),
-        (["compact", "c", "--summary", "done"], cli._compact, {"summary": "done"}),
-        (["compact", "c", "--summary-file", "-"], cli._compact, {"summary_file": "-"}),
-        (["truncate", "c", "last_two"], cli._truncate, {"strategy": "last_two"}),
-        (["checkpoint", "c", "cp"], cli._checkpoint, {"name": "cp"}),
-        (["checkpoints", "c"], cli._checkpoints, {}),
-        (["restore", "c", "cp"], cli._restore, {"name": "cp"}),
-        (["edits", "c", "--json"], cli._edits, {"json": True}),
-        (["watch", "c"], cli._watch, {"after": 0}),
-        (["watch", "c", "--after", "41"], cli._watch, {"after": 41}),
+        (["usage", "c"], agent_loop.usage, {"reported": None, "json": False}),
+        (["usage", "c", "--reported", "1200", "--json"], agent_loop.usage, {"reported": 1200}),
+        (["active", "c"], agent_loop.active, {}),
+        (["compact", "c"], agent_loop.compact, {"summary": None, "summary_file": None}),
+        (["compact", "c", "--summary", "done"], agent_loop.compact, {"summary": "done"}),
+        (["compact", "c", "--summary-file", "-"], agent_loop.compact, {"summary_file": "-"}),
+        (["truncate", "c", "last_two"], agent_loop.truncate, {"strategy": "last_two"}),
+        (["checkpoint", "c", "cp"], agent_loop.checkpoint, {"name": "cp"}),
+        (["checkpoints", "c"], agent_loop.checkpoints, {}),
+        (["restore", "c", "cp"], agent_loop.restore, {"name": "cp"}),
+        (["edits", "c", "--json"], agent_loop.edits, {"json": True}),
+        (["watch", "c"], agent_loop.watch, {"after": 0}),
+        (["watch", "c", "--after", "41"], agent_loop.watch, {"after": 41}),
     ],
 )
 def test_parsing(argv: list[str], handler: Any, expected: dict[str, Any]) -> None:
@@ -292,5 +294,5 @@ def test_watch_prints_a_line_per_event_and_cancels(capsys: pytest.CaptureFixture
 
 
 def test_seq_ranges() -> None:
-    assert cli._seq_ranges([]) == ""
-    assert cli._seq_ranges([9, 3, 4, 5, 11, 12]) == "3-5, 9, 11-12"
+    assert render.seq_ranges([]) == ""
+    assert render.seq_ranges([9, 3, 4, 5, 11, 12]) == "3-5, 9, 11-12"

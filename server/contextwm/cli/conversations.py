@@ -1,0 +1,94 @@
+"""The conversation commands: append, pin and unpin, create, update, get, list, delete, items."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from contextwm_client import Client, ConversationSettings
+
+from contextwm.cli import render
+
+
+def append(client: Client, args: argparse.Namespace) -> int:
+    content = sys.stdin.read() if args.content == "-" else args.content
+    result = client.append(
+        args.conversation,
+        content,
+        role=args.role,
+        timestamp=args.timestamp,
+        flags=args.flags,
+        metadata=dict(args.metadata),
+        idempotency_key=args.idempotency_key,
+    )
+    flags = f"; flags: {', '.join(result.flags)}" if result.flags else ""
+    duplicate = " (duplicate: returned the earlier append)" if result.duplicate else ""
+    print(f"appended seq {result.seq} ({result.token_count} tokens{flags}){duplicate}")
+    if result.evicted_seqs:
+        print(f"archived: {', '.join(str(seq) for seq in result.evicted_seqs)}")
+    print(f"window: {render.window_text(result.window)}")
+    return 0
+
+
+def pin(client: Client, args: argparse.Namespace) -> int:
+    item = client.pin(args.conversation, args.seq)
+    print(f"pinned {item.conversation_id}#{item.seq}")
+    return 0
+
+
+def unpin(client: Client, args: argparse.Namespace) -> int:
+    item = client.unpin(args.conversation, args.seq)
+    print(f"unpinned {item.conversation_id}#{item.seq}")
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> ConversationSettings:
+    """The settings given as flags of create or update; those not given stay None."""
+    return ConversationSettings(
+        window_max_tokens=args.window_max_tokens,
+        window_max_items=args.window_max_items,
+        encoding=args.encoding,
+        adaptive_window=args.adaptive_window,
+        model=args.model,
+        context_limit=args.context_limit,
+        reserved_reply_tokens=args.reserved_reply_tokens,
+        compaction_threshold=args.compaction_threshold,
+        compaction_enabled=args.compaction,
+        workspace_root=args.workspace_root,
+        category_budgets=tuple(args.budgets) or None,
+        contributor_weights=dict(args.weights) or None,
+    )
+
+
+def create(client: Client, args: argparse.Namespace) -> int:
+    conversation = client.create_conversation(args.conversation, settings=_settings(args))
+    render.print_conversation(conversation)
+    return 0
+
+
+def update(client: Client, args: argparse.Namespace) -> int:
+    render.print_conversation(client.update_conversation(args.conversation, _settings(args)))
+    return 0
+
+
+def get(client: Client, args: argparse.Namespace) -> int:
+    render.print_conversation(client.get_conversation(args.conversation))
+    return 0
+
+
+def list_conversations(client: Client, args: argparse.Namespace) -> int:
+    for conversation in client.iter_conversations():
+        print(render.conversation_line(conversation))
+    return 0
+
+
+def delete(client: Client, args: argparse.Namespace) -> int:
+    deleted = client.delete_conversation(args.conversation)
+    print(f"deleted {args.conversation} ({deleted} items)")
+    return 0
+
+
+def items(client: Client, args: argparse.Namespace) -> int:
+    for item in client.iter_items(args.conversation, states=args.states):
+        print(render.item_line(item))
+    return 0

@@ -1,0 +1,52 @@
+"""The command line's entry point: parses, hands `serve` to the server, runs a command, exits."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from contextwm_client import Client, ContextWMError
+
+from contextwm.cli import parser as cli_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line.
+
+    Args:
+        argv: Arguments without the program name; None reads sys.argv.
+
+    Returns:
+        The exit status: 0 on success, 1 when a call fails, 2 for usage errors, 130 on Ctrl-C.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # The environment is read here only; everything below gets the value passed in.
+    target = os.environ.get(cli_parser.TARGET_ENV, cli_parser.DEFAULT_TARGET)
+    parser, serve_parser = cli_parser.build_parser(target)
+    serving = cli_parser.command_of(arguments) == "serve"
+    if serving:
+        # Imported only on this path: the server pulls in torch and faiss.
+        from contextwm.serve import add_serve_arguments
+
+        add_serve_arguments(serve_parser)
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as exc:  # usage errors (2) and --help (0) end here, not in the caller
+        return exc.code if isinstance(exc.code, int) else 2
+    if serving:
+        from contextwm.serve import run_serve
+
+        return run_serve(args)
+    handler: cli_parser.Handler = args.handler
+    try:
+        with Client(args.target, namespace=args.namespace) as client:
+            return handler(client, args)
+    except ContextWMError as exc:
+        print(f"error: {exc.code}: {exc.details}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # refused by the client before any call (a budget given twice)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,282 @@
+"""The command line's grammar: the parser, its commands and flags, and the value parsers."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TypeVar, get_args
+
+from contextwm_client import (
+    Category,
+    CategoryBudget,
+    Client,
+    ContributorType,
+    ItemState,
+    Role,
+    TruncationStrategy,
+)
+
+from contextwm.cli import agent_loop, conversations, retrieval
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+TARGET_ENV = "CONTEXTWM_TARGET"
+ITEM_STATES: tuple[ItemState, ...] = get_args(ItemState)
+TRUNCATE_STRATEGIES: tuple[TruncationStrategy, ...] = get_args(TruncationStrategy)
+CATEGORIES: tuple[Category, ...] = get_args(Category)
+CONTRIBUTOR_TYPES: tuple[ContributorType, ...] = get_args(ContributorType)
+_BUDGET_FORM = "CATEGORY=SHARE[:MIN[:MAX]]"
+# Global options that take a value; command_of must skip their values.
+_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--target", "--namespace"})
+
+Handler = Callable[[Client, argparse.Namespace], int]
+"""A command: runs it with the client and the parsed arguments, returns the exit status."""
+
+_Name = TypeVar("_Name", bound=str)
+
+
+def build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """Builds the parser; returns it and the (still empty) `serve` subparser.
+
+    Args:
+        default_target: The server address when --target is not given.
+
+    Returns:
+        The parser, whose commands set `handler` (a Handler), and the `serve` subparser, which
+        the caller fills from `contextwm.serve` only when that command runs.
+    """
+    # allow_abbrev=False keeps command_of exact: "--tar X" is not taken for "--target X".
+    parser = argparse.ArgumentParser(
+        prog="contextwm",
+        description="Context window manager for LLM agents: client commands and the server.",
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--target",
+        default=default_target,
+        help=f"server address, host:port or unix:/path (default ${TARGET_ENV} or {DEFAULT_TARGET})",
+    )
+    parser.add_argument("--namespace", default="default", help="tenant scope (default: default)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = command("append", conversations.append, "append an item to a conversation")
+    sub.add_argument("conversation")
+    sub.add_argument("content", help='the item text; "-" reads it from stdin')
+    sub.add_argument("--role", default="user", help=", ".join(get_args(Role)))
+    sub.add_argument(
+        "--flag", dest="flags", action="append", default=[], metavar="FLAG", help="importance flag"
+    )
+    sub.add_argument(
+        "--meta", dest="metadata", action="append", default=[], type=key_value, metavar="K=V"
+    )
+    sub.add_argument(
+        "--timestamp", type=timestamp, metavar="ISO", help="ISO 8601 event time (naive = UTC)"
+    )
+    sub.add_argument("--idempotency-key", metavar="KEY")
+
+    sub = command("context", retrieval.context, "print the enhanced context for a query")
+    sub.add_argument("conversation")
+    sub.add_argument("query", nargs="?", help="the question; omitted: the conversation's focus")
+    sub.add_argument("--max-tokens", type=int, required=True, help="token budget")
+    sub.add_argument("--json", action="store_true", help="print the structured result as JSON")
+    sub.add_argument(
+        "--categories",
+        action="store_true",
+        help="assemble by category budgets, with contributors and an allocation report",
+    )
+    _add_budget_arguments(sub, "for this request; implies --categories")
+    sub.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a working file to offer first; implies --categories",
+    )
+
+    sub = command("search", retrieval.search, "search archived items")
+    sub.add_argument("query")
+    sub.add_argument("--conversation", help="one conversation; omitted: the whole namespace")
+    sub.add_argument("--top-k", type=int, default=10)
+    sub.add_argument("--json", action="store_true", help="print the hits as JSON")
+
+    for name, pinning in (("pin", conversations.pin), ("unpin", conversations.unpin)):
+        sub = command(name, pinning, f"{name} an item")
+        sub.add_argument("conversation")
+        sub.add_argument("seq", type=int)
+
+    for name, run, what in (
+        ("create", conversations.create, "create a conversation with explicit settings"),
+        ("update", conversations.update, "change some settings of a conversation"),
+    ):
+        sub = command(name, run, what)
+        sub.add_argument("conversation")
+        sub.add_argument("--window-max-tokens", type=int)
+        sub.add_argument("--window-max-items", type=int)
+        sub.add_argument("--encoding", help="cl100k_base or o200k_base")
+        sub.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction)
+        sub.add_argument("--model", help="a model of the server's models table")
+        sub.add_argument("--context-limit", type=int, help="the LLM's context limit in tokens")
+        sub.add_argument("--reserved-reply-tokens", type=int)
+        sub.add_argument("--compaction-threshold", type=float)
+        sub.add_argument("--compaction", action=argparse.BooleanOptionalAction)
+        sub.add_argument(
+            "--workspace-root", metavar="PATH", help="the agent's workspace, an absolute path"
+        )
+        _add_budget_arguments(sub, "for requests with categories")
+
+    sub = command("get", conversations.get, "show a conversation's settings and statistics")
+    sub.add_argument("conversation")
+
+    command("list", conversations.list_conversations, "list the namespace's conversations")
+
+    sub = command("delete", conversations.delete, "delete a conversation and all its items")
+    sub.add_argument("conversation")
+
+    sub = command("items", conversations.items, "list a conversation's items")
+    sub.add_argument("conversation")
+    sub.add_argument("--state", dest="states", action="append", default=[], choices=ITEM_STATES)
+
+    # ---- the agent loop
+    def loop_command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        sub = command(name, handler, help_text)
+        sub.add_argument("conversation")
+        sub.add_argument("--json", action="store_true", help="print the result as JSON")
+        return sub
+
+    sub = loop_command(
+        "usage", agent_loop.usage, "show the active context's usage against the limit"
+    )
+    sub.add_argument(
+        "--reported",
+        type=int,
+        metavar="N",
+        help="the provider's input-token count of the last response",
+    )
+
+    loop_command("active", agent_loop.active, "print the active context, as the agent sends it")
+
+    sub = loop_command("compact", agent_loop.compact, "compact the active context")
+    summary = sub.add_mutually_exclusive_group()
+    summary.add_argument("--summary", metavar="TEXT", help="the summary; omitted: extractive")
+    summary.add_argument(
+        "--summary-file", metavar="PATH", help='read the summary from a file ("-": stdin)'
+    )
+
+    sub = loop_command("truncate", agent_loop.truncate, "remove items from the active context")
+    sub.add_argument(
+        "strategy", choices=TRUNCATE_STRATEGIES, help="what to keep after the first pair"
+    )
+
+    sub = loop_command("checkpoint", agent_loop.checkpoint, "create a named checkpoint")
+    sub.add_argument("name")
+
+    loop_command("checkpoints", agent_loop.checkpoints, "list a conversation's checkpoints")
+
+    sub = loop_command("restore", agent_loop.restore, "restore a conversation to a checkpoint")
+    sub.add_argument("name")
+
+    loop_command(
+        "edits", agent_loop.edits, "list the context history: compactions, truncations, ..."
+    )
+
+    sub = loop_command("watch", agent_loop.watch, "print a conversation's events until Ctrl-C")
+    sub.add_argument(
+        "--after",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay the kept events after this event id first (default 0: all kept)",
+    )
+
+    # Its arguments come from contextwm.serve, added by the entry point only when it runs.
+    serve = commands.add_parser("serve", help="run the contextwm server")
+    return parser, serve
+
+
+def command_of(arguments: Sequence[str]) -> str | None:
+    """Returns the subcommand: the first argument that is neither an option nor its value."""
+    skip_value = False
+    for argument in arguments:
+        if skip_value:
+            skip_value = False
+        elif argument in _GLOBAL_OPTIONS_WITH_VALUE:
+            skip_value = True
+        elif not argument.startswith("-"):
+            return argument
+    return None
+
+
+def _add_budget_arguments(sub: argparse.ArgumentParser, scope: str) -> None:
+    sub.add_argument(
+        "--budget",
+        dest="budgets",
+        action="append",
+        default=[],
+        type=budget,
+        metavar=_BUDGET_FORM,
+        help=f"a category's shares 0..1 ({', '.join(CATEGORIES)}); an empty part is left "
+        f"unchanged; {scope}",
+    )
+    sub.add_argument(
+        "--weight",
+        dest="weights",
+        action="append",
+        default=[],
+        type=weight,
+        metavar="TYPE=W",
+        help=f"a contributor weight 0..1 ({', '.join(CONTRIBUTOR_TYPES)}); {scope}",
+    )
+
+
+def _name_value(text: str, names: tuple[_Name, ...], what: str, form: str) -> tuple[_Name, str]:
+    """Splits NAME=VALUE and returns the name as the member of `names` it equals."""
+    name, separator, value = text.partition("=")
+    if not separator:
+        raise argparse.ArgumentTypeError(f"expected {form}, got {text!r}")
+    for known in names:
+        if name == known:
+            return known, value
+    raise argparse.ArgumentTypeError(f"unknown {what} {name!r}; expected one of {', '.join(names)}")
+
+
+def budget(text: str) -> CategoryBudget:
+    """Parses --budget CATEGORY=SHARE[:MIN[:MAX]]; an empty share is None (left unchanged)."""
+    category, value = _name_value(text, CATEGORIES, "category", _BUDGET_FORM)
+    try:
+        shares = [float(part) if part else None for part in value.split(":")]
+    except ValueError:
+        shares = []
+    if not 1 <= len(shares) <= 3:
+        raise argparse.ArgumentTypeError(f"expected {_BUDGET_FORM}, got {text!r}")
+    return CategoryBudget(category, *shares)
+
+
+def weight(text: str) -> tuple[ContributorType, float]:
+    """Parses --weight TYPE=W."""
+    contributor_type, value = _name_value(text, CONTRIBUTOR_TYPES, "contributor type", "TYPE=W")
+    try:
+        return contributor_type, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected TYPE=W, got {text!r}") from None
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """Parses --meta KEY=VALUE; the value may be empty, the key may not."""
+    key, separator, value = text.partition("=")
+    if not separator or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def timestamp(text: str) -> datetime:
+    """Parses --timestamp as ISO 8601."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None

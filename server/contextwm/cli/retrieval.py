@@ -1,0 +1,42 @@
+"""The retrieval commands: context (the enhanced context for a query) and search."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from contextwm_client import CategoryOptions, Client
+
+from contextwm.cli import render
+
+
+def context(client: Client, args: argparse.Namespace) -> int:
+    categories: CategoryOptions | bool = args.categories
+    if args.budgets or args.weights or args.files:
+        categories = CategoryOptions(
+            budgets=tuple(args.budgets),
+            contributor_weights=dict(args.weights),
+            files=tuple(args.files),
+        )
+    result = client.get_context(
+        args.conversation, args.query, max_tokens=args.max_tokens, categories=categories
+    )
+    if args.json:
+        print(render.to_json(result))
+        return 0
+    print(result.text)
+    if result.allocation is not None:  # on stderr: stdout stays the text for a prompt
+        render.print_allocation(result.allocation, sys.stderr)
+    return 0
+
+
+def search(client: Client, args: argparse.Namespace) -> int:
+    result = client.search(args.query, conversation_id=args.conversation, top_k=args.top_k)
+    if args.json:
+        print(render.to_json(result))
+    elif not result.hits:
+        print("no hits", file=sys.stderr)
+    else:
+        for hit in result.hits:
+            print(render.scored_line(hit))
+    return 0
