@@ -17,7 +17,7 @@ from contextwm.agent_loop.loop import AgentLoop
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.items import NewItem
-from contextwm.ports.embedder import Vectors
+from contextwm.ports.embedder import Embedder, Vectors
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import Ranker
 from contextwm.retrieval.requests import ContextRequest
@@ -64,8 +64,8 @@ def parts(tmp_path: Path) -> Iterator[tuple[ContextEngine, HookedEmbedder]]:
 class SignallingReader(QueryReader):
     """Says when a query's words have been looked up."""
 
-    def __init__(self, engine: ContextEngine, ranker: Ranker) -> None:
-        super().__init__(engine, ranker)
+    def __init__(self, embedder: Embedder, ranker: Ranker) -> None:
+        super().__init__(embedder, ranker)
         self.looked_up = threading.Event()
 
     def _words(self, *args: Any) -> Any:
@@ -92,7 +92,7 @@ def test_a_change_while_the_query_is_embedded_voids_the_words_looked_up_before_i
 ) -> None:
     engine, embedder = parts
     retriever = Retriever(engine)
-    reader = retriever.reader = SignallingReader(engine, retriever.ranker)
+    reader = retriever.reader = SignallingReader(engine.embedder, retriever.ranker)
 
     def revert_once_looked_up() -> None:
         assert reader.looked_up.wait(10)

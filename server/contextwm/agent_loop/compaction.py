@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from contextwm.agent_loop.compaction_text import extractive_summary, marker_text, summary_request
+from contextwm.agent_loop.parts import LoopParts
 from contextwm.agent_loop.usage import context_limits, usage_of
-from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import check_item_tokens
 from contextwm.domain.active import ActiveEntry, ActiveTotals
@@ -33,21 +33,19 @@ class CompactOutcome:
     usage: Usage
 
 
-def usage_now(
-    engine: ContextEngine, rt: ConversationRuntime, *, with_request: bool = False
-) -> Usage:
+def usage_now(parts: LoopParts, rt: ConversationRuntime, *, with_request: bool = False) -> Usage:
     """The usage figure (rt.lock held), with the summary request when with_request is set
     and the context should be compacted."""
-    usage = usage_of(rt, engine.models)
+    usage = usage_of(rt, parts.models)
     if not (with_request and usage.should_compact):
         return usage
-    counter = engine.counters(rt.record.settings.encoding)
+    counter = parts.counters(rt.record.settings.encoding)
     ledger = rt.ledger.render(counter, _ledger_budget(usage.limits))
     return dataclasses.replace(usage, summary_request=summary_request(ledger))
 
 
 def compact(
-    engine: ContextEngine, namespace: str, conversation_id: str, summary: str | None
+    parts: LoopParts, namespace: str, conversation_id: str, summary: str | None
 ) -> CompactOutcome:
     """Records a compaction with the given summary, or an extractive one when None.
 
@@ -63,10 +61,10 @@ def compact(
             "summary is blank: send the summary your LLM wrote, or leave summary unset"
             " and the server writes an extractive one"
         )
-    with engine.change(namespace, conversation_id) as change:
+    with parts.change(namespace, conversation_id) as change:
         rt = change.rt
         settings = rt.record.settings
-        counter = engine.counters(settings.encoding)
+        counter = parts.counters(settings.encoding)
         before = rt.active.totals()
         seqs = rt.active.item_seqs()
         if len(seqs) <= (1 if rt.active_start else 0):
@@ -74,25 +72,25 @@ def compact(
                 "nothing to compact: the active context holds no items after its last"
                 " compaction marker"
             )
-        limits = context_limits(settings, engine.models)
+        limits = context_limits(settings, parts.models)
         # The ledger may take a quarter of what is compacted, so that it cannot be the
         # reason a compaction fails to shrink the context.
         ledger = rt.ledger.render(counter, min(_ledger_budget(limits), before.tokens // 4))
         extractive = summary is None
         if summary is None:
             budget = min(EXTRACTIVE_MAX_TOKENS, max(64, before.tokens // 4))
-            active_items = engine.store.get_items(rt.key, seqs)
+            active_items = parts.store.get_items(rt.key, seqs)
             summary = extractive_summary(
                 [active_items[s] for s in seqs if s in active_items], counter, budget
             )
         number = rt.compactions + 1
         text = marker_text(number, summary.strip(), ledger, extractive=extractive)
         tokens = counter.count(text)
-        check_item_tokens(tokens, engine.limits)
+        check_item_tokens(tokens, parts.limits)
         _check_shrinks(
             tokens, before, limits, settings.compaction_threshold, settings.compaction_enabled
         )
-        now = engine.clock()
+        now = parts.clock()
         marker = Item(
             conversation_id=rt.record.conversation_id,
             seq=rt.last_seq + 1,
@@ -136,13 +134,13 @@ def compact(
             detail=f"compaction {number}" + (" (extractive)" if extractive else ""),
         )
         change.emit(EventKind.COMPACTION, record)
-        change.emit(EventKind.USAGE, usage_of(rt, engine.models))
+        change.emit(EventKind.USAGE, usage_of(rt, parts.models))
         change.commit(
-            lambda events: engine.store.commit_compaction(
+            lambda events: parts.store.commit_compaction(
                 rt.key, marker, record, edit, evicted, events
             )
         )
-        engine.vectors.archive(rt, old_window)  # compacted: out of the window, into the index
+        parts.vectors.archive(rt, old_window)  # compacted: out of the window, into the index
         rt.archived += len(evicted)
         if not evicted:
             rt.window.add(WindowEntry(marker))
@@ -152,8 +150,8 @@ def compact(
         rt.tokens += marker.token_count
         rt.pending += 1
         rt.last_edit += 1
-        engine.appends.on_append()
-        return CompactOutcome(record, usage_now(engine, rt))
+        parts.appends.on_append()
+        return CompactOutcome(record, usage_now(parts, rt))
 
 
 def _ledger_budget(limits: ContextLimits) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from contextwm.agent_loop import checkpoints, compaction, truncation
 from contextwm.agent_loop.checkpoints import RestoreOutcome
 from contextwm.agent_loop.compaction import CompactOutcome, usage_now
+from contextwm.agent_loop.parts import LoopParts
 from contextwm.agent_loop.truncation import TruncateOutcome
 from contextwm.agent_loop.watch import Watch
 from contextwm.conversations.engine import ContextEngine
@@ -51,8 +52,11 @@ class AgentLoop:
     of work (see conversations.unit_of_work)."""
 
     def __init__(self, engine: ContextEngine) -> None:
-        self.engine = engine
+        # The engine is where the parts are built; the loop keeps only those it uses.
+        self.parts = LoopParts.of(engine)
         self.store = engine.store
+        self.events = engine.events
+        self._list_items = engine.list_items
 
     def usage(self, namespace: str, conversation_id: str, reported: int | None = None) -> Usage:
         """The usage figure, with the summary request when should_compact is set.
@@ -63,21 +67,22 @@ class AgentLoop:
         """
         if reported is not None and reported < 0:
             raise InvalidArgument(f"reported tokens must be at least 0, got {reported}")
-        with self.engine.change(namespace, conversation_id) as change:
+        with self.parts.change(namespace, conversation_id) as change:
             rt = change.rt
             if reported is not None:
                 report = Reported(reported, rt.active.totals().tokens)
                 change.commit(lambda _: self.store.set_reported(rt.key, report))
                 rt.reported = report
-            return usage_now(self.engine, rt, with_request=True)
+            return usage_now(self.parts, rt, with_request=True)
 
     def active_context(
         self, namespace: str, conversation_id: str, page_size: int, page_token: str
     ) -> ActivePage:
         """One page of the active context, rows in order, with their stored items."""
-        size = page_size_of(page_size, self.engine.limits)
+        size = page_size_of(page_size, self.parts.limits)
         start = page_token_seq(page_token)
-        with self.engine.holding(namespace, conversation_id) as rt:
+        runtimes = self.parts.runtimes
+        with runtimes.holding(runtimes.get(namespace, conversation_id)) as rt:
             total = rt.active.row_count()
             rows = rt.active.rows(start, start + size)
             items = self.store.get_items(rt.key, [r.seq for r in rows if r.seq is not None])
@@ -85,35 +90,35 @@ class AgentLoop:
                 ActiveView(r, items.get(r.seq) if r.seq is not None else None) for r in rows
             )
             more = start + size < total
-            usage = usage_now(self.engine, rt)
+            usage = usage_now(self.parts, rt)
             return ActivePage(views, str(start + size) if more else "", total, usage)
 
     def compact(self, namespace: str, conversation_id: str, summary: str | None) -> CompactOutcome:
         """See compaction.compact."""
-        return compaction.compact(self.engine, namespace, conversation_id, summary)
+        return compaction.compact(self.parts, namespace, conversation_id, summary)
 
     def truncate(self, namespace: str, conversation_id: str, strategy: str) -> TruncateOutcome:
         """See truncation.truncate."""
-        return truncation.truncate(self.engine, namespace, conversation_id, strategy)
+        return truncation.truncate(self.parts, namespace, conversation_id, strategy)
 
     def create_checkpoint(self, namespace: str, conversation_id: str, name: str) -> Checkpoint:
         """See checkpoints.create_checkpoint."""
-        return checkpoints.create_checkpoint(self.engine, namespace, conversation_id, name)
+        return checkpoints.create_checkpoint(self.parts, namespace, conversation_id, name)
 
     def list_checkpoints(self, namespace: str, conversation_id: str) -> list[Checkpoint]:
-        rt = self.engine.runtime(namespace, conversation_id)
+        rt = self.parts.runtimes.get(namespace, conversation_id)
         return self.store.checkpoints(rt.key)
 
     def restore_checkpoint(self, namespace: str, conversation_id: str, name: str) -> RestoreOutcome:
         """See checkpoints.restore_checkpoint."""
-        return checkpoints.restore_checkpoint(self.engine, namespace, conversation_id, name)
+        return checkpoints.restore_checkpoint(self.parts, namespace, conversation_id, name)
 
     def list_edits(
         self, namespace: str, conversation_id: str, page_size: int, page_token: str
     ) -> tuple[list[ContextEdit], str]:
-        size = page_size_of(page_size, self.engine.limits)
+        size = page_size_of(page_size, self.parts.limits)
         after = page_token_seq(page_token)
-        rt = self.engine.runtime(namespace, conversation_id)
+        rt = self.parts.runtimes.get(namespace, conversation_id)
         edits = self.store.edits(rt.key, after_id=after, limit=size + 1)
         more = len(edits) > size
         return edits[:size], (str(edits[size - 1].id) if more else "")
@@ -128,13 +133,11 @@ class AgentLoop:
     ) -> tuple[list[Item], str, dict[int, CompactionRecord]]:
         """The full history: a page of items in seq order with their states, and the
         compaction records of the markers among them, by marker seq."""
-        items, token = self.engine.list_items(
-            namespace, conversation_id, page_size, page_token, states
-        )
+        items, token = self._list_items(namespace, conversation_id, page_size, page_token, states)
         markers = [i.seq for i in items if i.kind == "compaction"]
         if not markers:
             return items, token, {}
-        rt = self.engine.runtime(namespace, conversation_id)
+        rt = self.parts.runtimes.get(namespace, conversation_id)
         return items, token, {c.marker_seq: c for c in self.store.compactions(rt.key, markers)}
 
     def watch(self, namespace: str, conversation_id: str, after: int) -> Watch:
@@ -143,16 +146,16 @@ class AgentLoop:
         Raises:
             ResourceExhausted: over limits.max_watchers streams at once.
         """
-        engine = self.engine
         if after < 0:
             raise InvalidArgument(f"after_event_id must be at least 0, got {after}")
-        rt = engine.runtime(namespace, conversation_id)
-        if engine.events.count() >= engine.limits.max_watchers:
+        rt = self.parts.runtimes.get(namespace, conversation_id)
+        limit = self.parts.limits.max_watchers
+        if self.events.count() >= limit:
             raise ResourceExhausted(
-                f"{engine.limits.max_watchers} watch streams are open already"
+                f"{limit} watch streams are open already"
                 " (setting limits.max_watchers; each holds a server worker thread)"
             )
-        subscription = engine.events.subscribe(rt.key)
+        subscription = self.events.subscribe(rt.key)
         with rt.lock:
             current = rt.last_event
-        return Watch(self.store, engine.clock, rt, subscription, after, current)
+        return Watch(self.store, self.parts.clock, rt, subscription, after, current)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contextwm.agent_loop.compaction import usage_now
+from contextwm.agent_loop.parts import LoopParts
 from contextwm.agent_loop.truncation_ranges import TruncationStrategy, truncation_range
 from contextwm.agent_loop.usage import usage_of
-from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.errors import FailedPrecondition, InvalidArgument
 from contextwm.domain.history import ContextEdit, EditKind, EventKind
 from contextwm.domain.usage import Usage
@@ -22,7 +22,7 @@ class TruncateOutcome:
 
 
 def truncate(
-    engine: ContextEngine, namespace: str, conversation_id: str, strategy: str
+    parts: LoopParts, namespace: str, conversation_id: str, strategy: str
 ) -> TruncateOutcome:
     """Removes rows after the first user/assistant pair from the active context.
 
@@ -34,7 +34,7 @@ def truncate(
     except ValueError:
         known = ", ".join(s.value for s in TruncationStrategy)
         raise InvalidArgument(f"unknown truncation strategy {strategy!r}; known: {known}") from None
-    with engine.change(namespace, conversation_id) as change:
+    with parts.change(namespace, conversation_id) as change:
         rt = change.rt
         seqs = rt.active.item_seqs()
         removed = tuple(seqs[i] for i in truncation_range(rt.active.item_roles(), how))
@@ -46,7 +46,7 @@ def truncate(
             )
         before = rt.active.totals()
         in_window = [s for s in removed if rt.window.get(s) is not None]
-        now = engine.clock()
+        now = parts.clock()
         change.touch()
         rt.active.truncate(removed)
         after = rt.active.totals()
@@ -67,10 +67,8 @@ def truncate(
             detail=how.value,
         )
         change.emit(EventKind.TRUNCATION, edit)
-        change.emit(EventKind.USAGE, usage_of(rt, engine.models))
-        change.commit(
-            lambda events: engine.store.commit_truncation(rt.key, edit, in_window, events)
-        )
-        engine.vectors.archive(rt, in_window)
+        change.emit(EventKind.USAGE, usage_of(rt, parts.models))
+        change.commit(lambda events: parts.store.commit_truncation(rt.key, edit, in_window, events))
+        parts.vectors.archive(rt, in_window)
         rt.last_edit += 1
-        return TruncateOutcome(removed, removed_tokens, usage_now(engine, rt))
+        return TruncateOutcome(removed, removed_tokens, usage_now(parts, rt))

@@ -21,6 +21,7 @@ from contextwm.budgets.contributors import (
     WorkspaceContributors,
     share_caps,
 )
+from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.categories import (
     BudgetPatch,
@@ -65,10 +66,12 @@ class CategoryContexts:
     """Thread-safe: holds the conversation's lock only around the in-memory parts, never
     while reading files or embedding them."""
 
-    def __init__(self, retriever: Retriever) -> None:
+    def __init__(self, engine: ContextEngine, retriever: Retriever) -> None:
+        # The engine is where the parts are built; budgets keep only those they use.
         self.retriever = retriever
-        self.engine = retriever.engine
-        self._salience = SalienceCache(self.engine.embedder)
+        self.store = engine.store
+        self.workspace_of = engine.workspace_of
+        self._salience = SalienceCache(engine.embedder)
         self._pieces = PieceCache(1024)
 
     def get_context(
@@ -87,20 +90,20 @@ class CategoryContexts:
                 than the whole budget.
             PermissionDenied: a named file outside the workspace.
         """
-        check_context_request(request, self.engine.limits)
-        rt = self.engine.runtime(namespace, conversation_id)
+        check_context_request(request, self.retriever.limits)
+        rt = self.retriever.runtimes.get(namespace, conversation_id)
         settings = rt.record.settings
         budgets = patch_budgets(settings.category_budgets, asked.budgets)
         weights = patch_contributor_weights(settings.contributor_weights, asked.contributor_weights)
-        workspace = self.engine.workspace_of(settings)
+        workspace = self.workspace_of(settings)
         if asked.files and workspace is None:
             raise FailedPrecondition(
                 "the request names files but the conversation has no workspace: set its"
                 " workspace_root or start the server with --workspace"
             )
         named = [workspace.relative(p) for p in asked.files] if workspace else []
-        self.engine.wait_indexed(rt)
-        counter = self.engine.counters(settings.encoding)
+        self.retriever.vectors.wait_indexed(rt)
+        counter = self.retriever.counters(settings.encoding)
         retrieves = weights[ContributorType.RETRIEVAL] > 0
         ranker = self.retriever.ranker
         if retrieves:
@@ -116,7 +119,7 @@ class CategoryContexts:
             candidates: list[HistoryCandidate] = []
             if retrieves:
                 candidates = self.retriever.history(rt, q, request, HISTORY_STATES)
-            paths = self.engine.store.file_paths(rt.key, MAX_WORKING_FILES)
+            paths = self.store.file_paths(rt.key, MAX_WORKING_FILES)
             unindexed = rt.pending
             state = rt.state
         # File reads, git and embeddings run outside the conversation's lock.

@@ -8,10 +8,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.errors import NotFound
 from contextwm.domain.items import ItemState
+from contextwm.ports.embedder import Embedder
 from contextwm.retrieval.ranker import CANDIDATES, Ranker
 from contextwm.retrieval.timehints import TimeHint, parse_time_hint, strip_time_phrase
 from contextwm.window.window import Vector
@@ -44,10 +44,10 @@ class Query:
 
 
 class QueryReader:
-    """Reads queries for one engine; thread-safe."""
+    """Reads queries; thread-safe."""
 
-    def __init__(self, engine: ContextEngine, ranker: Ranker) -> None:
-        self.engine = engine
+    def __init__(self, embedder: Embedder, ranker: Ranker) -> None:
+        self.embedder = embedder
         self.ranker = ranker
         self._lexical = ThreadPoolExecutor(LEXICAL_THREADS, thread_name_prefix="cwm-lexical")
 
@@ -98,7 +98,7 @@ class QueryReader:
         return dataclasses.replace(q, search=text, vector=rt.window.focus_vector(n))
 
     def embed(self, text: str) -> Vector:
-        vector: Vector = self.engine.embedder.embed([text])[0]
+        vector: Vector = self.embedder.embed([text])[0]
         return vector
 
     def hint(self, rt: ConversationRuntime, query: str, as_of: float | None) -> TimeHint | None:

@@ -11,9 +11,10 @@ from datetime import datetime
 
 import numpy as np
 
-from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.conversations.vectors import Vectors
 from contextwm.domain.items import Item, ItemFilter, ItemState, ScoredItem, ScoreParts
+from contextwm.ports.store import Store
 from contextwm.retrieval.query_terms import query_terms
 from contextwm.retrieval.ranking import DENSE_FLOOR_RANK, Ranked, bm25, fuse, matched_idf
 from contextwm.retrieval.timehints import TimeHint
@@ -41,11 +42,13 @@ TIME_FLOOR = 0.05
 
 
 class Ranker:
-    """Ranking over the engine's runtimes and store. Methods that read the runtime's window
-    or index say so: their caller holds rt.lock."""
+    """Ranking over conversation runtimes and the store. Methods that read the runtime's
+    window or index say so: their caller holds rt.lock."""
 
-    def __init__(self, engine: ContextEngine) -> None:
-        self.engine = engine
+    def __init__(self, store: Store, vectors: Vectors, model_name: str) -> None:
+        self.store = store
+        self.indexes = vectors
+        self.model_name = model_name
 
     def rank(
         self,
@@ -72,7 +75,7 @@ class Ranker:
         """
         allowed: np.ndarray | None = None
         if flt is not None and not flt.empty:
-            allowed = self.engine.store.filtered_seqs(rt.key, flt, states, 1_000_000)
+            allowed = self.store.filtered_seqs(rt.key, flt, states, 1_000_000)
         if lexical is None:
             lexical = self.bm25(rt, text, states, flt, limit) if mode != "dense" else {}
         if len(lexical) > limit:  # a long query lists many items; only the best can rank
@@ -83,13 +86,13 @@ class Ranker:
             if flt is not None:
                 in_range = dataclasses.replace(flt, since=in_range.since, until=in_range.until)
             in_range_seqs = set(
-                self.engine.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
+                self.store.filtered_seqs(rt.key, in_range, states, TIME_CANDIDATES).tolist()
             )
 
         dense: dict[int, float] = {}
         if query_vec is not None and mode != "lexical":
             if ItemState.ARCHIVED in states:  # the index holds archived and compacted items
-                self.engine.ensure_index(rt)
+                self.indexes.ensure_index(rt)
                 assert rt.index is not None
                 # At least DENSE_FLOOR_RANK deep: fusion reads similarity from that rank up.
                 k = max(limit, DENSE_FLOOR_RANK)
@@ -137,7 +140,7 @@ class Ranker:
         terms = query_terms(text)
         if not terms:
             return {}
-        store = self.engine.store
+        store = self.store
         cached = rt.term_counts
         known: dict[str, int] = {}
         for t in terms:
@@ -241,8 +244,8 @@ class Ranker:
         if query_vec is not None:
             seqs = [s.item.seq for s in items if s.item.seq in unmeasured]
             if seqs:
-                model = self.engine.embedder.model_name
-                vectors = self.engine.store.vectors_for(rt.key, seqs, model)
+                model = self.model_name
+                vectors = self.store.vectors_for(rt.key, seqs, model)
         out: list[ScoredItem] = []
         for s in items:
             item = s.item
@@ -270,7 +273,7 @@ class Ranker:
                 out[seq] = entry.item
             else:
                 missing.append(seq)
-        out.update(self.engine.store.get_items(rt.key, missing))
+        out.update(self.store.get_items(rt.key, missing))
         return out
 
     def vectors(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Vector]:
@@ -283,9 +286,7 @@ class Ranker:
                 from_store.append(seq)
             elif entry.vector is not None:
                 out[seq] = entry.vector
-        out.update(
-            self.engine.store.vectors_for(rt.key, from_store, self.engine.embedder.model_name)
-        )
+        out.update(self.store.vectors_for(rt.key, from_store, self.model_name))
         return out
 
     @staticmethod

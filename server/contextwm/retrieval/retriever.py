@@ -32,9 +32,13 @@ class Retriever:
     """Thread-safe: each call holds its conversation's lock only around the in-memory parts."""
 
     def __init__(self, engine: ContextEngine) -> None:
-        self.engine = engine
-        self.ranker = Ranker(engine)
-        self.reader = QueryReader(engine, self.ranker)
+        # The engine is where the parts are built; retrieval keeps only those it uses.
+        self.runtimes = engine.runtimes
+        self.vectors = engine.vectors
+        self.counters = engine.counters
+        self.limits = engine.limits
+        self.ranker = Ranker(engine.store, engine.vectors, engine.embedder.model_name)
+        self.reader = QueryReader(engine.embedder, self.ranker)
 
     def get_context(
         self, namespace: str, conversation_id: str, request: ContextRequest
@@ -45,11 +49,11 @@ class Retriever:
             InvalidArgument: bad options, or a budget that cannot hold the query.
             NotFound: no such conversation.
         """
-        check_context_request(request, self.engine.limits)
-        rt = self.engine.runtime(namespace, conversation_id)
-        self.engine.wait_indexed(rt)
+        check_context_request(request, self.limits)
+        rt = self.runtimes.get(namespace, conversation_id)
+        self.vectors.wait_indexed(rt)
         settings = rt.record.settings
-        counter = self.engine.counters(settings.encoding)
+        counter = self.counters(settings.encoding)
         asked = self.read(rt, request, ALL_STATES)
         shown = self.ranker.shown
         with rt.lock:
@@ -108,7 +112,9 @@ class Retriever:
         Raises:
             InvalidArgument: bad options. NotFound: a named conversation that does not exist.
         """
-        return search(self.ranker, self.reader, namespace, request)
+        return search(
+            self.runtimes, self.vectors, self.ranker, self.reader, self.limits, namespace, request
+        )
 
     def read(
         self, rt: ConversationRuntime, request: ContextRequest, states: tuple[ItemState, ...]

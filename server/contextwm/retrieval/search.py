@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from contextwm.conversations.validation import check_timestamp, namespace_of
+from contextwm.conversations.runtimes import Runtimes
+from contextwm.conversations.validation import Limits, check_timestamp, namespace_of
+from contextwm.conversations.vectors import Vectors
 from contextwm.domain.checks import check_range
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ItemState, ScoredItem
@@ -14,24 +16,29 @@ from contextwm.window.window import Vector
 
 
 def search(
-    ranker: Ranker, reader: QueryReader, namespace: str, request: SearchRequest
+    runtimes: Runtimes,
+    vectors: Vectors,
+    ranker: Ranker,
+    reader: QueryReader,
+    limits: Limits,
+    namespace: str,
+    request: SearchRequest,
 ) -> SearchOutcome:
     """The request's top_k hits, best first, across the conversations it names.
 
     Raises:
         InvalidArgument: bad options. NotFound: a named conversation that does not exist.
     """
-    engine = ranker.engine
     ns = namespace_of(namespace)
-    check_range("top_k", request.top_k, 1, engine.limits.max_top_k)
+    check_range("top_k", request.top_k, 1, limits.max_top_k)
     if not request.query.strip():
         raise InvalidArgument("query is empty")
     if request.as_of is not None:
         check_timestamp("as_of", request.as_of)
     if request.conversation_id:
-        runtimes = [engine.runtime(ns, request.conversation_id)]
+        searched = [runtimes.get(ns, request.conversation_id)]
     else:
-        runtimes = [engine.runtime(ns, cid) for _, cid in engine.store.conversation_keys(ns)]
+        searched = [runtimes.get(ns, cid) for _, cid in runtimes.store.conversation_keys(ns)]
     states = (
         (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
         if request.include_window
@@ -41,8 +48,8 @@ def search(
     first_hint: TimeHint | None = None
     query_vec_cache: dict[str, Vector] = {}
     hits: list[ScoredItem] = []
-    for rt in runtimes:
-        engine.wait_indexed(rt)
+    for rt in searched:
+        vectors.wait_indexed(rt)
         hint = reader.hint(rt, query, request.as_of)
         first_hint = first_hint or hint
         text = strip_time_phrase(query, hint) if hint else query

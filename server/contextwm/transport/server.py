@@ -37,7 +37,7 @@ class GrpcServer:
         self._engine = engine
         retriever = Retriever(engine)
         servicer = ContextServicer(
-            engine, retriever, CategoryContexts(retriever), AgentLoop(engine)
+            engine, retriever, CategoryContexts(engine, retriever), AgentLoop(engine)
         )
         pb_grpc.add_ContextServiceServicer_to_server(servicer, self._server)
         self._health = health.HealthServicer()

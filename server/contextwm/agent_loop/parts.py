@@ -1,0 +1,44 @@
+"""What the agent loop's calls work with, taken once from the engine that builds them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from contextwm.conversations.appends import Appends
+from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.runtimes import Runtimes
+from contextwm.conversations.unit_of_work import Change
+from contextwm.conversations.validation import Limits
+from contextwm.conversations.vectors import Vectors
+from contextwm.domain.usage import Models
+from contextwm.ports.store import Store
+from contextwm.ports.tokens import TokenCounter
+
+
+@dataclass(frozen=True, slots=True)
+class LoopParts:
+    store: Store
+    runtimes: Runtimes
+    change: Callable[[str, str], AbstractContextManager[Change]]  # a unit of work by name
+    appends: Appends
+    vectors: Vectors
+    counters: Callable[[str], TokenCounter]
+    models: Models
+    limits: Limits
+    clock: Callable[[], float]
+
+    @classmethod
+    def of(cls, engine: ContextEngine) -> LoopParts:
+        return cls(
+            store=engine.store,
+            runtimes=engine.runtimes,
+            change=engine.change,
+            appends=engine.appends,
+            vectors=engine.vectors,
+            counters=engine.counters,
+            models=engine.models,
+            limits=engine.limits,
+            clock=engine.clock,
+        )
