@@ -1,5 +1,5 @@
-"""Point 14: the README's Python example runs as written against a real server, and the
-README's set-up commands are the ones .ci/run and the scripts use."""
+"""The README's Python examples run as written against a real server, and the README's
+set-up commands are the ones .ci/run and the scripts use."""
 
 from __future__ import annotations
 
