@@ -1,4 +1,4 @@
-"""Shared helpers of the contextwm benchmarks (bench_ingest.py, bench_retrieval.py).
+"""Shared helpers of the contextwm benchmarks (the scripts/bench_*.py that import it).
 
 Seeded varied texts of about 40 tokens, a `contextwm serve` subprocess on port 0 with its own
 data directory (so the server's CPU and resident memory are its own), percentiles over sorted

@@ -16,7 +16,7 @@ Measures, in one run:
    its sustained rate, after the single-append backlog has drained.
 
 Texts: seeded random templates over a dozen topics, about 40 cl100k tokens each.
-Goals (issue): ack p50 <= 5 ms; sustained ingest >= 80 % of raw embedding throughput.
+Targets: ack p50 <= 5 ms; sustained ingest >= 80 % of raw embedding throughput.
 
 Run:  .venv/bin/python scripts/bench_ingest.py            (full: 20,000 items, ~10-20 min)
       .venv/bin/python scripts/bench_ingest.py --quick    (smoke run, ~1 min)

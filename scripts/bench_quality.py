@@ -18,11 +18,13 @@ is archived), ingests every conversation through ``append_batch`` in batches of 
 every item is embedded, then asks every question through ``get_context`` at each token budget
 and in each mode:
 
-* ``dense``: embedding similarity only (the seed's method: cosine >= threshold, best first);
+* ``dense``: embedding similarity only (cosine >= threshold, best first);
 * ``hybrid (service default)``: what the service returns by default;
-* ``hybrid, seed split``: the same ranking with the seed's half of the budget for the window;
+* ``hybrid, seed split``: the same ranking with a fixed half of the budget for the window
+  (``recent_share=0.5``);
 * ``lexical``: BM25 only;
-* ``dense, no neighbours``: dense with ``include_neighbors=False`` (the seed-like setting).
+* ``dense, no neighbours``: dense with ``include_neighbors=False`` (similarity alone, nothing
+  added around the hits).
 
 A question is a hit when every evidence turn (metadata ``turn``) is among the returned recent
 or history items. The table gives recall overall, for rare-word, paraphrase and multi-hop

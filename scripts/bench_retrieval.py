@@ -14,7 +14,7 @@ Measures, through the real `contextwm_client.Client` over loopback against a
 * the server's resident memory (/proc/PID/status) before and after the 100k-item index is
   built, reported per 100k archived items.
 
-Goals (issue): p50 <= 1.5 x floor + 3 ms per case, and p50 < 30 ms at 100k items.
+Targets: p50 <= 1.5 x floor + 3 ms per case, and p50 < 30 ms at 100k items.
 
 Fast load path: archives are written straight into the service's SQLite store (items as
 ARCHIVED via SqliteStore.commit_append, vectors via put_vectors) before the server starts

@@ -491,7 +491,7 @@ class AsyncClient:
             query: The question to answer; None lets the conversation's focus stand in.
             max_tokens: Token budget of the whole rendered text (> 0).
             recent_share: None (the default) lets relevance share the budget between window
-                and history; 0..1 gives the window that fixed share (the seed's split).
+                and history; 0..1 gives the window that fixed share of the budget.
             similarity_threshold: A similarity floor for candidates without lexical evidence
                 (every candidate in dense mode).
             max_history_items: Upper bound on ranked items.

@@ -21,7 +21,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, help="where the SQLite file and indexes live")
     parser.add_argument(
         "--workspace",
-        help="the agent's files: the workspace of conversations that name none (issue 4)",
+        help="the agent's files: the workspace of conversations that name none",
     )
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     parser.add_argument(

@@ -1,5 +1,5 @@
-"""Issue 3, done-when: a long simulated agent loop through gRPC that compacts several times,
-restores a checkpoint and re-reads files, never overflows and never loses an item."""
+"""The agent loop end to end: a long simulated agent loop through gRPC that compacts several
+times, restores a checkpoint and re-reads files, never overflows and never loses an item."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Points 2-4: appends (single, batch, idempotent), exact token counts, importance flags."""
+"""Appends (single, batch, idempotent), exact token counts, importance flags."""
 
 from __future__ import annotations
 

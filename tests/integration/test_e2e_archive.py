@@ -1,4 +1,4 @@
-"""Point 6: evicted items keep every field, are embedded with MiniLM and indexed in FAISS,
+"""Evicted items keep every field, are embedded with MiniLM and indexed in FAISS,
 and embedding work from concurrent requests is batched."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 4: token budgets per category with borrowing, and ranked context contributors, end to
+"""Token budgets per category with borrowing, and ranked context contributors, end to
 end through a real server on loopback (real MiniLM, SQLite, a real temporary workspace)."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def _dialog(client: Client, cid: str, turns: int, words: int = 12) -> None:
         )
 
 
-# --- points 1 and 6: categories, defaults, sections; no categories behaves as before --------
+# --- categories, defaults, sections; no categories behaves as before ------------------------
 
 
 def test_a_request_naming_categories_gets_sections_and_an_allocation_report(
@@ -124,7 +124,7 @@ def test_a_request_naming_categories_gets_sections_and_an_allocation_report(
     assert list(report) == ["system", "context", "dialog", "system_output"]
     allocated = _report(ctx).allocated
     assert allocated == 2000 - ctx.tokens.query
-    # The seed's defaults: 10 / 35 / 50 / 5 %, with our minimums and maximums.
+    # The default shares: 10 / 35 / 50 / 5 %, with their minimums and maximums.
     expected = {
         "system": (0.10, 0.10),
         "context": (0.05, 0.70),
@@ -169,7 +169,7 @@ def test_a_request_naming_no_categories_behaves_as_before(client: Client) -> Non
     assert after.text.startswith("# Recent Context")
 
 
-# --- point 1: per conversation and per request ----------------------------------------------
+# --- budgets per conversation and per request -----------------------------------------------
 
 
 def test_budgets_are_set_per_conversation_and_per_request(client: Client) -> None:
@@ -244,7 +244,7 @@ def test_bad_budgets_are_invalid_argument_naming_the_field(client: Client) -> No
         )
 
 
-# --- point 2: trimming order; SYSTEM never trimmed ------------------------------------------
+# --- trimming order; SYSTEM never trimmed ---------------------------------------------------
 
 
 def test_tool_output_is_trimmed_first_then_the_oldest_dialog(client: Client) -> None:
@@ -293,7 +293,7 @@ def test_a_system_prompt_over_the_budget_is_failed_precondition(client: Client) 
     assert system.borrowed > 0 and "Follow every rule." in ctx.text
 
 
-# --- point 3: borrowing both ways, never below the lender's minimum -------------------------
+# --- borrowing both ways, never below the lender's minimum ----------------------------------
 
 
 def test_context_borrows_from_dialog_when_the_dialog_is_short(client: Client) -> None:
@@ -341,7 +341,7 @@ def test_dialog_borrows_from_context_when_contributors_leave_it_unused(
     assert dialog.granted <= dialog.maximum
 
 
-# --- point 4: contributors on a real workspace ----------------------------------------------
+# --- contributors on a real workspace -------------------------------------------------------
 
 
 def test_project_docs_take_the_first_of_penguin_agents_claude_readme(
@@ -527,7 +527,7 @@ def test_without_a_workspace_contributors_say_why(start_service: StartService) -
             c.create_conversation("w", settings=ConversationSettings(workspace_root="/tmp"))
 
 
-# --- point 5: the workspace root and escapes ------------------------------------------------
+# --- the workspace root and escapes ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", ["../outside.py", "src/../../outside.py", "/etc/passwd", "/"])

@@ -1,4 +1,4 @@
-"""Issue 3, point 7: checkpoints restore window, archive, active context and usage."""
+"""Checkpoints restore window, archive, active context and usage."""
 
 from __future__ import annotations
 

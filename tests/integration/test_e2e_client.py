@@ -1,4 +1,4 @@
-"""Point 13: the asyncio client and the command line against a real server."""
+"""The asyncio client and the command line against a real server."""
 
 from __future__ import annotations
 

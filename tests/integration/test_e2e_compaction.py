@@ -1,4 +1,4 @@
-"""Issue 3, points 4-5: compaction with the fact ledger, as a transaction, and the full history."""
+"""Compaction with the fact ledger, as a transaction, and the full history."""
 
 from __future__ import annotations
 

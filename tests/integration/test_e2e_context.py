@@ -1,4 +1,4 @@
-"""Point 7: enhanced context — window plus history, rendered in sections, never over budget."""
+"""Enhanced context: window plus history, rendered in sections, never over budget."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_sections_budget_and_no_repeats(client: Client) -> None:
         assert not set(recent_seqs) & {s.seq for s in ctx.history}
         assert ctx.text.endswith("# Current Query\n\nwhat port is billing on?")
     # By default history comes first, so the text reads in time order up to the query; the
-    # seed's split (an explicit recent_share) puts the recent window first.
+    # fixed split (an explicit recent_share) puts the recent window first.
     sections = {
         None: ("# Relevant Historical Context", "# Recent Context", "# Current Query"),
         0.5: ("# Recent Context", "# Relevant Historical Context", "# Current Query"),
@@ -61,7 +61,7 @@ def test_sections_budget_and_no_repeats(client: Client) -> None:
 
 def test_history_hits_carry_score_parts_and_neighbours(client: Client) -> None:
     _conversation(client, "c")
-    # The seed's split pairs a hit with its neighbour (the default offers neighbours as
+    # The fixed split pairs a hit with its neighbour (the default offers neighbours as
     # candidates of their own: test_e2e_relevant_context).
     ctx = client.get_context("c", "what port is billing on?", max_tokens=400, recent_share=0.5)
     by_seq = {s.seq: s for s in ctx.history}

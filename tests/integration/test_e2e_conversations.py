@@ -1,4 +1,4 @@
-"""Point 1: conversations are created, read back, listed per namespace, and deleted."""
+"""Conversations are created, read back, listed per namespace, and deleted."""
 
 from __future__ import annotations
 

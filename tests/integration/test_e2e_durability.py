@@ -1,4 +1,4 @@
-"""Point 11: acknowledged appends survive kill -9; indexes are rebuilt from stored vectors."""
+"""Acknowledged appends survive kill -9; indexes are rebuilt from stored vectors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 3, point 6: the Watch stream, its replay on reconnect, and retention gaps."""
+"""The Watch stream, its replay on reconnect, and retention gaps."""
 
 from __future__ import annotations
 

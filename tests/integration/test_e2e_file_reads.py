@@ -1,5 +1,5 @@
-"""Issue 3, point 9: duplicate file reads are replaced by a notice, recorded, and undone by a
-checkpoint restore."""
+"""Duplicate file reads are replaced by a notice, recorded, and undone by a checkpoint
+restore."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Point 14: the README's Python example runs as written against a real server, and the
-README's set-up commands are the ones .ci/run and the scripts use."""
+"""The README's Python examples run as written against a real server, and the README's
+set-up commands are the ones .ci/run and the scripts use."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ def test_python_example_runs(service: Service) -> None:
 
 
 def test_setup_commands_are_the_ones_ci_runs() -> None:
-    assert "scripts/serve" in README and "scripts/test" in README
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert "exec scripts/test" in ci
-    for script in ("setup", "serve", "test"):
+    (setup,) = re.findall(r"## Set-up: two commands.*?```sh\n(.*?)```", README, flags=re.S)
+    commands = [line.split("#")[0].strip() for line in setup.splitlines()]
+    assert commands == ["scripts/serve", "scripts/check && scripts/test"]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-2:] == ["scripts/check", "exec scripts/test"]
+    for script in ("setup", "serve", "check", "test"):
         text = (ROOT / "scripts" / script).read_text()
         assert text.startswith("#!/usr/bin/env bash")
         if script != "setup":

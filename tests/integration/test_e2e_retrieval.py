@@ -1,4 +1,4 @@
-"""Point 8: hybrid retrieval finds rare-word matches that dense search misses; time words use
+"""Hybrid retrieval finds rare-word matches that dense search misses; time words use
 the items' timestamps."""
 
 from __future__ import annotations

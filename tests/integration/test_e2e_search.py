@@ -1,4 +1,4 @@
-"""Point 9: search over a conversation's archive (optionally window) or a whole namespace."""
+"""Search over a conversation's archive (optionally window) or a whole namespace."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Point 12: serve flags, config file and environment, health, reflection, SIGTERM, logging."""
+"""Serve flags, config file and environment, health, reflection, SIGTERM, logging."""
 
 from __future__ import annotations
 

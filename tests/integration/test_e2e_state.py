@@ -1,4 +1,4 @@
-"""Point 10: conversation state detection and the adaptive window size."""
+"""Conversation state detection and the adaptive window size."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 3, point 8: truncation strategies and tool-output masking in the active context."""
+"""Truncation strategies and tool-output masking in the active context."""
 
 from __future__ import annotations
 

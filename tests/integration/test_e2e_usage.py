@@ -1,4 +1,4 @@
-"""Issue 3, points 1-3: the models table, usage and the active context, through gRPC."""
+"""The models table, usage and the active context, through gRPC."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Point 5: the window stays within its limits and evicts the least relevant items first."""
+"""The window stays within its limits and evicts the least relevant items first."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Issue 4's property: no generated mix of window items, contributors and budgets yields a
-response over its budget, or a category over its maximum without a matching loan.
+"""Assembly by category keeps its budget: no generated mix of window items, contributors and
+budgets yields a response over its budget, or a category over its maximum without a matching
+loan.
 
 Runs assemble_by_category with the real BPE counter (exact counts of the rendered text) on
 generated items of every role, contributor pieces of every type, queries and budgets."""

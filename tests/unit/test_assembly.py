@@ -61,7 +61,8 @@ def recount(s: ScoredItem, counter: BpeTokenCounter) -> ScoredItem:
 def expected_text(
     recent: Sequence[ScoredItem], history: Sequence[ScoredItem], query: str | None
 ) -> str:
-    """The seed-004 layout, written from the spec: headings, then items in seq order."""
+    """The fixed-split layout, written out independently of assembly.py: headings, then items
+    in seq order."""
     sections = []
     if recent:
         body = [
@@ -180,7 +181,7 @@ def test_rendered_text_never_exceeds_budget(
             for c in candidates
         )
 
-    # Sections in order, chronological within: the text is exactly the seed layout.
+    # Sections in order, chronological within: the text is exactly that layout.
     assert recent_seqs == sorted(recent_seqs) and history_seqs == sorted(history_seqs)
     assert out.text == expected_text(out.recent, out.history, query)
     omitted = sum(1 for s in window if s.item.seq not in set(recent_seqs) | hits_in)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 SYS, CTX, DLG, OUT = Category.SYSTEM, Category.CONTEXT, Category.DIALOG, Category.SYSTEM_OUTPUT
 # The worked examples below were written for these minimums (10 % CONTEXT, 20 % DIALOG).
-SEED_MINS = {
+EXAMPLE_MINS = {
     Category.SYSTEM: CategoryBudget(0.10, 0.10, 0.10),
     Category.CONTEXT: CategoryBudget(0.35, 0.10, 0.70),
     Category.DIALOG: CategoryBudget(0.50, 0.20, 0.85),
@@ -48,9 +48,9 @@ def need(ps: Sequence[Piece], overhead: int = 0) -> int:
     return overhead + sum(p.tokens for p in ps) if ps else 0
 
 
-def test_defaults_grant_the_seed_shares_within_their_bounds() -> None:
+def test_default_shares_are_granted_within_their_bounds() -> None:
     check_budgets(DEFAULT_BUDGETS)
-    a = allocate(1000, {}, SEED_MINS)
+    a = allocate(1000, {}, EXAMPLE_MINS)
     assert [(r.category, r.minimum, r.granted, r.maximum) for r in a.reports] == [
         (SYS, 100, 100, 100),
         (CTX, 100, 350, 700),
@@ -63,7 +63,7 @@ def test_defaults_grant_the_seed_shares_within_their_bounds() -> None:
 
 def test_tokens_lost_to_flooring_go_to_the_largest_fractions() -> None:
     # 1009: 100.9, 353.15, 504.5, 50.45; SYSTEM is at its maximum, so DIALOG then SYSTEM_OUTPUT.
-    a = allocate(1009, {}, SEED_MINS)
+    a = allocate(1009, {}, EXAMPLE_MINS)
     assert [r.granted for r in a.reports] == [100, 353, 505, 51]
     # 0.29 * 100 is 28.999999999999996 in floats, but the grant and its bounds are 29.
     shares = {SYS: CategoryBudget(0.29, 0.29, 0.29), CTX: CategoryBudget(0.71)}
@@ -77,7 +77,7 @@ def test_tokens_lost_to_flooring_go_to_the_largest_fractions() -> None:
 
 def test_context_borrows_from_dialog_first() -> None:
     # DIALOG leaves 500 - max(100, 200) = 300 above its minimum; CONTEXT lacks 150.
-    a = allocate(1000, {CTX: pieces("c", 250, 250), DLG: pieces("d", 100)}, SEED_MINS)
+    a = allocate(1000, {CTX: pieces("c", 250, 250), DLG: pieces("d", 100)}, EXAMPLE_MINS)
     assert grants(a)[CTX] == (500, 0, 150)
     assert grants(a)[DLG] == (350, 150, 0)
     assert grants(a)[OUT] == (50, 0, 0)
@@ -86,7 +86,7 @@ def test_context_borrows_from_dialog_first() -> None:
 
 def test_context_then_borrows_from_system_output() -> None:
     # DIALOG has 100 spare, SYSTEM_OUTPUT 50: CONTEXT lacks 160 and gets 150.
-    a = allocate(1000, {CTX: pieces("c", 300, 200, 10), DLG: pieces("d", 400)}, SEED_MINS)
+    a = allocate(1000, {CTX: pieces("c", 300, 200, 10), DLG: pieces("d", 400)}, EXAMPLE_MINS)
     assert grants(a)[CTX] == (500, 0, 150)
     assert grants(a)[DLG] == (400, 100, 0) and grants(a)[OUT] == (0, 50, 0)
     assert [p.key for p in a.kept[CTX]] == ["c0", "c1"] and [p.key for p in a.dropped[CTX]] == [
@@ -96,7 +96,7 @@ def test_context_then_borrows_from_system_output() -> None:
 
 def test_dialog_borrows_from_context_first() -> None:
     # CONTEXT leaves 350 - max(50, 100) = 250; DIALOG lacks 200 and SYSTEM_OUTPUT keeps its 50.
-    a = allocate(1000, {CTX: pieces("c", 50), DLG: pieces("d", 400, 300)}, SEED_MINS)
+    a = allocate(1000, {CTX: pieces("c", 50), DLG: pieces("d", 400, 300)}, EXAMPLE_MINS)
     assert grants(a)[DLG] == (700, 0, 200)
     assert grants(a)[CTX] == (150, 200, 0) and grants(a)[OUT] == (50, 0, 0)
     assert not a.dropped[DLG]
@@ -104,7 +104,7 @@ def test_dialog_borrows_from_context_first() -> None:
 
 def test_a_lender_never_goes_below_its_minimum() -> None:
     # CONTEXT needs nothing but keeps its minimum of 100; DIALOG gets 250 + 50 and drops one.
-    a = allocate(1000, {DLG: pieces("d", *[100] * 9)}, SEED_MINS)
+    a = allocate(1000, {DLG: pieces("d", *[100] * 9)}, EXAMPLE_MINS)
     r = by_category(a)
     assert (r[CTX].granted, r[CTX].lent, r[CTX].minimum) == (100, 250, 100)
     assert (r[DLG].granted, r[DLG].used, r[DLG].borrowed) == (800, 800, 300)
@@ -122,24 +122,24 @@ def test_the_maximum_caps_borrowing_and_only_used_tokens_are_borrowed() -> None:
 
 def test_system_output_goes_short_first_when_borrowers_compete() -> None:
     # CONTEXT has 250 spare; DIALOG, served before SYSTEM_OUTPUT, takes all of it.
-    a = allocate(1000, {DLG: pieces("d", 750), OUT: pieces("o", 60)}, SEED_MINS)
+    a = allocate(1000, {DLG: pieces("d", 750), OUT: pieces("o", 60)}, EXAMPLE_MINS)
     assert grants(a)[DLG] == (750, 0, 250)
     assert grants(a)[OUT] == (50, 0, 0)
     assert [p.key for p in a.dropped[OUT]] == ["o0"]
     # And CONTEXT, served before DIALOG, takes SYSTEM_OUTPUT's spare when both lack tokens.
-    a = allocate(1000, {CTX: pieces("c", 400), DLG: pieces("d", 550)}, SEED_MINS)
+    a = allocate(1000, {CTX: pieces("c", 400), DLG: pieces("d", 550)}, EXAMPLE_MINS)
     assert grants(a)[CTX] == (400, 0, 50) and grants(a)[DLG] == (500, 0, 0)
     assert [p.key for p in a.dropped[DLG]] == ["d0"]
 
 
 def test_system_takes_from_system_output_then_dialog_then_context() -> None:
     full = {CTX: pieces("c", *[50] * 7), DLG: pieces("d", *[50] * 10), OUT: pieces("o", 25, 25)}
-    a = allocate(1000, {SYS: pieces("s", 150), **full}, SEED_MINS)
+    a = allocate(1000, {SYS: pieces("s", 150), **full}, EXAMPLE_MINS)
     assert grants(a)[SYS] == (150, 0, 50)
     assert grants(a)[OUT] == (0, 50, 0) and grants(a)[DLG] == (500, 0, 0)
     assert len(a.dropped[OUT]) == 2 and not a.dropped[DLG] and not a.dropped[CTX]
     # 250 needs SYSTEM_OUTPUT's 50 and 100 of DIALOG, whose lowest priorities go.
-    a = allocate(1000, {SYS: pieces("s", 250), **full}, SEED_MINS)
+    a = allocate(1000, {SYS: pieces("s", 250), **full}, EXAMPLE_MINS)
     assert grants(a)[DLG] == (400, 100, 0) and grants(a)[CTX] == (350, 0, 0)
     assert [p.key for p in a.dropped[DLG]] == ["d8", "d9"]
 
@@ -147,10 +147,10 @@ def test_system_takes_from_system_output_then_dialog_then_context() -> None:
 def test_system_goes_below_minimums_only_as_a_last_resort() -> None:
     full = {CTX: pieces("c", 350), DLG: pieces("d", 500), OUT: pieces("o", 50)}
     # Down to the minimums first: 50 + 300 + 250 = 600 of the 850 lacking.
-    a = allocate(1000, {SYS: pieces("s", 700), **full}, SEED_MINS)
+    a = allocate(1000, {SYS: pieces("s", 700), **full}, EXAMPLE_MINS)
     assert [r.granted for r in a.reports] == [700, 100, 200, 0]
     # Then below them, in the same order.
-    a = allocate(1000, {SYS: pieces("s", 950), **full}, SEED_MINS)
+    a = allocate(1000, {SYS: pieces("s", 950), **full}, EXAMPLE_MINS)
     assert [r.granted for r in a.reports] == [950, 50, 0, 0]
     assert [r.lent for r in a.reports] == [0, 300, 500, 50]
     assert a.kept[SYS] and not a.dropped[SYS]
@@ -158,11 +158,11 @@ def test_system_goes_below_minimums_only_as_a_last_resort() -> None:
 
 def test_system_over_the_budget_fails() -> None:
     with pytest.raises(FailedPrecondition) as err:
-        allocate(1000, {SYS: pieces("s", 600, 401)}, SEED_MINS)
+        allocate(1000, {SYS: pieces("s", 600, 401)}, EXAMPLE_MINS)
     assert err.value.code is ErrorCode.FAILED_PRECONDITION
     assert "1001" in err.value.message and "1000" in err.value.message
     # The whole budget is fine: everyone else drops everything.
-    a = allocate(1000, {SYS: pieces("s", 600, 400), DLG: pieces("d", 1)}, SEED_MINS)
+    a = allocate(1000, {SYS: pieces("s", 600, 400), DLG: pieces("d", 1)}, EXAMPLE_MINS)
     assert by_category(a)[SYS].used == 1000 and a.dropped[DLG]
 
 
@@ -178,7 +178,7 @@ def test_system_over_the_assigned_shares_fails_and_nobody_uses_the_rest() -> Non
 
 def test_a_piece_that_does_not_fit_is_skipped_and_a_smaller_one_kept() -> None:
     full = {DLG: pieces("d", 500), OUT: pieces("o", 50)}
-    a = allocate(1000, {CTX: pieces("c", 300, 100, 50), **full}, SEED_MINS)
+    a = allocate(1000, {CTX: pieces("c", 300, 100, 50), **full}, EXAMPLE_MINS)
     assert [p.key for p in a.kept[CTX]] == ["c0", "c2"]
     assert [p.key for p in a.dropped[CTX]] == ["c1"]
     assert by_category(a)[CTX].used == 350
@@ -191,7 +191,7 @@ def test_priority_order_with_ties_in_input_order() -> None:
         Piece("b", 200, 0.5),
         Piece("new", 200, 0.9),
     ]
-    a = allocate(1000, {DLG: ps, CTX: pieces("c", 350), OUT: pieces("o", 50)}, SEED_MINS)
+    a = allocate(1000, {DLG: ps, CTX: pieces("c", 350), OUT: pieces("o", 50)}, EXAMPLE_MINS)
     assert [p.key for p in a.kept[DLG]] == ["new", "a"]
     assert [p.key for p in a.dropped[DLG]] == ["b", "old"]
 
@@ -236,9 +236,9 @@ def test_allocate_rejects_bad_numbers() -> None:
     with pytest.raises(InvalidArgument, match="budget"):
         allocate(MAX_BUDGET + 1, {})
     with pytest.raises(InvalidArgument, match="tokens of dialog piece 'd'"):
-        allocate(100, {DLG: [Piece("d", -1, 0.0)]}, SEED_MINS)
+        allocate(100, {DLG: [Piece("d", -1, 0.0)]}, EXAMPLE_MINS)
     with pytest.raises(InvalidArgument, match="priority of context piece 'c'"):
-        allocate(100, {CTX: [Piece("c", 1, math.nan)]}, SEED_MINS)
+        allocate(100, {CTX: [Piece("c", 1, math.nan)]}, EXAMPLE_MINS)
     with pytest.raises(InvalidArgument, match=r"overhead\[system_output\]"):
         allocate(100, {}, overhead={OUT: -3})
 

@@ -82,7 +82,8 @@ def test_summary_request_asks_for_the_four_parts_in_its_own_tag() -> None:
         assert phrase in text, phrase
 
 
-def test_summary_request_is_not_the_seeds_wording() -> None:
+def test_summary_request_is_in_our_own_words() -> None:
+    """None of the phrases of the prompt the summary request was modelled on."""
     assert "system-context-management" not in SUMMARY_REQUEST
     assert "Be thorough and specific" not in SUMMARY_REQUEST
     assert "What have you accomplished so far?" not in SUMMARY_REQUEST

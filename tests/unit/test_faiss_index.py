@@ -1,4 +1,4 @@
-"""Tests for contextwm.adapters.faiss_index against a numpy brute force (STYLE rule 5).
+"""Tests for contextwm.adapters.faiss_index against a numpy brute force, its exact reference.
 
 Every behavioural test body runs against both backends; the brute force is short enough to
 be obviously right, so agreement on random data is evidence that FAISS is used correctly.

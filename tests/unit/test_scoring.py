@@ -1,4 +1,4 @@
-"""Tests for contextwm.window.scoring: recency half-lives and the seed-004 relevance weights."""
+"""Tests for contextwm.window.scoring: recency half-lives and the default relevance weights."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_scalar_recency_agrees_with_the_array_version(
 # ---------------------------------------------------------------- weights
 
 
-def test_seed_004_default_weights() -> None:
+def test_default_weights() -> None:
     w = ScoringWeights()
     assert (w.recency, w.similarity) == (0.3, 0.4)
     assert dict(w.importance) == {
@@ -171,7 +171,7 @@ def test_each_role_adds_its_bias(role: str, bias: float) -> None:
     assert rel(cs, role=role) - rel(cs, role="tool") == pytest.approx(bias)
 
 
-def test_relevance_is_the_seed_formula() -> None:
+def test_relevance_is_the_weighted_sum_of_its_parts() -> None:
     cs = ConversationSettings(recency_half_life_seconds=DAY, recency_half_life_items=0.0)
     score, parts = relevance(
         cs,

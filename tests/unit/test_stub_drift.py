@@ -1,4 +1,4 @@
-"""Stub drift (STYLE rule 6): regenerating the stubs from proto/ gives the checked-in files."""
+"""Stub drift: regenerating the stubs from proto/ gives exactly the checked-in files."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def test_each_importance_flag_protects_against_a_plain_item() -> None:
 
 
 def test_higher_importance_flag_wins() -> None:
-    # seed-004 weights: solution 0.7 > error 0.6 > question 0.5 > code 0.4
+    # default importance weights: solution 0.7 > error 0.6 > question 0.5 > code 0.4
     w = window_of(
         make_item(1, flags=Flag.SOLUTION),
         make_item(2, flags=Flag.ERROR),
@@ -259,7 +259,7 @@ def test_eviction_reports_score_and_parts() -> None:
 
 
 def reference_score(cs: ConversationSettings, clock: Clock, item: Item, sim: float) -> float:
-    """seed-004 relevance, written out from the spec rather than from scoring.py."""
+    """The relevance score, written out from its formula rather than from scoring.py."""
     age = max(0.0, clock.now - item.timestamp)
     rec = 0.5 ** (age / cs.recency_half_life_seconds)
     if cs.recency_half_life_items > 0:

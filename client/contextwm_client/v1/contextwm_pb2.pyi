@@ -51,7 +51,7 @@ class _CategoryEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Category.Val
 class Category(_Category, metaclass=_CategoryEnumTypeWrapper):
     """---------------------------------------------------------------- category budgets
 
-    What a piece of context is (seed 002). Window items by role: system -> SYSTEM,
+    What a piece of context is. Window items by role: system -> SYSTEM,
     user/assistant -> DIALOG, tool/file/error -> SYSTEM_OUTPUT; contributors -> CONTEXT.
     """
 
@@ -85,7 +85,7 @@ class _ContributorTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Contr
     """The first of PENGUIN.md, AGENTS.md, CLAUDE.md, README.md in the workspace root (0.15)."""
 
 class ContributorType(_ContributorType, metaclass=_ContributorTypeEnumTypeWrapper):
-    """Sources of CONTEXT beyond the dialog (seed 002)."""
+    """Sources of CONTEXT beyond the dialog."""
 
 CONTRIBUTOR_TYPE_UNSPECIFIED: ContributorType.ValueType  # 0
 CONTRIBUTOR_TYPE_WORKING_FILES: ContributorType.ValueType  # 1
@@ -163,7 +163,7 @@ class _RetrievalModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Retriev
     RETRIEVAL_MODE_HYBRID: _RetrievalMode.ValueType  # 1
     """Dense and lexical ranking fused with adaptive weights."""
     RETRIEVAL_MODE_DENSE: _RetrievalMode.ValueType  # 2
-    """Embedding similarity only (the seed's method)."""
+    """Embedding similarity only, above the similarity threshold."""
     RETRIEVAL_MODE_LEXICAL: _RetrievalMode.ValueType  # 3
     """BM25 only."""
 
@@ -175,7 +175,7 @@ RETRIEVAL_MODE_UNSPECIFIED: RetrievalMode.ValueType  # 0
 RETRIEVAL_MODE_HYBRID: RetrievalMode.ValueType  # 1
 """Dense and lexical ranking fused with adaptive weights."""
 RETRIEVAL_MODE_DENSE: RetrievalMode.ValueType  # 2
-"""Embedding similarity only (the seed's method)."""
+"""Embedding similarity only, above the similarity threshold."""
 RETRIEVAL_MODE_LEXICAL: RetrievalMode.ValueType  # 3
 """BM25 only."""
 Global___RetrievalMode: _TypeAlias = RetrievalMode  # noqa: Y015
@@ -184,7 +184,7 @@ Global___RetrievalMode: _TypeAlias = RetrievalMode  # noqa: Y015
 class ScoringWeights(_message.Message):
     """---------------------------------------------------------------- settings
 
-    Weights of the relevance score. Unset fields keep their defaults (seed 004).
+    Weights of the relevance score that decides eviction. Unset fields keep their defaults.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -1469,8 +1469,8 @@ class ContextOptions(_message.Message):
     recent_share: _builtins.float
     """Unset (the default): relevance shares the budget. The newest recent_min_items window
     items are kept, and the rest goes to the window and archived items that serve the query
-    best per token, rendered under one date heading per day. Set (0..1): the seed's fixed
-    split, this share of the budget for the window newest first, the rest for history hits
+    best per token, rendered under one date heading per day. Set (0..1): a fixed split,
+    this share of the budget for the window newest first, the rest for history hits
     (one timestamp per line); unused share flows over.
     """
     similarity_threshold: _builtins.float
@@ -2307,7 +2307,7 @@ class TruncateRequest(_message.Message):
     namespace: _builtins.str
     conversation_id: _builtins.str
     strategy: _builtins.str
-    """none, last_two, half or quarter (seed 003): what to keep after the first pair."""
+    """none, last_two, half or quarter: what to keep after the first pair."""
     def __init__(
         self,
         *,

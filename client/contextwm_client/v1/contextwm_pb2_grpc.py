@@ -232,7 +232,7 @@ class ContextServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetUsage(self, request, context):
-        """---- the agent loop: call GetUsage before each LLM request (see README, "Compaction").
+        """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
         The active context's size against the model's limit; when should_compact is set, also
         the summary request to send to the agent's LLM. May carry the provider's own count.

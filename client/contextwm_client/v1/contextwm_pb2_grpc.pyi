@@ -70,7 +70,7 @@ class ContextServiceStub:
     Search: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.SearchRequest, _contextwm_pb2.SearchResponse]
     """Searches a conversation's archive (optionally its window) or a whole namespace."""
     GetUsage: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetUsageRequest, _contextwm_pb2.Usage]
-    """---- the agent loop: call GetUsage before each LLM request (see README, "Compaction").
+    """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
     The active context's size against the model's limit; when should_compact is set, also
     the summary request to send to the agent's LLM. May carry the provider's own count.
@@ -135,7 +135,7 @@ class ContextServiceAsyncStub(ContextServiceStub):
     Search: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.SearchRequest, _contextwm_pb2.SearchResponse]  # type: ignore[assignment]
     """Searches a conversation's archive (optionally its window) or a whole namespace."""
     GetUsage: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetUsageRequest, _contextwm_pb2.Usage]  # type: ignore[assignment]
-    """---- the agent loop: call GetUsage before each LLM request (see README, "Compaction").
+    """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
     The active context's size against the model's limit; when should_compact is set, also
     the summary request to send to the agent's LLM. May carry the provider's own count.
@@ -275,7 +275,7 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _contextwm_pb2.GetUsageRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_contextwm_pb2.Usage, _abc.Awaitable[_contextwm_pb2.Usage]]:
-        """---- the agent loop: call GetUsage before each LLM request (see README, "Compaction").
+        """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
         The active context's size against the model's limit; when should_compact is set, also
         the summary request to send to the agent's LLM. May carry the provider's own count.

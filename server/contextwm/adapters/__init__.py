@@ -1,1 +1,1 @@
-"""Adapters behind the ports: SQLite store, FAISS index, embedders, token counters."""
+"""Adapters behind the ports: SQLite store, FAISS index, embedders, token counters, workspace."""

@@ -1,4 +1,4 @@
-"""Duplicate file reads (seed 003): a newer whole copy of a file supersedes the older ones."""
+"""Duplicate file reads: a newer whole copy of a file supersedes the older ones."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 
 class TruncationStrategy(enum.StrEnum):
-    """How much of the rows after the first user/assistant pair to remove (seed 003)."""
+    """How much of the rows after the first user/assistant pair to remove."""
 
     NONE = "none"  # everything after the first pair
     LAST_TWO = "last_two"  # all but the last two rows

@@ -1,6 +1,6 @@
 """Token budgets per category with borrowing: how a request's budget is shared and what fits.
 
-The rules, for a budget of N tokens (issue 4, points 1-3; seed 002):
+The rules, for a budget of N tokens:
 
 - Grants. Minimum and maximum are floor(min_share*N) and floor(max_share*N); a category starts
   with floor(share*N), and the tokens flooring loses go one each to the largest lost fractions,
@@ -17,7 +17,8 @@ The rules, for a budget of N tokens (issue 4, points 1-3; seed 002):
   first), borrow when they need more than their grant: from what each of their LENDERS leaves
   above both its need and its minimum, never past their maximum, and exactly what their kept
   pieces use beyond the grant. SYSTEM lends last and only above its minimum, which by
-  default is its whole share, so by default it never lends (seed 002).
+  default is its whole share, so by default it never lends: the system prompt's share stays
+  reserved for it.
 
 Hence sum(used) <= sum(granted) <= N, used <= granted <= maximum + borrowed (only SYSTEM passes
 its maximum), sum(lent) == sum(borrowed), nobody both lends and borrows, and a category ends
@@ -48,12 +49,12 @@ MAX_BUDGET = 100_000_000
 _EPSILON = 1e-6
 
 
-# Whom each category borrows from, first to last (seed 002: CONTEXT from DIALOG first).
+# Whom each category borrows from, first to last.
 LENDERS: Mapping[Category, tuple[Category, ...]] = MappingProxyType(
     {
         Category.SYSTEM: (Category.SYSTEM_OUTPUT, Category.DIALOG, Category.CONTEXT),
         # SYSTEM lends last, and only above its minimum: at the default minimum (its whole
-        # share) it never does, as in seed 002; lower system.min_share to let it.
+        # share) it never does; lower system.min_share to let it.
         Category.CONTEXT: (Category.DIALOG, Category.SYSTEM_OUTPUT, Category.SYSTEM),
         Category.DIALOG: (Category.CONTEXT, Category.SYSTEM_OUTPUT, Category.SYSTEM),
         Category.SYSTEM_OUTPUT: (Category.DIALOG, Category.CONTEXT, Category.SYSTEM),

@@ -1,5 +1,5 @@
-"""Assembles a context by category budgets (issue 4): window items and contributors compete
-within their category's grant (budgets.allocate), and the text is rendered in sections."""
+"""Assembles a context by category budgets: window items and contributors compete within
+their category's grant (allocation.allocate), and the text is rendered in sections."""
 
 from __future__ import annotations
 

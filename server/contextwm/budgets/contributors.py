@@ -1,5 +1,5 @@
-"""Context contributors (seed 002): project docs, working files, the codebase map and retrieval
-hits as candidate pieces of CONTEXT, each with its weight and its salience to the query."""
+"""Context contributors: project docs, working files, the codebase map and retrieval hits as
+candidate pieces of CONTEXT, each with its weight and its salience to the query."""
 
 from __future__ import annotations
 

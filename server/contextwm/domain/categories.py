@@ -44,7 +44,8 @@ class BudgetPatch:
 
 DEFAULT_BUDGETS: Mapping[Category, CategoryBudget] = MappingProxyType(
     {
-        # Fixed at 10% as in seed 002; it grows past that only by borrowing.
+        # Fixed at 10% (min = share = max), so by default it never lends its room; it grows
+        # past that only by taking what it lacks from the others.
         Category.SYSTEM: CategoryBudget(0.10, 0.10, 0.10),
         # Mins keep each a floor against a huge system prompt and against borrowers; a lender
         # keeps its minimum even when it needs less, so they are small: what they hold idle
@@ -67,7 +68,7 @@ def category_of_role(role: str) -> Category:
 
 
 class ContributorType(enum.StrEnum):
-    """A source of CONTEXT beyond the dialog (seed 002)."""
+    """A source of CONTEXT beyond the dialog."""
 
     WORKING_FILES = "working_files"
     RETRIEVAL = "retrieval"

@@ -26,7 +26,8 @@ ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 
 
 class ConversationState(enum.Enum):
-    """What the conversation is about, detected from its recent items (seed 004)."""
+    """What the conversation is about, detected from its recent items; the adaptive window
+    sizes itself by it."""
 
     GENERAL = "general"
     CODING = "coding"
@@ -46,7 +47,8 @@ DEFAULT_ROLE_BIAS: Mapping[str, float] = MappingProxyType(
 
 @dataclass(frozen=True, slots=True)
 class ScoringWeights:
-    """Weights of the relevance score; defaults from seed 004."""
+    """Weights of the relevance score that decides eviction: recency x decay + the importance
+    of each flag + similarity x cosine to the focus + the role's bias."""
 
     recency: float = 0.3
     similarity: float = 0.4
@@ -82,7 +84,7 @@ class ConversationSettings:
     adaptive_window: bool = False
     detect_importance: bool = True
     weights: ScoringWeights = ScoringWeights()
-    # The agent loop (seed 001): the LLM's context limit and when to ask for a summary.
+    # The agent loop: the LLM's context limit and when to ask for a summary.
     model: str = ""
     context_limit: int = 0  # 0: the model's, or none
     reserved_reply_tokens: int = 0  # 0: the model's, or none
@@ -90,7 +92,7 @@ class ConversationSettings:
     compaction_enabled: bool = True
     mask_tool_outputs_after_turns: int = 10
     replace_duplicate_reads: bool = True
-    # Category budgets and contributors (seed 002), for requests that ask for categories.
+    # Category budgets and contributors, for requests that ask for categories.
     workspace_root: str = ""  # "": the server's default workspace, if any
     category_budgets: Mapping[Category, CategoryBudget] = field(
         default_factory=lambda: DEFAULT_BUDGETS

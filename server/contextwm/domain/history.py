@@ -18,8 +18,8 @@ class EditKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ContextEdit:
-    """One recorded change to the active context (seed 003's context history). id is 0
-    until stored. A checkpoint restore sets undone_at; nothing is ever deleted."""
+    """One recorded change to the active context, as ListContextEdits lists it. id is 0 until
+    stored. A checkpoint restore sets undone_at; nothing is ever deleted."""
 
     id: int
     at: float

@@ -24,7 +24,7 @@ class Flag(enum.IntFlag):
     SOLUTION = 16
 
 
-# "user_starred" is the seed's name for pinned; both are accepted, "pinned" is returned.
+# "user_starred" is an alias of pinned; both are accepted, "pinned" is returned.
 FLAG_BY_NAME: Mapping[str, Flag] = MappingProxyType(
     {
         "pinned": Flag.PINNED,

@@ -11,7 +11,8 @@ from contextwm.domain.conversations import ENCODINGS
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """One row of the server's models table (seed 001's models.json)."""
+    """One row of the server's models table (`[models.<name>]` in the settings file): a model's
+    context limit, the tokens kept for its reply, and its encoding."""
 
     name: str
     context_limit: int

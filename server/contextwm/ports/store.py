@@ -1,4 +1,5 @@
-"""The Store port: durable conversations, items, vectors and lexical search."""
+"""The Store port: durable conversations, items, vectors, and the term postings BM25 is
+computed from."""
 
 from __future__ import annotations
 

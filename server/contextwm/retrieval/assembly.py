@@ -1,5 +1,5 @@
 """Assembles the enhanced context with a fixed split: the recent window takes its share of the
-budget newest first, history hits the rest (the seed's layout, asked for with recent_share)."""
+budget newest first, history hits the rest (the layout a request asks for with recent_share)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def history_line(s: ScoredItem) -> str:
 
 
 def render(recent: Sequence[ScoredItem], history: Sequence[ScoredItem], query: str | None) -> str:
-    """The seed-004 layout; empty sections are left out. Items appear in seq order."""
+    """Recent, then history, then the query; empty sections are left out. Items appear in seq
+    order."""
     sections: list[str] = []
     if recent:
         lines = [recent_line(s) for s in sorted(recent, key=lambda s: s.item.seq)]

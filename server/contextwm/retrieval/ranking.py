@@ -119,7 +119,7 @@ def fuse(
         dense: seq -> cosine similarity to the query.
         lexical: seq -> BM25 score (see bm25).
         population: how many items the candidates were drawn from.
-        mode: "hybrid"; "dense" (the seed's method: similarity above the threshold, best
+        mode: "hybrid"; "dense" (similarity alone: candidates above the threshold, best
             first) or "lexical" (BM25 alone).
         threshold: minimum similarity of a candidate without lexical evidence (in dense mode
             of every candidate); None keeps them all.

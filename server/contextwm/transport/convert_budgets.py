@@ -1,4 +1,4 @@
-"""Converters for category budgets and contributors (issue 4): to_proto_x / from_proto_x."""
+"""Converters for category budgets and contributors: to_proto_x / from_proto_x."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conversation state detection and adaptive window sizing (seed 004)."""
+"""Conversation state detection, and a window size that adapts to the state and complexity."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ _STATE_WORDS: dict[ConversationState, re.Pattern[str]] = {
         r"\b(research|find|search|learn|study|analy[sz]e|compare|paper|sources?|survey)\b"
     ),
 }
-# Seed 004's window multipliers per state.
+# How much larger than its base the window of each state should be: debugging and coding
+# keep traces and code in view, which takes more room.
 _TASK_MULTIPLIER = {
     ConversationState.GENERAL: 1.0,
     ConversationState.CODING: 1.5,
@@ -34,8 +35,8 @@ RECENT = 10
 def detect_state(recent_texts: Sequence[str]) -> ConversationState:
     """The state the newest items point to, or GENERAL.
 
-    The seed looked at the last item only, so one stray word flipped the state; here each of
-    the last ten items votes, newer ones louder, and a state needs a clear lead.
+    Each of the last ten items votes, newer ones louder, and a state needs a clear lead: a
+    verdict from the last item alone would flip on one stray word.
     """
     votes = dict.fromkeys(_STATE_WORDS, 0.0)
     texts = list(recent_texts)[-RECENT:]
@@ -56,8 +57,8 @@ def _states_named(text: str) -> tuple[ConversationState, ...]:
 
 
 def complexity(recent_texts: Sequence[str]) -> float:
-    """Seed 004's complexity in 0..1: code blocks, errors, long messages, technical terms and
-    questions among the last ten items, at most two indicators per item counted."""
+    """Complexity in 0..1: code blocks, errors, long messages, technical terms and questions
+    among the last ten items, at most two indicators per item counted."""
     texts = list(recent_texts)[-RECENT:]
     if not texts:
         return 0.0
@@ -77,8 +78,8 @@ def complexity(recent_texts: Sequence[str]) -> float:
 def adapt_window(
     base: int, current: int, recent_texts: Sequence[str], state: ConversationState
 ) -> int:
-    """Seed 004's recommended token limit: base x state multiplier x (0.5 + 2.5 x complexity),
-    kept within [base/2, 4 x base] and moved by at most base/4 per step."""
+    """The recommended token limit: base x state multiplier x (0.5 + 2.5 x complexity), kept
+    within [base/2, 4 x base] and moved by at most base/4 per step, so the window never jumps."""
     target = int(base * _TASK_MULTIPLIER[state] * (0.5 + 2.5 * complexity(recent_texts)))
     target = max(max(1, base // 2), min(target, base * 4))
     step = max(1, base // 4)

@@ -29,7 +29,7 @@ def recency_many(
     recency_half_life_items > 0, every that many items appended since.
 
     Time alone cannot order a live session whose items all share one minute, and position
-    alone ignores that a day-old item is stale; the product keeps both (seed 004 used time only).
+    alone ignores that a day-old item is stale; the product keeps both.
     """
     # A tiny half-life overflows the exponent to inf, and 0.5**inf is the right answer: 0.
     with np.errstate(over="ignore"):
@@ -62,12 +62,13 @@ def relevance_many(
     flags: Sequence[Flag],
     similarities: Floats,
 ) -> tuple[Floats, Floats, Floats, Floats]:
-    """The seed-004 relevance of many items at once, as arrays: (score, recency, importance,
-    role). The eviction path scores the whole window on every append; one numpy pass is
-    most of an append's CPU time saved over a Python call per item.
+    """The relevance of many items at once, as arrays: (score, recency, importance, role).
+    score = weights.recency x recency + importance + weights.similarity x similarity + role.
+    The eviction path scores the whole window on every append; one numpy pass is most of an
+    append's CPU time saved over a Python call per item.
 
-    Unlike the seed the sum is not capped at 1.0: a cap makes every important item tie, and
-    the eviction order among them would then be arbitrary.
+    The sum is not capped at 1.0: a cap makes every important item tie, and the eviction
+    order among them would then be arbitrary.
     """
     w = settings.weights
     decay = recency_many(settings, clock, timestamps, seqs)
