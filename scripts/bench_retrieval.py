@@ -23,7 +23,7 @@ distinct texts is embedded with the real model; an archived item whose text is i
 gets its own vector, every other item the vector of a same-topic pool text plus gaussian
 noise (sigma per dimension, default 0.03), renormalised. The query path is fully real.
 
-Run:  .venv/bin/python scripts/bench_retrieval.py            (full, ~15-30 min on 2 cores)
+Run:  .venv/bin/python scripts/bench_retrieval.py            (full, a few minutes on 2 cores)
       .venv/bin/python scripts/bench_retrieval.py --quick    (smoke run, ~1 min)
 """
 

@@ -1,1 +1,1 @@
-"""The agent loop: usage, active context, compaction, truncation, checkpoints, events."""
+"""The agent loop: usage, active context, compaction, truncation, checkpoints, watching events."""

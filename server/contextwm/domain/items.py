@@ -115,7 +115,7 @@ class NewItem:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """A stored item. Timestamps are Unix seconds (UTC) throughout the core."""
+    """A stored item. Timestamps are Unix seconds (UTC) throughout the service."""
 
     conversation_id: str
     seq: int

@@ -30,7 +30,7 @@ class Indexer:
     acknowledgement may take); the store remembers which items still lack a vector, so after
     a crash the indexer simply carries on from there. While appends keep the server busy it
     embeds only busy_duty of the time, unless a reader is waiting for vectors
-    (see indexer_pacing).
+    (see indexing.pacing).
     """
 
     def __init__(

@@ -1,1 +1,1 @@
-"""Small interfaces the core depends on; adapters in contextwm.adapters implement them."""
+"""Small interfaces the features depend on; adapters in contextwm.adapters implement them."""
