@@ -1,4 +1,4 @@
-"""Tests for contextwm.agent_loop.active_context: the view against a from-scratch reference."""
+"""Tests for contextwm.llm_context.active_context: the view against a from-scratch reference."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 import pytest
 from contextwm.adapters.tokens_bpe import BpeTokenCounter, token_counter
-from contextwm.agent_loop.active_context import ActiveContext, mask_placeholder
-from contextwm.agent_loop.truncation_ranges import (
+from contextwm.domain.active import ActiveEntry, ActiveRow, ActiveTotals, Replacement, Treatment
+from contextwm.llm_context.active_context import ActiveContext, mask_placeholder
+from contextwm.llm_context.truncation_ranges import (
     TruncationStrategy,
     truncation_notice,
     truncation_range,
 )
-from contextwm.domain.active import ActiveEntry, ActiveRow, ActiveTotals, Replacement, Treatment
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule

@@ -7,13 +7,13 @@ from typing import Any, Literal, get_args, get_origin
 
 import contextwm_client
 import pytest
-from contextwm.agent_loop.truncation_ranges import TruncationStrategy
 from contextwm.domain.active import Treatment
 from contextwm.domain.categories import Category, ContributorType
 from contextwm.domain.conversations import ConversationState
 from contextwm.domain.facts import FactKind
 from contextwm.domain.history import EditKind, EventKind
 from contextwm.domain.items import FILE_KINDS, FLAG_BY_NAME, ROLES, ItemState
+from contextwm.llm_context.truncation_ranges import TruncationStrategy
 from contextwm_client import _vocabulary as vocabulary
 from contextwm_client.v1 import contextwm_pb2 as pb
 

@@ -1,4 +1,4 @@
-"""Tests for contextwm.agent_loop.compaction_text: summary request, extractive summary, marker."""
+"""Tests for contextwm.llm_context.compaction_text: summary request, extractive summary, marker."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import re
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.agent_loop.compaction_text import (
+from contextwm.domain.facts import Fact, FactKind
+from contextwm.domain.items import Flag, Item, ItemState
+from contextwm.llm_context.compaction_text import (
     EXTRACTIVE_LABEL,
     SUMMARY_REQUEST,
     extractive_summary,
     marker_text,
     summary_request,
 )
-from contextwm.agent_loop.ledger import Ledger
-from contextwm.domain.facts import Fact, FactKind
-from contextwm.domain.items import Flag, Item, ItemState
+from contextwm.llm_context.ledger import Ledger
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

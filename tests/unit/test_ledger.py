@@ -1,4 +1,4 @@
-"""Tests for contextwm.agent_loop.ledger: fact extraction, deduplication, the budgeted render."""
+"""Tests for contextwm.llm_context.ledger: fact extraction, deduplication, the budgeted render."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.agent_loop.ledger import LEDGER_HEADING, Ledger, extract_facts
 from contextwm.domain.facts import Fact, FactKind
 from contextwm.domain.items import FileRef, Flag, Item, ItemState
+from contextwm.llm_context.ledger import LEDGER_HEADING, Ledger, extract_facts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,11 +1,11 @@
-"""Tests for contextwm.agent_loop.truncation_ranges: Cline's strategies, valid for LLM APIs."""
+"""Tests for contextwm.llm_context.truncation_ranges: Cline's strategies, valid for LLM APIs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import pytest
-from contextwm.agent_loop.truncation_ranges import (
+from contextwm.llm_context.truncation_ranges import (
     TruncationStrategy,
     truncation_notice,
     truncation_range,

@@ -1,1 +1,1 @@
-"""The agent loop: usage, active context, compaction, truncation, checkpoints, watching events."""
+"""The agent loop's calls: usage, active context, compaction, truncation, checkpoints, watch."""

@@ -6,9 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from contextwm.agent_loop.compaction_text import extractive_summary, marker_text, summary_request
 from contextwm.agent_loop.parts import LoopParts
-from contextwm.agent_loop.usage import context_limits, usage_of
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import check_item_tokens
 from contextwm.domain.active import ActiveEntry, ActiveTotals
@@ -16,6 +14,8 @@ from contextwm.domain.errors import FailedPrecondition, InvalidArgument
 from contextwm.domain.history import CompactionRecord, ContextEdit, EditKind, EventKind
 from contextwm.domain.items import Flag, Item, ItemState
 from contextwm.domain.usage import ContextLimits, Usage
+from contextwm.llm_context.compaction_text import extractive_summary, marker_text, summary_request
+from contextwm.llm_context.usage import context_limits
 from contextwm.window.window import WindowEntry
 
 # The ledger's share of a summary request or marker: enough for instructions and paths,
@@ -36,7 +36,7 @@ class CompactOutcome:
 def usage_now(parts: LoopParts, rt: ConversationRuntime, *, with_request: bool = False) -> Usage:
     """The usage figure (rt.lock held), with the summary request when with_request is set
     and the context should be compacted."""
-    usage = usage_of(rt, parts.models)
+    usage = rt.usage(parts.models)
     if not (with_request and usage.should_compact):
         return usage
     counter = parts.counters(rt.record.settings.encoding)
@@ -134,7 +134,7 @@ def compact(
             detail=f"compaction {number}" + (" (extractive)" if extractive else ""),
         )
         change.emit(EventKind.COMPACTION, record)
-        change.emit(EventKind.USAGE, usage_of(rt, parts.models))
+        change.emit(EventKind.USAGE, rt.usage(parts.models))
         change.commit(
             lambda events: parts.store.commit_compaction(
                 rt.key, marker, record, edit, evicted, events

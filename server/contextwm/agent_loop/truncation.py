@@ -7,11 +7,10 @@ from dataclasses import dataclass
 
 from contextwm.agent_loop.compaction import usage_now
 from contextwm.agent_loop.parts import LoopParts
-from contextwm.agent_loop.truncation_ranges import TruncationStrategy, truncation_range
-from contextwm.agent_loop.usage import usage_of
 from contextwm.domain.errors import FailedPrecondition, InvalidArgument
 from contextwm.domain.history import ContextEdit, EditKind, EventKind
 from contextwm.domain.usage import Usage
+from contextwm.llm_context.truncation_ranges import TruncationStrategy, truncation_range
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +66,7 @@ def truncate(
             detail=how.value,
         )
         change.emit(EventKind.TRUNCATION, edit)
-        change.emit(EventKind.USAGE, usage_of(rt, parts.models))
+        change.emit(EventKind.USAGE, rt.usage(parts.models))
         change.commit(lambda events: parts.store.commit_truncation(rt.key, edit, in_window, events))
         parts.vectors.archive(rt, in_window)
         rt.last_edit += 1

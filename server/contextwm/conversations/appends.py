@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from contextwm.agent_loop.file_copies import supersede
-from contextwm.agent_loop.ledger import extract_facts
-from contextwm.agent_loop.usage import usage_of
 from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
@@ -27,6 +24,8 @@ from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound
 from contextwm.domain.history import EventKind
 from contextwm.domain.items import Flag, Item, ItemState, NewItem
 from contextwm.domain.usage import Models
+from contextwm.llm_context.file_copies import supersede
+from contextwm.llm_context.ledger import extract_facts
 from contextwm.ports.store import Store
 from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.workspace import Workspace
@@ -196,7 +195,7 @@ class Appends:
             change.emit(EventKind.DUPLICATE_READ, edit)
         if evicted:
             change.emit(EventKind.EVICTION, tuple(evicted))
-        change.emit(EventKind.USAGE, usage_of(rt, self.models))
+        change.emit(EventKind.USAGE, rt.usage(self.models))
         change.commit(
             lambda events: self.store.commit_append(
                 rt.key,

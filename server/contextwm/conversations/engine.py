@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
-from contextwm.agent_loop.usage import check_model
 from contextwm.conversations.appends import AppendOutcome, Appends
 from contextwm.conversations.events import EventHub
 from contextwm.conversations.runtime import ConversationRuntime
@@ -39,6 +38,7 @@ from contextwm.domain.conversations import (
 from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from contextwm.domain.items import Flag, Item, ItemState, NewItem
 from contextwm.domain.usage import Models
+from contextwm.llm_context.usage import check_model
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import ConversationRecord, Store
 from contextwm.ports.tokens import TokenCounter

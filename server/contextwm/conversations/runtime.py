@@ -7,11 +7,12 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from contextwm.agent_loop.active_context import ActiveContext
-from contextwm.agent_loop.ledger import Ledger
 from contextwm.domain.active import Replacement
 from contextwm.domain.conversations import ConversationState, WindowStats
-from contextwm.domain.usage import Reported
+from contextwm.domain.usage import Models, Reported, Usage
+from contextwm.llm_context.active_context import ActiveContext
+from contextwm.llm_context.ledger import Ledger
+from contextwm.llm_context.usage import measure
 from contextwm.ports.store import ConversationRecord
 from contextwm.ports.vector_index import VectorIndex
 from contextwm.window.scoring import Clock
@@ -78,4 +79,15 @@ class ConversationRuntime:
             token_count=self.window.tokens,
             token_limit=self.token_limit,
             item_limit=self.record.settings.window_max_items,
+        )
+
+    def usage(self, models: Models) -> Usage:
+        """The usage figure now, against the models table (lock held)."""
+        return measure(
+            self.record.settings,
+            models,
+            self.active.totals(),
+            self.reported,
+            compactions=self.compactions,
+            compactable=self.active.row_count() > (1 if self.active_start else 0),
         )

@@ -8,14 +8,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from contextwm.agent_loop.active_context import ActiveContext
-from contextwm.agent_loop.ledger import Ledger
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import check_conversation_id, namespace_of
 from contextwm.domain.active import Replacement
 from contextwm.domain.conversations import ConversationSettings, ConversationState
 from contextwm.domain.errors import NotFound
 from contextwm.domain.history import EditKind
+from contextwm.llm_context.active_context import ActiveContext
+from contextwm.llm_context.ledger import Ledger
 from contextwm.ports.store import ConversationRecord, Store
 from contextwm.ports.tokens import TokenCounter
 from contextwm.window.window import Window, WindowEntry

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contextwm.agent_loop.ledger import LEDGER_HEADING
 from contextwm.domain.items import Flag, Item
+from contextwm.llm_context.ledger import LEDGER_HEADING
 from contextwm.ports.tokens import TokenCounter
 
 SUMMARY_REQUEST = """<context-compaction-request>

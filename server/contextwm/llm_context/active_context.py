@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from contextwm.agent_loop.truncation_ranges import truncation_notice
 from contextwm.domain.active import (
     ActiveEntry,
     ActiveRow,
@@ -13,6 +12,7 @@ from contextwm.domain.active import (
     Replacement,
     Treatment,
 )
+from contextwm.llm_context.truncation_ranges import truncation_notice
 from contextwm.ports.tokens import TokenCounter
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.active import ActiveTotals
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.errors import InvalidArgument
@@ -69,17 +68,4 @@ def measure(
         active_items=totals.items,
         model=settings.model,
         totals=totals,
-    )
-
-
-def usage_of(rt: ConversationRuntime, models: Models) -> Usage:
-    """A conversation's usage figure now (rt.lock held)."""
-    active = rt.active
-    return measure(
-        rt.record.settings,
-        models,
-        active.totals(),
-        rt.reported,
-        compactions=rt.compactions,
-        compactable=active.row_count() > (1 if rt.active_start else 0),
     )
