@@ -145,9 +145,6 @@ class ContextEngine:
         """Appends items all or nothing, evicting what no longer fits (see Appends.append)."""
         return self.appends.append(namespace, conversation_id, items)
 
-    def wait_indexed(self, rt: ConversationRuntime) -> None:
-        self.vectors.wait_indexed(rt)
-
     def ensure_index(self, rt: ConversationRuntime) -> None:
         self.vectors.ensure_index(rt)
 
