@@ -54,7 +54,6 @@ class AgentLoop:
     def __init__(self, engine: ContextEngine) -> None:
         # The engine is where the parts are built; the loop keeps only those it uses.
         self.parts = LoopParts.of(engine)
-        self.store = engine.store
         self.events = engine.events
         self._list_items = engine.list_items
 
@@ -71,7 +70,7 @@ class AgentLoop:
             rt = change.rt
             if reported is not None:
                 report = Reported(reported, rt.active.totals().tokens)
-                change.commit(lambda _: self.store.set_reported(rt.key, report))
+                change.commit(lambda _: self.parts.store.set_reported(rt.key, report))
                 rt.reported = report
             return usage_now(self.parts, rt, with_request=True)
 
@@ -85,7 +84,7 @@ class AgentLoop:
         with runtimes.holding(runtimes.get(namespace, conversation_id)) as rt:
             total = rt.active.row_count()
             rows = rt.active.rows(start, start + size)
-            items = self.store.get_items(rt.key, [r.seq for r in rows if r.seq is not None])
+            items = self.parts.store.get_items(rt.key, [r.seq for r in rows if r.seq is not None])
             views = tuple(
                 ActiveView(r, items.get(r.seq) if r.seq is not None else None) for r in rows
             )
@@ -107,7 +106,7 @@ class AgentLoop:
 
     def list_checkpoints(self, namespace: str, conversation_id: str) -> list[Checkpoint]:
         rt = self.parts.runtimes.get(namespace, conversation_id)
-        return self.store.checkpoints(rt.key)
+        return self.parts.store.checkpoints(rt.key)
 
     def restore_checkpoint(self, namespace: str, conversation_id: str, name: str) -> RestoreOutcome:
         """See checkpoints.restore_checkpoint."""
@@ -119,7 +118,7 @@ class AgentLoop:
         size = page_size_of(page_size, self.parts.limits)
         after = page_token_seq(page_token)
         rt = self.parts.runtimes.get(namespace, conversation_id)
-        edits = self.store.edits(rt.key, after_id=after, limit=size + 1)
+        edits = self.parts.store.edits(rt.key, after_id=after, limit=size + 1)
         more = len(edits) > size
         return edits[:size], (str(edits[size - 1].id) if more else "")
 
@@ -138,7 +137,11 @@ class AgentLoop:
         if not markers:
             return items, token, {}
         rt = self.parts.runtimes.get(namespace, conversation_id)
-        return items, token, {c.marker_seq: c for c in self.store.compactions(rt.key, markers)}
+        return (
+            items,
+            token,
+            {c.marker_seq: c for c in self.parts.store.compactions(rt.key, markers)},
+        )
 
     def watch(self, namespace: str, conversation_id: str, after: int) -> Watch:
         """A stream of the conversation's events after event number `after`.
@@ -158,4 +161,4 @@ class AgentLoop:
         subscription = self.events.subscribe(rt.key)
         with rt.lock:
             current = rt.last_event
-        return Watch(self.store, self.parts.clock, rt, subscription, after, current)
+        return Watch(self.parts.store, self.parts.clock, rt, subscription, after, current)
