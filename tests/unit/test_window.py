@@ -92,15 +92,20 @@ def test_window_tracks_tokens_and_order() -> None:
     assert w.get(2) is None and w.get(1) is not None
 
 
-def test_focus_vector_is_normalised_mean_of_newest_embedded() -> None:
+def test_focus_vector_is_normalised_mean_of_the_newest_items_embedded() -> None:
     a, b, c = unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)
-    # seq 4 has no vector yet: the focus is over the newest *embedded* items.
+    # seq 4 has no vector yet: the focus is what the newest two have, seq 3 alone.
     w = window_of(
         make_item(1), make_item(2), make_item(3), make_item(4), vectors={1: a, 2: b, 3: c}
     )
     focus = w.focus_vector(2)
     assert focus is not None
+    np.testing.assert_allclose(focus, c, atol=1e-6)
+    focus = w.focus_vector(3)
+    assert focus is not None
     np.testing.assert_allclose(focus, unit(0, 1, 1), atol=1e-6)
+    # Appends outran the indexer: older vectors do not speak for the newest turns.
+    assert w.focus_vector(1) is None
     assert window_of(make_item(1)).focus_vector(3) is None
     # Opposite vectors cancel: no direction rather than a division by zero.
     assert window_of(make_item(1), make_item(2), vectors={1: a, 2: -a}).focus_vector(2) is None

@@ -8,6 +8,10 @@ from contextwm.domain.errors import InvalidArgument
 
 # Texts up to this many characters are counted through a cache.
 _SHORT = 64
+# Longer texts are counted in pieces of at most this many characters: the library refuses
+# inputs of 1,000,000 characters and results over 200,000 tokens, and a character is at
+# most 4 bytes, so at most 4 tokens.
+_PIECE = 50_000
 
 
 class BpeTokenCounter:
@@ -31,12 +35,30 @@ class BpeTokenCounter:
         # never rejected or treated as a control token.
         if len(text) <= _SHORT:
             return self._count_short(text)
-        return len(self._encoding.encode_ordinary(text))
+        return sum(len(self._encoding.encode_ordinary(piece)) for piece in pieces(text))
 
     @functools.lru_cache(maxsize=8192)  # noqa: B019 - one counter per encoding, never freed
     def _count_short(self, text: str) -> int:
         """Headings and line prefixes repeat on every retrieval; count each once."""
         return len(self._encoding.encode_ordinary(text))
+
+
+def pieces(text: str, size: int = _PIECE) -> list[str]:
+    """text cut into pieces of at most size characters, each cut made before a space that
+    follows a non-space where one is near, which is where the encoder's own pre-split cuts,
+    so the pieces' counts add up to the whole text's."""
+    out: list[str] = []
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        floor = end - 1000
+        cut = text.rfind(" ", floor, end)
+        while cut > floor and text[cut - 1].isspace():
+            cut = text.rfind(" ", floor, cut)
+        out.append(text[start : cut if cut > floor else end])
+        start = cut if cut > floor else end
+    out.append(text[start:])
+    return out
 
 
 @functools.cache

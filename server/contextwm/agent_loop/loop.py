@@ -15,10 +15,11 @@ from contextwm.agent_loop.watch import Watch
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.validation import page_size_of, page_token_seq
 from contextwm.domain.active import ActiveRow
+from contextwm.domain.checks import check_range
 from contextwm.domain.errors import InvalidArgument, ResourceExhausted
 from contextwm.domain.history import Checkpoint, CompactionRecord, ContextEdit
 from contextwm.domain.items import Item, ItemState
-from contextwm.domain.usage import Reported, Usage
+from contextwm.domain.usage import MAX_REPORTED_TOKENS, Reported, Usage
 
 __all__ = [
     "ActivePage",
@@ -57,19 +58,23 @@ class AgentLoop:
         self.events = engine.events
         self._list_items = engine.list_items
 
-    def usage(self, namespace: str, conversation_id: str, reported: int | None = None) -> Usage:
+    def usage(
+        self, namespace: str, conversation_id: str, reported: tuple[int, int] | None = None
+    ) -> Usage:
         """The usage figure, with the summary request when should_compact is set.
 
         Args:
-            reported: the provider's count of its last request (input + cache-read input
-                tokens), kept until the active context shrinks.
+            reported: the provider's count of its last request (input tokens, cache-read
+                input tokens), kept until the active context shrinks.
         """
-        if reported is not None and reported < 0:
-            raise InvalidArgument(f"reported tokens must be at least 0, got {reported}")
+        if reported is not None:
+            # Bounded far above any model's context so that sums stay within int64.
+            check_range("reported.input_tokens", reported[0], 0, MAX_REPORTED_TOKENS)
+            check_range("reported.cache_read_input_tokens", reported[1], 0, MAX_REPORTED_TOKENS)
         with self.parts.change(namespace, conversation_id) as change:
             rt = change.rt
             if reported is not None:
-                report = Reported(reported, rt.active.totals().tokens)
+                report = Reported(sum(reported), rt.active.totals().tokens)
                 change.commit(lambda _: self.parts.store.set_reported(rt.key, report))
                 rt.reported = report
             return usage_now(self.parts, rt, with_request=True)

@@ -6,13 +6,14 @@ import math
 import re
 from dataclasses import dataclass
 
-from contextwm.domain.checks import check_range
+from contextwm.domain.checks import INT64_MAX, check_range
 from contextwm.domain.errors import InvalidArgument, ResourceExhausted
 from contextwm.domain.items import FILE_KINDS, ROLES, NewItem
 
 DEFAULT_NAMESPACE = "default"
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PAGE_TOKEN = re.compile(r"[0-9]{1,19}")
 # Timestamps outside these years are almost always a unit mistake (ms for s).
 _MIN_TS, _MAX_TS = 0.0, 253402300799.0  # 1970-01-01 .. 9999-12-31
 
@@ -146,9 +147,11 @@ def page_size_of(page_size: int, limits: Limits, default: int = 100) -> int:
 
 
 def page_token_seq(token: str) -> int:
-    """Item pages resume after a seq; the token is that seq in decimal."""
+    """Item pages resume after a seq; the token is that seq in ASCII decimal, within int64."""
     if not token:
         return 0
-    if not token.isdigit():
-        raise InvalidArgument(f"invalid page_token {token!r}: pass next_page_token unchanged")
+    # str.isdigit() would accept "²" and other Unicode digits that int() rejects.
+    if not _PAGE_TOKEN.fullmatch(token) or int(token) > INT64_MAX:
+        shown = token if len(token) <= 40 else f"{token[:40]}... ({len(token)} characters)"
+        raise InvalidArgument(f"invalid page_token {shown!r}: pass next_page_token unchanged")
     return int(token)

@@ -13,6 +13,7 @@ import numpy as np
 from contextwm.conversations.activity import VectorWaiters
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
+from contextwm.domain import deadlines
 from contextwm.ports.store import Store
 from contextwm.ports.vector_index import VectorIndexFiles
 from contextwm.window.window import Vector
@@ -74,13 +75,22 @@ class Vectors:
 
     def wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: waits (bounded by wait_seconds) until the items
-        appended so far are embedded."""
+        appended so far are embedded.
+
+        Raises:
+            DeadlineExceeded: the caller's deadline passed first.
+        """
         if rt.pending == 0:
             return
         deadline = time.monotonic() + self.wait_seconds
         with self.waiters.waiting(), rt.indexed:
             while rt.pending > 0 and not rt.deleted:
                 left = deadline - time.monotonic()
+                caller_left = deadlines.remaining()
+                if caller_left is not None and caller_left < left:
+                    if caller_left <= 0:
+                        deadlines.check(f"waiting for the embedder ({rt.pending} items pending)")
+                    left = caller_left
                 if left <= 0:
                     return
                 rt.indexed.wait(left)

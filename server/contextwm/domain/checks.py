@@ -6,6 +6,9 @@ import math
 
 from contextwm.domain.errors import InvalidArgument
 
+# The largest integer SQLite stores and protobuf's int64 carries.
+INT64_MAX = 2**63 - 1
+
 
 def check_range(name: str, value: float, low: float, high: float) -> None:
     """Raises InvalidArgument unless low <= value <= high (and value is finite)."""

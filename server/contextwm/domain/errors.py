@@ -11,6 +11,7 @@ import enum
 __all__ = [
     "AlreadyExists",
     "ContextWMError",
+    "DeadlineExceeded",
     "ErrorCode",
     "FailedPrecondition",
     "InvalidArgument",
@@ -31,6 +32,7 @@ class ErrorCode(enum.Enum):
     FAILED_PRECONDITION = "FAILED_PRECONDITION"
     PERMISSION_DENIED = "PERMISSION_DENIED"
     UNAVAILABLE = "UNAVAILABLE"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
 
 
 class ContextWMError(Exception):
@@ -69,3 +71,9 @@ class PermissionDenied(ContextWMError):
 
 class Unavailable(ContextWMError):
     code = ErrorCode.UNAVAILABLE
+
+
+class DeadlineExceeded(ContextWMError):
+    """The caller stopped waiting: the work stops rather than finish for nobody."""
+
+    code = ErrorCode.DEADLINE_EXCEEDED

@@ -49,6 +49,11 @@ class ContextLimits:
         return max(0, self.limit - self.reserved)
 
 
+# A provider's report above this is a bug on the caller's side (no model's context comes
+# near it); the bound keeps every sum of token counts well inside int64.
+MAX_REPORTED_TOKENS = 1_000_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class Reported:
     """The provider's count at some moment, and the server's count at that moment: what was

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from contextwm.conversations.validation import Limits, check_timestamp
 from contextwm.domain.checks import check_range
 from contextwm.domain.conversations import ConversationState
-from contextwm.domain.items import ItemFilter, ScoredItem
+from contextwm.domain.errors import InvalidArgument, ResourceExhausted
+from contextwm.domain.items import ROLES, ItemFilter, ScoredItem
 from contextwm.retrieval.assembly import TokenAccount
 from contextwm.retrieval.timehints import TimeHint
 
@@ -75,6 +76,44 @@ class SearchRequest:
     mode: str = "hybrid"
     similarity_threshold: float | None = None
     as_of: float | None = None  # when the query is asked; None: the conversation's newest time
+
+
+def check_search_request(request: SearchRequest, limits: Limits) -> None:
+    """Raises InvalidArgument or ResourceExhausted, naming the option at fault."""
+    check_range("top_k", request.top_k, 1, limits.max_top_k)
+    if not request.query.strip():
+        raise InvalidArgument("query is empty")
+    if request.similarity_threshold is not None:
+        check_range("similarity_threshold", request.similarity_threshold, -1.0, 1.0)
+    if request.as_of is not None:
+        check_timestamp("as_of", request.as_of)
+    check_filter(request.filter, limits)
+
+
+def check_filter(f: ItemFilter, limits: Limits) -> None:
+    """A filter's roles must be known and its metadata within the item metadata limits (a
+    filter asking for more pairs than an item may carry could never match)."""
+    unknown = sorted(f.roles - ROLES)
+    if unknown:
+        shown = ", ".join(repr(r) for r in unknown[:5])
+        raise InvalidArgument(
+            f"filter.roles: unknown role {shown}; roles are: {', '.join(sorted(ROLES))}"
+        )
+    if f.since is not None:
+        check_timestamp("filter.since", f.since)
+    if f.until is not None:
+        check_timestamp("filter.until", f.until)
+    if len(f.metadata) > limits.max_metadata_entries:
+        raise ResourceExhausted(
+            f"filter.metadata has {len(f.metadata)} pairs, over the limit of"
+            f" {limits.max_metadata_entries} (setting limits.max_metadata_entries)"
+        )
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in f.metadata.items())
+    if size > limits.max_metadata_bytes:
+        raise ResourceExhausted(
+            f"filter.metadata is {size} bytes, over the limit of {limits.max_metadata_bytes}"
+            " (setting limits.max_metadata_bytes)"
+        )
 
 
 @dataclass(frozen=True, slots=True)

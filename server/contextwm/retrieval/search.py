@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from contextwm.conversations.runtimes import Runtimes
-from contextwm.conversations.validation import Limits, check_timestamp, namespace_of
+from contextwm.conversations.validation import Limits, namespace_of
 from contextwm.conversations.vectors import Vectors
-from contextwm.domain.checks import check_range
-from contextwm.domain.errors import InvalidArgument
+from contextwm.domain import deadlines
 from contextwm.domain.items import ItemState, ScoredItem
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import CANDIDATES, Ranker
-from contextwm.retrieval.requests import SearchOutcome, SearchRequest
+from contextwm.retrieval.requests import SearchOutcome, SearchRequest, check_search_request
 from contextwm.retrieval.timehints import TimeHint, strip_time_phrase
 from contextwm.window.window import Vector
 
@@ -30,11 +29,7 @@ def search(
         InvalidArgument: bad options. NotFound: a named conversation that does not exist.
     """
     ns = namespace_of(namespace)
-    check_range("top_k", request.top_k, 1, limits.max_top_k)
-    if not request.query.strip():
-        raise InvalidArgument("query is empty")
-    if request.as_of is not None:
-        check_timestamp("as_of", request.as_of)
+    check_search_request(request, limits)
     if request.conversation_id:
         searched = [runtimes.get(ns, request.conversation_id)]
     else:
@@ -48,7 +43,8 @@ def search(
     first_hint: TimeHint | None = None
     query_vec_cache: dict[str, Vector] = {}
     hits: list[ScoredItem] = []
-    for rt in searched:
+    for n, rt in enumerate(searched, start=1):
+        deadlines.check(f"searching conversation {n} of {len(searched)}")
         vectors.wait_indexed(rt)
         hint = reader.hint(rt, query, request.as_of)
         first_hint = first_hint or hint

@@ -1,20 +1,84 @@
-"""Server interceptors: domain errors to statuses (the one place), and a log line per request."""
+"""Server interceptors: domain errors to statuses (the one place), unparsable requests to
+INVALID_ARGUMENT, and a log line per request."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
-from contextwm.domain.errors import ContextWMError
+from contextwm.domain import deadlines
+from contextwm.domain.errors import ContextWMError, DeadlineExceeded
 
 log = logging.getLogger("contextwm.requests")
 # Our service's methods; the library's (health, reflection) are left alone.
 SERVICE_PREFIX = "contextwm.v1.ContextService/"
+
+
+class _Unparsable:
+    """Stands for a request whose bytes did not parse, so the handler can refuse it."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """grpcio answers a request that fails to parse with INTERNAL and a logged traceback; the
+    client sent bad bytes, so the handler refuses it as INVALID_ARGUMENT instead."""
+    if deserializer is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception as exc:
+            return _Unparsable(str(exc) or type(exc).__name__)
+
+    return parse
+
+
+class _OncePerInterval:
+    """Logs one line per interval at most, counting the ones it held back, so a client
+    sending garbage cannot flood the log."""
+
+    def __init__(self, interval: float = 10.0) -> None:
+        self._interval = interval
+        self._next = 0.0
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def warn(self, message: str, *args: Any) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now < self._next:
+                self._held += 1
+                return
+            held, self._held, self._next = self._held, 0, now + self._interval
+        suffix = f" ({held} more since the last such line)" if held else ""
+        log.warning(message + suffix, *args)
+
+
+_unparsable_log = _OncePerInterval()
+
+
+def _refuse_unparsable(
+    context: grpc.ServicerContext, request: _Unparsable, method: str
+) -> NoReturn:
+    _unparsable_log.warn("%s: refused a request that does not parse: %s", method, request.reason)
+    context.abort(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"the request does not parse as the message {method} expects ({request.reason});"
+        " check that the client's stubs come from this server's proto",
+    )
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1e3
 
 
 def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> None:
@@ -45,16 +109,24 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
             stream: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.unary_stream  # type: ignore[assignment]
             return grpc.unary_stream_rpc_method_handler(
                 _streaming(stream, method),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         inner: Callable[[Any, grpc.ServicerContext], Any] = handler.unary_unary  # type: ignore[assignment]
 
         def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
+            if isinstance(request, _Unparsable):
+                _refuse_unparsable(context, request, method)  # aborts: raises
             start = time.perf_counter()
             outcome = "OK"
             try:
-                return inner(request, context)
+                with deadlines.caller_deadline(context.time_remaining()):
+                    deadlines.check("waiting for a free worker")
+                    return inner(request, context)
+            except DeadlineExceeded as exc:
+                outcome = exc.code.name
+                log.info("%s: %s (after %.0f ms)", method, exc.message, _ms(start))
+                _abort(context, exc, method)
             except ContextWMError as exc:
                 outcome = exc.code.name
                 _abort(context, exc, method)
@@ -63,12 +135,12 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 _abort(context, exc, method)
             finally:
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug("%s %s %.1f ms", method, outcome, (time.perf_counter() - start) * 1e3)
+                    log.debug("%s %s %.1f ms", method, outcome, _ms(start))
             return None  # unreachable: abort raises
 
         return grpc.unary_unary_rpc_method_handler(
             wrapped,
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=_tolerant(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )
 
@@ -79,10 +151,18 @@ def _streaming(
     """The same mapping for a server-streaming call (logged when the stream ends)."""
 
     def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        if isinstance(request, _Unparsable):
+            _refuse_unparsable(context, request, method)  # aborts: raises
         start = time.perf_counter()
         outcome = "OK"
         try:
-            yield from inner(request, context)
+            with deadlines.caller_deadline(context.time_remaining()):
+                deadlines.check("waiting for a free worker")
+                yield from inner(request, context)
+        except DeadlineExceeded as exc:
+            outcome = exc.code.name
+            log.info("%s: %s (after %.0f ms)", method, exc.message, _ms(start))
+            _abort(context, exc, method)
         except ContextWMError as exc:
             outcome = exc.code.name
             _abort(context, exc, method)
@@ -91,6 +171,6 @@ def _streaming(
             _abort(context, exc, method)
         finally:
             if log.isEnabledFor(logging.DEBUG):
-                log.debug("%s %s %.1f ms", method, outcome, (time.perf_counter() - start) * 1e3)
+                log.debug("%s %s %.1f ms", method, outcome, _ms(start))
 
     return wrapped

@@ -21,7 +21,7 @@ class AgentLoopRpcs:
         reported = None
         if request.HasField("reported"):
             r = request.reported
-            reported = r.input_tokens + r.cache_read_input_tokens
+            reported = (r.input_tokens, r.cache_read_input_tokens)
         usage = self._loop.usage(request.namespace, request.conversation_id, reported)
         return convert_loop.to_proto_usage(usage)
 

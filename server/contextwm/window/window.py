@@ -71,11 +71,11 @@ class Window:
         return entries
 
     def focus_vector(self, n: int) -> Vector | None:
-        """The mean direction of the newest n embedded items: what the conversation is about now."""
-        # Walks back from the newest entry only as far as it takes to find n vectors.
-        vectors = list(
-            islice((e.vector for e in reversed(self._entries.values()) if e.vector is not None), n)
-        )
+        """The mean direction of the newest n items that are embedded: what the conversation
+        is about now. None when none of them is: older vectors would speak for an older topic
+        (appends can outrun the indexer)."""
+        newest = islice(reversed(self._entries.values()), n)
+        vectors = [e.vector for e in newest if e.vector is not None]
         if not vectors:
             return None
         mean = np.mean(np.array(vectors), axis=0)
