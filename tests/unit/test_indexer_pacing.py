@@ -123,7 +123,7 @@ def test_a_reader_waiting_for_vectors_ends_the_pause(engine: ContextEngine) -> N
 
     def reader() -> None:
         time.sleep(0.3)
-        with engine.vector_waiters.waiting():
+        with engine.vector_waiters.waiting(0):
             time.sleep(0.5)
 
     thread = threading.Thread(target=reader)
@@ -133,5 +133,22 @@ def test_a_reader_waiting_for_vectors_ends_the_pause(engine: ContextEngine) -> N
     thread.join()
     assert 0.25 <= paused < 2.0
     # A reader already waiting means no pause at all.
-    with Burst(engine), engine.vector_waiters.waiting():
+    with Burst(engine), engine.vector_waiters.waiting(0):
         assert indexer.pace(batch_seconds=0.1, append_seconds=0.1) < 0.05
+
+
+def test_a_waiting_reader_has_its_conversation_embedded_before_the_backlog(
+    engine: ContextEngine,
+) -> None:
+    engine.append("", "backlog", [NewItem("user", f"old turn {n}") for n in range(100)])
+    engine.append("", "asked", [NewItem("user", "the turn a reader waits for")])
+    indexer = Indexer(engine, batch_size=8)
+    asked = engine.runtime("", "asked")
+    with engine.vector_waiters.waiting(asked.key):
+        assert indexer.run_once() == 1  # the waited-for item alone, not 8 of the backlog
+    assert asked.pending == 0
+    assert engine.runtime("", "backlog").pending == 100
+    # Then the backlog in order, skipping nothing.
+    while indexer.run_once():
+        pass
+    assert engine.runtime("", "backlog").pending == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -32,24 +33,32 @@ class BusyMeter:
 
 
 class VectorWaiters:
-    """Counts requests waiting for vectors; on_wait (set by the indexer) ends its pause."""
+    """Requests waiting for vectors, by conversation key; on_wait (set by the indexer) ends
+    its pause, and the indexer embeds the waited-for conversations first."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._count = 0
+        self._keys: Counter[int] = Counter()
         self.on_wait: Callable[[], None] = lambda: None
 
     @property
     def any(self) -> bool:
-        return self._count > 0
+        return bool(self._keys)
+
+    def keys(self) -> list[int]:
+        """The conversations readers wait for, longest-waited first."""
+        with self._lock:
+            return list(self._keys)
 
     @contextmanager
-    def waiting(self) -> Iterator[None]:
+    def waiting(self, key: int) -> Iterator[None]:
         with self._lock:
-            self._count += 1
+            self._keys[key] += 1
         self.on_wait()
         try:
             yield
         finally:
             with self._lock:
-                self._count -= 1
+                self._keys[key] -= 1
+                if self._keys[key] <= 0:
+                    del self._keys[key]

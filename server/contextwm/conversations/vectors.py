@@ -83,7 +83,7 @@ class Vectors:
         if rt.pending == 0:
             return
         deadline = time.monotonic() + self.wait_seconds
-        with self.waiters.waiting(), rt.indexed:
+        with self.waiters.waiting(rt.key), rt.indexed:
             while rt.pending > 0 and not rt.deleted:
                 left = deadline - time.monotonic()
                 caller_left = deadlines.remaining()

@@ -10,6 +10,7 @@ from collections import defaultdict
 from contextwm.conversations.engine import ContextEngine
 from contextwm.indexing.pacing import BUSY_SHARE, pause_after
 from contextwm.ports.embedder import Embedder
+from contextwm.ports.store import PendingVector
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +75,17 @@ class Indexer:
         self._engine.save_indexes()
 
     def run_once(self) -> int:
-        """Embeds one batch of pending items; returns how many. Also used by tests."""
+        """Embeds one batch of pending items, those of conversations that readers wait for
+        first; returns how many. Also used by tests."""
         engine = self._engine
-        pending = engine.store.pending_vectors(
-            engine.embedder.model_name, self._batch_size, self._cursor
-        )
+        pending = self._waited_for()
         if not pending:
-            return 0
-        self._cursor = pending[-1].item_id
+            pending = engine.store.pending_vectors(
+                engine.embedder.model_name, self._batch_size, self._cursor
+            )
+            if not pending:
+                return 0
+            self._cursor = pending[-1].item_id
         vectors = self._embedder.embed([p.text for p in pending])
         by_conversation: dict[int, list[int]] = defaultdict(list)
         for row, p in enumerate(pending):
@@ -89,6 +93,19 @@ class Indexer:
         for key, rows in by_conversation.items():
             engine.vectors.apply(key, [pending[r].seq for r in rows], vectors[rows])
         return len(pending)
+
+    def _waited_for(self) -> list[PendingVector]:
+        """Pending items of the conversations readers wait for, so that a reader waits for its
+        own items rather than for a backlog of others' (the cursor skips them later: the
+        store knows they have vectors)."""
+        engine = self._engine
+        out: list[PendingVector] = []
+        for key in engine.vector_waiters.keys():
+            left = self._batch_size - len(out)
+            if left <= 0:
+                break
+            out += engine.store.pending_vectors_of(engine.embedder.model_name, key, left)
+        return out
 
     def prune_events(self) -> int:
         """Drops events older than the engine's retention; returns how many."""

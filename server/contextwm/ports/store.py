@@ -157,6 +157,10 @@ class Store(HistoryStore, Protocol):
         """Items without a vector for model, in id order, with ids above after_id."""
         ...
 
+    def pending_vectors_of(self, model: str, key: int, limit: int) -> list[PendingVector]:
+        """One conversation's items without a vector for model, newest first."""
+        ...
+
     def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
         """Stores one vector per (conversation key, seq); rows of deleted items are skipped."""
         ...

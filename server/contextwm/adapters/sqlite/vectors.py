@@ -29,6 +29,20 @@ class VectorTables(Database):
         )
         return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
 
+    def pending_vectors_of(self, model: str, key: int, limit: int) -> list[PendingVector]:
+        # Newest first along the (conv, seq) index: what readers wait for is the newest.
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT i.id, i.conv, i.seq, i.content FROM items i"
+                " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
+                " WHERE i.conv = ? AND v.item IS NULL ORDER BY i.seq DESC LIMIT ?",
+                (model, key, limit),
+            )
+            .fetchall()
+        )
+        return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
+
     def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
         with self._transaction() as db:
             db.executemany(
