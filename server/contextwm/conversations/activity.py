@@ -45,7 +45,7 @@ class VectorWaiters:
     def any(self) -> bool:
         return bool(self._keys)
 
-    def keys(self) -> list[int]:
+    def conversations(self) -> list[int]:
         """The conversations readers wait for, longest-waited first."""
         with self._lock:
             return list(self._keys)

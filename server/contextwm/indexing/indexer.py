@@ -100,7 +100,7 @@ class Indexer:
         store knows they have vectors)."""
         engine = self._engine
         out: list[PendingVector] = []
-        for key in engine.vector_waiters.keys():
+        for key in engine.vector_waiters.conversations():
             left = self._batch_size - len(out)
             if left <= 0:
                 break
