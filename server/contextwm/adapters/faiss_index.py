@@ -29,6 +29,15 @@ _MAGIC = b"cwm-crc1"
 _CHUNK = 1 << 20
 
 
+class IndexFileError(ValueError):
+    """An index file that cannot be used; `reason` says why, without the path."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"index file {path} {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class FaissIndex:
     """A VectorIndex; ids are item seqs, vectors are unit length so inner product is cosine."""
 
@@ -43,13 +52,13 @@ class FaissIndex:
         """Reads an index file whatever its dimension, once its checksum matches.
 
         Raises:
-            ValueError: when the file is unreadable, damaged or has no checksum.
+            IndexFileError: when the file is unreadable, damaged or has no checksum.
         """
         verify_checksum(path)
         try:
             index = faiss.read_index(str(path))
         except RuntimeError as exc:  # faiss reports corrupt files as RuntimeError
-            raise ValueError(f"unreadable index file {path}: {exc}") from exc
+            raise IndexFileError(path, f"is unreadable ({exc})") from exc
         return cls(int(index.d), index)
 
     @classmethod
@@ -57,13 +66,11 @@ class FaissIndex:
         """Reads an index file of this dimension.
 
         Raises:
-            ValueError: when the file is unreadable, damaged or of another dimension.
+            IndexFileError: when the file is unreadable, damaged or of another dimension.
         """
         index = cls.read(path)
         if index.dimension != dimension:
-            raise ValueError(
-                f"index file {path} has dimension {index.dimension}, expected {dimension}"
-            )
+            raise IndexFileError(path, f"has dimension {index.dimension}, expected {dimension}")
         return index
 
     @property
@@ -143,20 +150,20 @@ def verify_checksum(path: Path) -> None:
     """Checks an index file against its trailer, reading it in chunks (no copy in memory).
 
     Raises:
-        ValueError: when the file is truncated, damaged, or has no trailer (files saved
+        IndexFileError: when the file is truncated, damaged, or has no trailer (files saved
             before checksums existed; they are rebuilt once).
     """
     try:
         with path.open("rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size < _TRAILER.size:
-                raise ValueError(f"index file {path} is truncated ({size} bytes)")
+                raise IndexFileError(path, f"is truncated ({size} bytes)")
             f.seek(size - _TRAILER.size)
             magic, length, crc = _TRAILER.unpack(f.read(_TRAILER.size))
             if magic != _MAGIC:
-                raise ValueError(f"index file {path} has no checksum (truncated, or older)")
+                raise IndexFileError(path, "has no checksum (truncated, or older)")
             if length != size - _TRAILER.size:
-                raise ValueError(f"index file {path} has a damaged length")
+                raise IndexFileError(path, "has a damaged length")
             f.seek(0)
             actual = 0
             left = length
@@ -167,9 +174,9 @@ def verify_checksum(path: Path) -> None:
                 actual = zlib.crc32(chunk, actual)
                 left -= len(chunk)
     except OSError as exc:
-        raise ValueError(f"unreadable index file {path}: {exc}") from exc
+        raise IndexFileError(path, f"is unreadable ({exc})") from exc
     if actual != crc:
-        raise ValueError(f"index file {path} is damaged (checksum mismatch)")
+        raise IndexFileError(path, "is damaged (checksum mismatch)")
 
 
 class FaissIndexFiles:
