@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,11 +22,20 @@ def test_a_held_directory_is_refused_until_released(tmp_path: Path) -> None:
     with pytest.raises(
         DataDirInUse, match=f"in use by another contextwm process \\(pid {os.getpid()}"
     ):
-        DataDirLock.take(data)
+        DataDirLock.take(data, wait=0)
     lock.release()
     lock.release()  # twice is fine
     assert holder(data) is None
     DataDirLock.take(data).release()
+
+
+def test_taking_waits_a_little_for_a_holder_on_its_way_out(tmp_path: Path) -> None:
+    data = DataDir(tmp_path)
+    lock = DataDirLock.take(data)
+    threading.Timer(0.3, lock.release).start()
+    started = time.monotonic()
+    DataDirLock.take(data, wait=5).release()
+    assert 0.2 < time.monotonic() - started < 4
 
 
 def test_the_lock_goes_with_a_killed_process(tmp_path: Path) -> None:

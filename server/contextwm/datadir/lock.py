@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 
 from contextwm.datadir.layout import DataDir
 
@@ -25,20 +26,30 @@ class DataDirLock:
         self._fd: int | None = fd
 
     @classmethod
-    def take(cls, data: DataDir) -> DataDirLock:
-        """Takes the lock, or raises DataDirInUse."""
+    def take(cls, data: DataDir, *, wait: float = 2.0) -> DataDirLock:
+        """Takes the lock, or raises DataDirInUse.
+
+        Args:
+            wait: how long to retry first, in seconds: a restart right after a kill can run
+                before the killed server has finished exiting and let go.
+        """
         fd = os.open(data.lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _pid_in(fd)
-            os.close(fd)
-            raise DataDirInUse(
-                f"{data.root} is in use by another contextwm process ({holder}, which holds"
-                f" {data.lock.name}). Two servers on one data directory would each keep their"
-                f" own copy of every conversation; stop the other one, or give this one"
-                f" another --data-dir."
-            ) from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = _pid_in(fd)
+                    os.close(fd)
+                    raise DataDirInUse(
+                        f"{data.root} is in use by another contextwm process ({holder}, which"
+                        f" holds {data.lock.name}). Two servers on one data directory would"
+                        f" each keep their own copy of every conversation; stop the other one,"
+                        f" or give this one another --data-dir."
+                    ) from None
+                time.sleep(0.05)
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         return cls(fd)
