@@ -29,11 +29,12 @@ def read_only(path: Path) -> sqlite3.Connection:
     """A connection that cannot write, for a file no server has open.
 
     With a -wal file beside it (a server was killed), SQLite reads the committed transactions
-    in it, and may create the -shm index, which holds no data. Without one the database file
-    is the whole store, and is opened immutable: nothing at all is created beside it.
+    in it, and may create the -shm index, which holds no data. Without one (nor a rollback
+    journal) the database file is the whole store, and is opened immutable: nothing at all is
+    created beside it.
     """
-    wal = path.with_name(path.name + "-wal")
-    mode = "mode=ro" if wal.exists() else "immutable=1"
+    journals = (path.with_name(path.name + suffix) for suffix in ("-wal", "-journal"))
+    mode = "mode=ro" if any(j.exists() for j in journals) else "immutable=1"
     uri = f"file:{urllib.parse.quote(str(path.resolve()))}?{mode}"
     return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
 
