@@ -11,6 +11,9 @@ from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.adapters.workspace import Workspaces
 from contextwm.conversations.engine import ContextEngine
+from contextwm.datadir.layout import DataDir
+from contextwm.datadir.lock import DataDirLock
+from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
 from contextwm.ports.embedder import Embedder
 from contextwm.settings import ServerSettings
@@ -40,6 +43,7 @@ class Service:
     indexer: Indexer
     server: GrpcServer
     port: int
+    lock: DataDirLock
     # The indexer's embedder when it runs in a child process (settings.indexer_process).
     batch_embedder: ProcessEmbedder | None = None
 
@@ -50,13 +54,32 @@ class Service:
         Args:
             settings: the server settings.
             embedder: an already loaded embedder to share (tests load the model once).
+
+        Raises:
+            DataDirInUse: another server runs on the data directory.
+            UnusableStore: the store file is damaged or missing where it should be; nothing
+                was written to it.
         """
+        data = DataDir(settings.data_dir)
+        data.root.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock.take(data)
+        try:
+            # First, before the model loads: a refusal should come at once.
+            refuse_unusable(data)
+            return cls._build(settings, data, lock, embedder)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _build(
+        cls, settings: ServerSettings, data: DataDir, lock: DataDirLock, embedder: Embedder | None
+    ) -> Service:
         import faiss
 
         # One thread per search: for a single query vector FAISS's OpenMP split costs more
         # than it gains (measured 14.5 ms with 2 threads against 5.5 ms with 1 at 100k items).
         faiss.omp_set_num_threads(1)
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
         batch_embedder = None
         if settings.indexer_process and settings.embedder == "minilm":
             # Started first: the child loads its model while this process loads its own.
@@ -65,14 +88,11 @@ class Service:
         # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
         embedder.embed(["warm-up"])
         token_counter(settings.conversation.encoding).count("warm-up")
-        store = SqliteStore(
-            settings.data_dir / "contextwm.sqlite3", synchronous=settings.sqlite_synchronous
-        )
-        index_dir = settings.data_dir / "indexes" / embedder.model_name
+        store = SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
         engine = ContextEngine(
             store,
             embedder,
-            FaissIndexFiles(index_dir, embedder.dimension),
+            FaissIndexFiles(data.index_dir(embedder.model_name), embedder.dimension),
             token_counter,
             defaults=settings.conversation,
             limits=settings.limits,
@@ -107,12 +127,14 @@ class Service:
         server.start()
         where = address if settings.socket else f"{settings.host}:{port}"
         log.info("contextwm serving on %s (data in %s)", where, settings.data_dir)
-        return cls(settings, store, engine, indexer, server, port, batch_embedder)
+        return cls(settings, store, engine, indexer, server, port, lock, batch_embedder)
 
     def stop(self, grace: float | None = None) -> None:
-        """Drains calls in flight, stops the indexer, saves indexes, closes the store."""
+        """Drains calls in flight, stops the indexer, saves indexes, closes the store, and
+        lets go of the data directory."""
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
         self.indexer.stop()
         if self.batch_embedder is not None:
             self.batch_embedder.close()
         self.store.close()
+        self.lock.release()

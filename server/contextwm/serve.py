@@ -6,10 +6,16 @@ import argparse
 import logging
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
 from contextwm.settings import SettingsError, load_settings
+
+# The exit status when the data directory cannot be served (damaged store, another server
+# on it): distinct, so that a supervisor can be told not to restart into the same refusal
+# (systemd: RestartPreventExitStatus=3).
+REFUSED = 3
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +36,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Serves until SIGTERM or SIGINT, then drains in-flight calls and exits 0."""
+    """Serves until SIGTERM or SIGINT, then drains in-flight calls and exits 0; exits
+    REFUSED without serving when the data directory must not be served."""
     try:
         settings = load_settings(
             args.config,
@@ -53,12 +60,19 @@ def run_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    from contextwm.adapters.sqlite.guard import UnusableStore
     from contextwm.app import Service
+    from contextwm.datadir.lock import DataDirInUse
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    service = Service.start(settings)
+    try:
+        service = Service.start(settings)
+    except (UnusableStore, DataDirInUse) as exc:
+        # The message is the whole story, for a person: no traceback.
+        print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
+        return REFUSED
     # Tests and supervisors read this line to learn the bound port.
     print(f"contextwm listening on port {service.port}", flush=True)
     # Wake up now and then: the kernel may deliver SIGTERM to a gRPC thread, and Python runs

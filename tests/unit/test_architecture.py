@@ -5,7 +5,8 @@ The domain imports nothing else of ours and the ports only the domain; the featu
 and ports never import grpc, the transport, the client or the adapters, and each feature
 imports only the features it is allowed to, never another package's private names; the
 transport never touches SQLite, FAISS or the adapters; within the service only the transport
-imports grpc (the cli package, which hosts the client commands, excepted); the client never
+imports grpc (the cli package, which hosts the client commands, excepted); the datadir
+package, which checks data directories offline, imports no feature package; the client never
 imports the service package.
 """
 
@@ -113,6 +114,22 @@ def test_the_domain_imports_nothing_else_of_ours() -> None:
 
 def test_ports_import_only_the_domain() -> None:
     assert {f: r - {"domain"} for f, r in reached("ports").items() if r - {"domain"}} == {}
+
+
+def test_the_data_directory_package_only_reads_files() -> None:
+    # datadir/ guards and checks a data directory through the adapters, with no server
+    # running: `contextwm check` must work without the engine, the model or a network. So
+    # it imports neither the feature packages (the domain's vocabulary excepted) nor the
+    # transport, grpc or the client.
+    assert len(modules(SERVER / "datadir")) >= 4
+    forbidden = (
+        "grpc",
+        "contextwm_client",
+        "contextwm.transport",
+        "contextwm.app",
+        *(f"contextwm.{package}" for package in CORE if package != "domain"),
+    )
+    assert violations(modules(SERVER / "datadir"), forbidden) == []
 
 
 def test_the_transport_never_touches_storage_or_indexes() -> None:

@@ -265,6 +265,40 @@ def test_truncated_file_loads_as_none(tmp_path: Path) -> None:
     assert files.load(1) is None
 
 
+def test_garbled_vectors_load_as_none(tmp_path: Path) -> None:
+    # FAISS itself reads such a file without complaint: the ids are intact, the vectors are
+    # not. The checksum is what tells.
+    files = FaissIndexFiles(tmp_path, DIM)
+    index = files.new()
+    index.add(list(range(200)), unit(np.random.default_rng(7), 200))
+    files.save(2, index.snapshot())
+    path = tmp_path / "2.faiss"
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = np.random.default_rng(8).bytes(64)
+    path.write_bytes(bytes(data))
+    assert faiss.read_index(str(path)).ntotal == 200
+    assert files.load(2) is None
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        FaissIndex.read(path)
+
+
+def test_a_file_without_checksum_loads_as_none(tmp_path: Path) -> None:
+    # Files saved before checksums existed: rebuilt once from the stored vectors.
+    index = FaissIndex(DIM)
+    index.add([1, 2], unit(np.random.default_rng(9), 2))
+    (tmp_path / "5.faiss").write_bytes(index.snapshot())
+    assert FaissIndexFiles(tmp_path, DIM).load(5) is None
+
+
+def test_saving_recreates_a_deleted_directory(tmp_path: Path) -> None:
+    files = FaissIndexFiles(tmp_path / "idx", DIM)
+    (tmp_path / "idx").rmdir()
+    files.save(1, files.new().snapshot())
+    loaded = files.load(1)
+    assert loaded is not None and loaded.size == 0
+
+
 def test_wrong_dimension_loads_as_none(tmp_path: Path) -> None:
     FaissIndexFiles(tmp_path, DIM + 1).save(4, FaissIndex(DIM + 1).snapshot())
     assert FaissIndexFiles(tmp_path, DIM).load(4) is None

@@ -1,9 +1,12 @@
-"""Exact inner-product search with FAISS (IndexIDMap2 over IndexFlatIP), saved atomically."""
+"""Exact inner-product search with FAISS (IndexIDMap2 over IndexFlatIP), saved atomically
+with a checksum."""
 
 from __future__ import annotations
 
 import logging
 import os
+import struct
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,22 @@ log = logging.getLogger(__name__)
 # faiss ships partial annotations that disagree with its SWIG signatures.
 faiss: Any = _faiss
 
+# Written after FAISS's own bytes, which faiss.read_index never reads: a magic word, their
+# length and their CRC-32. FAISS checks a file's structure but not the vectors in it: random
+# bytes in the middle of a file load as an index with the right ids and wrong vectors.
+_TRAILER = struct.Struct("<8sQI")
+_MAGIC = b"cwm-crc1"
+_CHUNK = 1 << 20
+
+
+class IndexFileError(ValueError):
+    """An index file that cannot be used; `reason` says why, without the path."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"index file {path} {reason}")
+        self.path = path
+        self.reason = reason
+
 
 class FaissIndex:
     """A VectorIndex; ids are item seqs, vectors are unit length so inner product is cosine."""
@@ -29,19 +48,34 @@ class FaissIndex:
         )
 
     @classmethod
-    def load(cls, path: Path, dimension: int) -> FaissIndex:
-        """Reads an index file.
+    def read(cls, path: Path) -> FaissIndex:
+        """Reads an index file whatever its dimension, once its checksum matches.
 
         Raises:
-            ValueError: when the file is unreadable or of another dimension.
+            IndexFileError: when the file is unreadable, damaged or has no checksum.
         """
+        verify_checksum(path)
         try:
             index = faiss.read_index(str(path))
         except RuntimeError as exc:  # faiss reports corrupt files as RuntimeError
-            raise ValueError(f"unreadable index file {path}: {exc}") from exc
-        if index.d != dimension:
-            raise ValueError(f"index file {path} has dimension {index.d}, expected {dimension}")
-        return cls(dimension, index)
+            raise IndexFileError(path, f"is unreadable ({exc})") from exc
+        return cls(int(index.d), index)
+
+    @classmethod
+    def load(cls, path: Path, dimension: int) -> FaissIndex:
+        """Reads an index file of this dimension.
+
+        Raises:
+            IndexFileError: when the file is unreadable, damaged or of another dimension.
+        """
+        index = cls.read(path)
+        if index.dimension != dimension:
+            raise IndexFileError(path, f"has dimension {index.dimension}, expected {dimension}")
+        return index
+
+    @property
+    def dimension(self) -> int:
+        return self._dim
 
     @property
     def size(self) -> int:
@@ -84,15 +118,65 @@ class FaissIndex:
         ids: npt.NDArray[np.int64] = faiss.vector_to_array(self._index.id_map).astype(np.int64)
         return ids
 
+    def vectors(self, ids: Sequence[int]) -> Vectors:
+        """The stored vectors of these ids, in order (for consistency checks).
+
+        Raises:
+            ValueError: for an id that is not in the index.
+        """
+        out = np.zeros((len(ids), self._dim), dtype=np.float32)
+        for row, id_ in enumerate(ids):
+            try:
+                out[row] = self._index.reconstruct(int(id_))
+            except RuntimeError as exc:  # faiss: "key not found"
+                raise ValueError(f"id {id_} is not in the index") from exc
+        return out
+
     def snapshot(self) -> bytes:
         """The index serialised in memory, so that writing it to disk needs no lock."""
         return bytes(faiss.serialize_index(self._index))
 
 
 def write_atomically(path: Path, data: bytes) -> None:
+    """Writes data and its checksum trailer to a temporary file, then renames it over path."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
+    with tmp.open("wb") as out:
+        out.write(data)
+        out.write(_TRAILER.pack(_MAGIC, len(data), zlib.crc32(data)))
     os.replace(tmp, path)
+
+
+def verify_checksum(path: Path) -> None:
+    """Checks an index file against its trailer, reading it in chunks (no copy in memory).
+
+    Raises:
+        IndexFileError: when the file is truncated, damaged, or has no trailer (files saved
+            before checksums existed; they are rebuilt once).
+    """
+    try:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < _TRAILER.size:
+                raise IndexFileError(path, f"is truncated ({size} bytes)")
+            f.seek(size - _TRAILER.size)
+            magic, length, crc = _TRAILER.unpack(f.read(_TRAILER.size))
+            if magic != _MAGIC:
+                raise IndexFileError(path, "has no checksum (truncated, or older)")
+            if length != size - _TRAILER.size:
+                raise IndexFileError(path, "has a damaged length")
+            f.seek(0)
+            actual = 0
+            left = length
+            while left > 0:
+                chunk = f.read(min(_CHUNK, left))
+                if not chunk:
+                    break
+                actual = zlib.crc32(chunk, actual)
+                left -= len(chunk)
+    except OSError as exc:
+        raise IndexFileError(path, f"is unreadable ({exc})") from exc
+    if actual != crc:
+        raise IndexFileError(path, "is damaged (checksum mismatch)")
 
 
 class FaissIndexFiles:
@@ -120,6 +204,9 @@ class FaissIndexFiles:
             return None
 
     def save(self, key: int, snapshot: bytes) -> None:
+        # The directory may have been deleted while the server ran: the store is the truth,
+        # so its index files can go at any time and come back at the next save.
+        self._dir.mkdir(parents=True, exist_ok=True)
         write_atomically(self._path(key), snapshot)
 
     def delete(self, key: int) -> None:

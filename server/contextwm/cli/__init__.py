@@ -1,10 +1,11 @@
-"""The `contextwm` command line: client commands for people, and `serve` to run the server.
+"""The `contextwm` command line: client commands for people, `serve` to run the server and
+`check` to check a data directory offline.
 
-Client commands use only `contextwm_client` and the standard library; `serve` imports the
-server (and with it the model and index libraries) lazily, so `contextwm search ...` starts
-fast and works without them.
+Client commands use only `contextwm_client` and the standard library; `serve` and `check`
+import the server (and with it the model and index libraries) lazily, so `contextwm search
+...` starts fast and works without them.
 
-    entry          main(): parse, hand `serve` to contextwm.serve, run a command, exit status
+    entry          main(): parse, hand `serve` and `check` on, run a command, exit status
     parser         the argparse grammar and the value parsers (budgets, weights, K=V, times)
     conversations  append, pin, unpin, create, update, get, list, delete, items
     retrieval      context, search

@@ -18,7 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: Arguments without the program name; None reads sys.argv.
 
     Returns:
-        The exit status: 0 on success, 1 when a call fails, 2 for usage errors, 130 on Ctrl-C.
+        The exit status: 0 on success, 1 when a call fails, 2 for usage errors, 130 on Ctrl-C
+        (`check`: 0 healthy, 1 problems found, 2 not checked).
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     # The environment is read here only; everything below gets the value passed in.
@@ -38,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextwm.serve import run_serve
 
         return run_serve(args)
+    if args.command == "check":
+        # Imported only on this path, as serve is: the check reads SQLite and FAISS files.
+        from contextwm.check import run_check
+
+        return run_check(args)
     handler: cli_parser.Handler = args.handler
     try:
         with Client(args.target, namespace=args.namespace) as client:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TypeVar, get_args
 
 from contextwm_client import (
@@ -196,6 +197,17 @@ def build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argparse
 
     # Its arguments come from contextwm.serve, added by the entry point only when it runs.
     serve = commands.add_parser("serve", help="run the contextwm server")
+    # Run by contextwm.check, on files: no client, no server.
+    sub = commands.add_parser(
+        "check",
+        help="check a data directory offline (exit 0 healthy, 1 problems, 2 not checked)",
+        description="Checks a data directory no server is running on, without changing it:"
+        " the SQLite store's integrity and schema, every conversation's items, seqs, window"
+        " and vectors, and the index files against the stored vectors.",
+        allow_abbrev=False,
+    )
+    sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")
+    sub.add_argument("--verbose", action="store_true", help="list every conversation")
     return parser, serve
 
 

@@ -9,16 +9,21 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from contextwm.conversations.activity import VectorWaiters
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.domain import deadlines
 from contextwm.ports.store import Store
-from contextwm.ports.vector_index import VectorIndexFiles
+from contextwm.ports.vector_index import VectorIndex, VectorIndexFiles
 from contextwm.window.window import Vector
 
 log = logging.getLogger(__name__)
+
+# Vectors of a saved index compared with the stored ones before it is used: a few cost a
+# fraction of a millisecond, and one is enough to tell another conversation's file.
+SPOT_CHECKS = 8
 
 
 class Vectors:
@@ -99,14 +104,14 @@ class Vectors:
         """Makes rt.index hold exactly the archived and compacted embedded items (caller
         holds rt.lock).
 
-        A saved file is used only when its ids equal what the store says; a missing, stale or
+        A saved file is used only when it holds what the store says; a missing, stale or
         corrupt file is rebuilt from the stored vectors, which are the truth.
         """
         if rt.index is not None:
             return
         expected = self.store.archived_ids(rt.key, self.model_name)
         index = self.index_files.load(rt.key)
-        if index is not None and np.array_equal(np.sort(index.ids()), expected):
+        if index is not None and self._holds(rt.key, index, expected):
             rt.index = index
             return
         if index is not None:
@@ -118,6 +123,22 @@ class Vectors:
         index.add(seqs.tolist(), vectors)
         rt.index = index
         rt.index_dirty = True
+
+    def _holds(self, key: int, index: VectorIndex, expected: npt.NDArray[np.int64]) -> bool:
+        """Whether a saved index holds the expected ids and, for a sample of them, the stored
+        vectors: the file of another conversation with as many items has the right ids
+        (they are seqs) and the wrong vectors."""
+        if not np.array_equal(np.sort(index.ids()), expected):
+            return False
+        if len(expected) == 0:
+            return True
+        picks = np.linspace(0, len(expected) - 1, num=min(len(expected), SPOT_CHECKS))
+        sample = [int(s) for s in expected[picks.astype(np.int64)]]
+        stored = self.store.vectors_for(key, sample, self.model_name)
+        if len(stored) != len(sample):
+            return False
+        saved = index.vectors(sample)
+        return bool(np.allclose(saved, np.stack([stored[s] for s in sample]), atol=1e-6))
 
     def archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
         """Moves committed evictions out of the window and into the index (rt.lock held).

@@ -31,6 +31,10 @@ class VectorIndex(Protocol):
         """Every id in the index."""
         ...
 
+    def vectors(self, ids: Sequence[int]) -> Vectors:
+        """The vectors of these ids, in order; ValueError for an id not in the index."""
+        ...
+
     def snapshot(self) -> bytes:
         """The index serialised, for VectorIndexFiles.save."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,26 +56,7 @@ class VectorTables(Database):
             )
 
     def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]:
-        db = self._reader()
-        joined = (
-            " FROM items i JOIN vectors v ON v.item = i.id"
-            " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ?"
-        )
-        params = (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model)
-        count, width = db.execute(f"SELECT count(*), max(length(v.vec)){joined}", params).fetchone()
-        seqs = np.zeros(count, dtype=np.int64)
-        matrix = np.zeros((count, (width or 0) // 4), dtype=np.float32)
-        cursor = db.execute(f"SELECT i.seq, v.vec{joined} ORDER BY i.seq", params)
-        # Filled in chunks: holding every row, then joining them, tripled the peak memory.
-        row = 0
-        while chunk := cursor.fetchmany(4096):
-            for seq, blob in chunk:
-                if row == count:  # rows committed since the count: the next load sees them
-                    break
-                seqs[row] = seq
-                matrix[row] = np.frombuffer(blob, dtype=np.float32)
-                row += 1
-        return seqs[:row], matrix[:row]
+        return archived_vectors(self._reader(), key, model)
 
     def vectors_for(
         self, key: int, seqs: Sequence[int], model: str
@@ -96,13 +78,42 @@ class VectorTables(Database):
     def archived_ids(self, key: int, model: str) -> npt.NDArray[np.int64]:
         """Seqs of archived (or compacted) items that have a vector: what the conversation's
         index must hold."""
-        rows = (
-            self._reader()
-            .execute(
-                "SELECT i.seq FROM items i JOIN vectors v ON v.item = i.id"
-                " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ? ORDER BY i.seq",
-                (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model),
-            )
-            .fetchall()
-        )
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        return archived_ids(self._reader(), key, model)
+
+
+# Module functions on any connection: `contextwm check` asks the same of a read-only one.
+
+
+def archived_vectors(
+    db: sqlite3.Connection, key: int, model: str
+) -> tuple[npt.NDArray[np.int64], Vectors]:
+    """The archived (or compacted) items' seqs and stored vectors, in seq order."""
+    joined = (
+        " FROM items i JOIN vectors v ON v.item = i.id"
+        " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ?"
+    )
+    params = (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model)
+    count, width = db.execute(f"SELECT count(*), max(length(v.vec)){joined}", params).fetchone()
+    seqs = np.zeros(count, dtype=np.int64)
+    matrix = np.zeros((count, (width or 0) // 4), dtype=np.float32)
+    cursor = db.execute(f"SELECT i.seq, v.vec{joined} ORDER BY i.seq", params)
+    # Filled in chunks: holding every row, then joining them, tripled the peak memory.
+    row = 0
+    while chunk := cursor.fetchmany(4096):
+        for seq, blob in chunk:
+            if row == count:  # rows committed since the count: the next load sees them
+                break
+            seqs[row] = seq
+            matrix[row] = np.frombuffer(blob, dtype=np.float32)
+            row += 1
+    return seqs[:row], matrix[:row]
+
+
+def archived_ids(db: sqlite3.Connection, key: int, model: str) -> npt.NDArray[np.int64]:
+    """Seqs of archived (or compacted) items that have a vector, in order."""
+    rows = db.execute(
+        "SELECT i.seq FROM items i JOIN vectors v ON v.item = i.id"
+        " WHERE i.conv = ? AND i.state IN (?, ?) AND v.model = ? ORDER BY i.seq",
+        (key, int(ItemState.ARCHIVED), int(ItemState.COMPACTED), model),
+    ).fetchall()
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
