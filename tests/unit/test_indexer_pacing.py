@@ -152,3 +152,25 @@ def test_a_waiting_reader_has_its_conversation_embedded_before_the_backlog(
     while indexer.run_once():
         pass
     assert engine.runtime("", "backlog").pending == 0
+
+
+def test_a_failing_chore_does_not_stop_the_embedding(
+    engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(engine.store, "maintain", disk_full)
+    monkeypatch.setattr("contextwm.indexing.indexer.MAINTAIN_SECONDS", 0.0)
+    indexer = Indexer(engine, batch_size=4)
+    indexer.start()
+    try:
+        for n in range(3):
+            engine.append("", "c", [NewItem("user", f"turn {n}") for _ in range(5)])
+            deadline = time.monotonic() + 10
+            while engine.runtime("", "c").pending and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert engine.runtime("", "c").pending == 0
+    finally:
+        monkeypatch.undo()
+        indexer.stop()

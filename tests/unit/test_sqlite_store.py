@@ -674,3 +674,19 @@ def test_a_newer_file_is_refused(path: Path) -> None:
     db.close()
     with pytest.raises(RuntimeError, match="schema version 99, newer"):
         SqliteStore(path)
+
+
+def test_the_wal_shrinks_back_after_a_burst(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("contextwm.adapters.sqlite.database.WAL_SIZE_LIMIT", 64 * 1024)
+    store = SqliteStore(path)
+    try:
+        key = new_conversation(store)
+        for start in range(1, 400, 20):
+            add(store, key, [make_item(s, "burst " * 200) for s in range(start, start + 20)])
+        wal = path.with_name(path.name + "-wal")
+        assert wal.stat().st_size > 1024 * 1024
+        store.maintain()  # the checkpoint; the next write starts the WAL over and truncates it
+        add(store, key, [make_item(401)])
+        assert wal.stat().st_size <= 64 * 1024
+    finally:
+        store.close()

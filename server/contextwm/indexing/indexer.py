@@ -125,15 +125,19 @@ class Indexer:
                 self._cursor = 0
                 done = 0
                 self._stop.wait(1.0)
-            if time.monotonic() - last_maintain > MAINTAIN_SECONDS:
-                self._engine.store.maintain()
-                last_maintain = time.monotonic()
-            if time.monotonic() - last_prune > PRUNE_SECONDS:
-                self.prune_events()
-                last_prune = time.monotonic()
-            if time.monotonic() - last_save > self._save_interval:
-                self._engine.save_indexes(rested=RESTED_SECONDS)
-                last_save = last_maintain = last_prune = time.monotonic()
+            try:
+                if time.monotonic() - last_maintain > MAINTAIN_SECONDS:
+                    last_maintain = time.monotonic()
+                    self._engine.store.maintain()
+                if time.monotonic() - last_prune > PRUNE_SECONDS:
+                    last_prune = time.monotonic()
+                    self.prune_events()
+                if time.monotonic() - last_save > self._save_interval:
+                    last_save = last_maintain = last_prune = time.monotonic()
+                    self._engine.save_indexes(rested=RESTED_SECONDS)
+            except Exception:
+                # A full disk, say: embedding goes on, and the chore is tried again later.
+                log.exception("indexer housekeeping failed; trying again later")
             if done == 0:
                 self._wake.wait(timeout=MAINTAIN_SECONDS)
             else:

@@ -40,6 +40,9 @@ def insert_rows(db: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...
         )
 
 
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+
+
 class Database:
     """The connections every table group of the store shares.
 
@@ -107,6 +110,9 @@ class Database:
         conn.execute(f"PRAGMA synchronous={self._synchronous}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=10000")
+        # A checkpointed WAL is reused from its start but never shrinks by itself: after a
+        # burst of appends it is truncated back to this size.
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         return conn
 
     def _reader(self) -> sqlite3.Connection:
