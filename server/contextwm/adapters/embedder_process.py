@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import numpy as np
@@ -30,23 +30,43 @@ START_SECONDS = 300.0
 
 
 def _serve(conn: Connection, niceness: int) -> None:
-    """The child: load the model, then answer lists of texts with vectors until told to stop."""
+    """The child: load the model, then answer lists of texts with vectors until told to stop
+    or the server is gone."""
+    _exit_with_parent()
     os.nice(niceness)
     from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder()
-    conn.send(("ready", embedder.model_name, embedder.dimension))
+    reply: tuple[Any, ...] = ("ready", embedder.model_name, embedder.dimension)
     while True:
         try:
+            conn.send(reply)
             texts = conn.recv()
-        except EOFError:  # the server went away
+        except (EOFError, OSError):  # the server went away (a broken pipe is an OSError)
+            log.warning("embedding process: the server is gone; exiting")
             return
         if texts is None:
             return
         try:
-            conn.send(("ok", embedder.embed(texts)))
+            reply = ("ok", embedder.embed(texts))
         except Exception as exc:  # reported to the caller, who logs and retries
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+
+
+def _exit_with_parent() -> None:
+    """Ends the child as soon as the server's process is gone. A killed server runs no
+    shutdown code, and a child left alone would go on loading the model or embedding its
+    batch, taking CPU from the restarted server, only to find the pipe closed."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    sentinel = parent.sentinel  # readable once the parent is gone
+
+    def watch() -> None:
+        wait([sentinel])
+        os._exit(0)  # nothing to save here: the server re-embeds what stayed pending
+
+    threading.Thread(target=watch, name="contextwm-parent-watch", daemon=True).start()
 
 
 class ProcessEmbedder:
