@@ -58,9 +58,13 @@ class Indexer:
         self._reader_waits = threading.Event()
         # Items are embedded in id order, so a cursor spares rescanning embedded rows.
         self._cursor = 0
+        # Set by a deletion: SQLite reuses the highest ids once they are free, so items
+        # appended after it may lie behind the cursor.
+        self._rescan = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-indexer", daemon=True)
         engine.appends.on_append = self._wake.set
         engine.vector_waiters.on_wait = self._reader_waits.set
+        engine.on_delete = self._rescan.set
 
     def start(self) -> None:
         self._thread.start()
@@ -76,6 +80,9 @@ class Indexer:
     def run_once(self) -> int:
         """Embeds one batch of pending items; returns how many. Also used by tests."""
         engine = self._engine
+        if self._rescan.is_set():
+            self._rescan.clear()
+            self._cursor = 0
         pending = engine.store.pending_vectors(
             engine.embedder.model_name, self._batch_size, self._cursor
         )
