@@ -7,24 +7,28 @@ field name only make some values plausible, so that calls get past the first che
 Two kinds of input come out, both as wire bytes (a `Call`):
 - requests built as messages, then serialised: edge values of each type (huge, empty, NUL and
   control characters, long Unicode, integer and float edges, unknown enum numbers, huge
-  repeated fields and maps) mixed with names of things that exist on the server;
+  repeated fields and maps) mixed with names of things that exist on the server, either
+  anywhere or as the one bad (or huge) field of an otherwise plausible request;
 - hand-written bytes: invalid UTF-8 inside string fields, truncated serialisations, garbage,
-  unknown fields (which a server must ignore), deeply nested unknown groups, an oversize
-  message.
+  unknown fields (which a server must ignore), deeply nested unknown fields; and a message
+  over the server's size limit (oversize_payload).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from contextwm.settings import ServerSettings
 from contextwm_client.v1 import contextwm_pb2 as pb
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import strategies as st
 
 SERVICE = pb.DESCRIPTOR.services_by_name["ContextService"]
@@ -41,9 +45,9 @@ ENCODINGS = ("cl100k_base", "o200k_base")
 # Message fields nest at most this deep: the requests themselves are shallow (3 levels), so
 # this only stops a recursive message type added later from recursing for ever.
 MAX_DEPTH = 5
-# Over the server's limits.max_item_bytes (4 MiB), and over its gRPC message limit (64 MiB).
-ITEM_BYTES_LIMIT = 4 * 1024 * 1024
-MESSAGE_BYTES_LIMIT = 64 * 1024 * 1024
+# The server's default size limits: an item's content (4 MiB), a gRPC message (64 MiB).
+ITEM_BYTES_LIMIT = ServerSettings().limits.max_item_bytes
+MESSAGE_BYTES_LIMIT = ServerSettings().max_message_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +274,8 @@ def _generic(field: FieldDescriptor, huge_one_in: int = 40) -> st.SearchStrategy
         known = _enum_numbers(field)
         if _closed_enum(field):  # proto2 enums refuse unknown numbers at assignment
             return st.sampled_from(known)
-        unknown = st.sampled_from([max(known) + 1, 99, -1, 2**31 - 1, -(2**31)])
+        numbers = (max(known) + 1, 99, -1, 2**31 - 1, -(2**31))
+        unknown = st.sampled_from([n for n in numbers if n not in known])
         return st.one_of(st.sampled_from(known), st.sampled_from(known), unknown)
     raise NotImplementedError(f"{field.full_name}: field type {t} has no strategy yet")
 
@@ -392,20 +397,13 @@ _MAP_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # ---------------------------------------------------------------- messages from descriptors
 
 
-def _timestamps() -> st.SearchStrategy[Message]:
-    """Plausible times (the generic walk makes the impossible ones)."""
-    from google.protobuf.timestamp_pb2 import Timestamp
-
-    return st.builds(
+# Whole messages that look right, by message type (the generic walk makes the impossible ones).
+_MESSAGE_HINTS: dict[str, st.SearchStrategy[Message]] = {
+    "google.protobuf.Timestamp": st.builds(
         Timestamp,
         seconds=st.integers(1_600_000_000, 1_800_000_000),
         nanos=st.integers(0, 10**9 - 1),
-    )
-
-
-# Whole messages that look right, by message type.
-_MESSAGE_HINTS: dict[str, Callable[[], st.SearchStrategy[Message]]] = {
-    "google.protobuf.Timestamp": _timestamps,
+    ),
 }
 
 
@@ -427,12 +425,12 @@ def messages(
         mode = "wild"
     cls = message_factory.GetMessageClass(descriptor)
     # Out of ten: top-level fields mostly set (ids, budgets), deeper ones less, to keep them
-    # small; tame ones almost always set where a hint names them (ids, roles, content).
+    # small; tame ones always set where a hint names them (ids, roles, content).
     fields = [
         (
             f,
             field_values(f, world, mode, depth),
-            9 if mode == "tame" and _hint_for(f, world) else 7 if depth == 0 else 4,
+            10 if mode == "tame" and _hint_for(f, world) else 7 if depth == 0 else 4,
         )
         for f in descriptor.fields
     ]
@@ -441,7 +439,7 @@ def messages(
     @st.composite
     def build(draw: st.DrawFn) -> Message:
         if whole is not None and (mode == "tame" or draw(st.booleans())):
-            return draw(whole())
+            return draw(whole)
         msg = cls()
         for f, values, chance in draw(st.permutations(fields)):
             if draw(st.integers(0, 9)) < chance:
@@ -598,6 +596,17 @@ def _paths(
                 yield (f, *rest)
 
 
+def _present_paths(msg: Message) -> Iterator[tuple[FieldDescriptor, ...]]:
+    """Paths to the singular message fields set in a message, at any depth. Bytes for such a
+    field merge into it, so unknown fields go there without changing the request's meaning
+    (for a repeated field they would add an element, for an unset one make it set)."""
+    for f, value in msg.ListFields():
+        if f.message_type is not None and not f.is_repeated:
+            yield (f,)
+            for rest in _present_paths(value):
+                yield (f, *rest)
+
+
 def _nest(path: tuple[FieldDescriptor, ...], body: bytes) -> bytes:
     """`body` as the content of the last message on the path, wrapped in the ones above."""
     for f in reversed(path):
@@ -711,9 +720,8 @@ def raw_calls(draw: st.DrawFn, world: World) -> Call:
     """Requests written as bytes: a valid message with something wrong (or odd) added."""
     rpc = draw(st.sampled_from(RPCS))
     descriptor = rpc.descriptor
-    base = draw(
-        messages(descriptor, world, draw(st.sampled_from(("tame", "wild"))))
-    ).SerializeToString()
+    base_message = draw(messages(descriptor, world, draw(st.sampled_from(("tame", "wild")))))
+    base = base_message.SerializeToString()
     kind = draw(
         st.sampled_from(
             ("invalid_utf8", "truncated", "garbage", "unknown_fields", "unknown_fields", "deep")
@@ -729,24 +737,22 @@ def raw_calls(draw: st.DrawFn, world: World) -> Call:
         return _call(rpc, base[: draw(st.integers(1, len(base) - 1))], kind)
     if kind == "unknown_fields":
         # At the top, or inside a nested message (which must ignore them just the same).
-        paths = list(_paths(descriptor, lambda f: f.type == F.TYPE_MESSAGE))
-        path = draw(st.sampled_from([(), *paths]))
+        path = draw(st.sampled_from([(), *_present_paths(base_message)]))
         holder = path[-1].message_type if path else descriptor
         assert holder is not None  # the paths end at message fields
-        inner = draw(unknown_fields(holder))
-        return Call(
-            rpc, base + _nest(path, inner), kind, parse(rpc, base + _nest(path, inner)), base
-        )
+        payload = base + _nest(path, draw(unknown_fields(holder)))
+        return Call(rpc, payload, kind, parse(rpc, payload), base)
     if kind == "deep":
         # Unknown fields nested deep: length-delimited ones are skipped whole; groups are
         # parsed, and past protobuf's recursion limit (100) the message does not parse.
         depth = draw(st.sampled_from((10, 50, 99, 101, 1000)))
+        number = next(n for n in itertools.count(99) if n not in descriptor.fields_by_number)
         if draw(st.booleans()):
             body = b""
             for _ in range(depth):
-                body = len_field(99, body)
+                body = len_field(number, body)
         else:
-            body = tag(99, WIRE_START) * depth + tag(99, WIRE_END) * depth
+            body = tag(number, WIRE_START) * depth + tag(number, WIRE_END) * depth
         return _call(rpc, base + body, kind)
     garbage = st.one_of(
         st.binary(min_size=1, max_size=64),
