@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from contextwm.app import Service
 from contextwm_client import (
@@ -91,6 +93,27 @@ def test_delete_removes_items_vectors_and_index(client: Client, service: Service
     assert not any(p.exists() for p in index_files)
     assert client.search("greenhouse tomatoes", include_window=True).hits == ()
     assert service.store.pending_vectors(service.engine.embedder.model_name, 10) == []
+
+
+def test_items_appended_after_a_delete_are_embedded(client: Client) -> None:
+    # SQLite hands the ids of the deleted items out again: the indexer, which scans for
+    # pending items past the last id it embedded, must not skip them.
+    client.append("kept", "Greenhouse tomatoes need water every morning.")
+    for n in range(5):
+        client.append("gone", f"Planting note {n} about the greenhouse tomatoes.")
+    _wait_embedded(client, "gone")
+    client.delete_conversation("gone")
+    client.append("gone", "A second life: the greenhouse gets a new roof.")
+    client.append("kept", "Tomatoes ripen in August.")
+    _wait_embedded(client, "gone")
+    _wait_embedded(client, "kept")
+
+
+def _wait_embedded(client: Client, conversation_id: str) -> None:
+    deadline = time.monotonic() + 30
+    while client.get_conversation(conversation_id).pending_embeddings:
+        assert time.monotonic() < deadline, f"{conversation_id}: items never embedded"
+        time.sleep(0.05)
 
 
 @pytest.mark.parametrize(

@@ -106,6 +106,9 @@ class ContextEngine:
         )
         # Readers waiting for vectors, whom the indexer serves first.
         self.vector_waiters = self.vectors.waiters
+        # Called after a conversation's items are deleted (the indexer rescans for pending
+        # items: the store may hand the freed ids out again).
+        self.on_delete: Callable[[], None] = lambda: None
 
     # ------------------------------------------------------------ runtimes
 
@@ -252,6 +255,7 @@ class ContextEngine:
             rt.indexed.notify_all()
         self.events.close(rt.key)
         self.runtimes.forget(rt)
+        self.on_delete()
         return deleted
 
     # ------------------------------------------------------------ items

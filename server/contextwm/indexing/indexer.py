@@ -59,9 +59,13 @@ class Indexer:
         self._reader_waits = threading.Event()
         # Items are embedded in id order, so a cursor spares rescanning embedded rows.
         self._cursor = 0
+        # Set by a deletion: SQLite reuses the highest ids once they are free, so items
+        # appended after it may lie behind the cursor.
+        self._rescan = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-indexer", daemon=True)
         engine.appends.on_append = self._wake.set
         engine.vector_waiters.on_wait = self._reader_waits.set
+        engine.on_delete = self._rescan.set
 
     def start(self) -> None:
         self._thread.start()
@@ -78,6 +82,9 @@ class Indexer:
         """Embeds one batch of pending items, those of conversations that readers wait for
         first; returns how many. Also used by tests."""
         engine = self._engine
+        if self._rescan.is_set():
+            self._rescan.clear()
+            self._cursor = 0
         pending = self._waited_for()
         if not pending:
             pending = engine.store.pending_vectors(
