@@ -224,3 +224,13 @@ def test_unknown_fields_are_ignored(stub: pb_grpc.ContextServiceStub, service: S
         )
         info = call(request + _field(15, b"from a newer client"), timeout=10)
     assert info.conversation_id == "c"
+
+
+@pytest.mark.parametrize("namespace", ["x" * 20_000, "🙂" * 5_000])
+def test_an_error_quoting_a_huge_value_still_reaches_the_client(
+    stub: pb_grpc.ContextServiceStub, namespace: str
+) -> None:
+    request = pb.GetConversationRequest(namespace=namespace, conversation_id="c")
+    code, details = _outcome(stub.GetConversation, request)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details.startswith("invalid namespace") and "message cut from" in details

@@ -8,14 +8,11 @@ the server still serves, every item gets embedded, a "canary" namespace no reque
 reads back exactly as before, a fresh conversation works, and nothing else was logged at
 ERROR.
 
-Failures that KNOWN_BUGS explains make the test xfail (any other fails it); delete an entry
-when its fix lands, and the test holds the server to it from then on.
-
 Short run (in the suite: 500 inputs, drawn the same way every time; about 30 s):
 
     pytest tests/property/test_bad_input.py
 
-Long run, printing inputs and statuses per method, and one example of each known bug:
+Long run, printing inputs and statuses per method:
 
     CONTEXTWM_FUZZ_EXAMPLES=10000 pytest tests/property/test_bad_input.py -s -p no:cacheprovider
 
@@ -33,7 +30,7 @@ import re
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -262,110 +259,6 @@ def _unknown_word(field_name: str, value: Any, where: str) -> str | None:
         return None
     label, words = vocabulary
     return None if value.strip().lower() in words else f"unknown {label} {value!r} in {where}"
-
-
-# ---------------------------------------------------------------- known bugs (being fixed)
-
-
-@dataclass(frozen=True, slots=True)
-class KnownBug:
-    """A failure already reported; the test xfails while only these turn up. Delete the entry
-    when the fix lands, and the test holds the server to it."""
-
-    description: str
-    matches: Callable[[Failure], bool]
-
-
-def _request(f: Failure) -> Message | None:
-    return f.call.message if f.call else None
-
-
-def _strings(msg: Message | None) -> Iterator[str]:
-    """Every string in a request, at any depth (map keys and values too)."""
-    for field_, value in msg.ListFields() if msg is not None else ():
-        if isinstance(value, Mapping):
-            values: Any = [v for pair in value.items() for v in pair]
-        else:
-            values = value if field_.is_repeated else [value]
-        for v in values:
-            if isinstance(v, str):
-                yield v
-            elif isinstance(v, Message):
-                yield from _strings(v)
-
-
-def _odd_page_token(f: Failure) -> bool:
-    token = getattr(_request(f), "page_token", "")
-    return token.isdigit() and not (token.isascii() and len(token) < 20 and int(token) < 2**63)
-
-
-def _huge_report(f: Failure) -> bool:
-    msg: Any = _request(f)
-    if not _method(f, "GetUsage") or msg is None:
-        return False
-    return bool(msg.reported.input_tokens + msg.reported.cache_read_input_tokens >= 2**63)
-
-
-def _internal(f: Failure, cause: str) -> bool:
-    return f.code == "INTERNAL" and cause in f.cause
-
-
-def _method(f: Failure, name: str) -> bool:
-    return f.call is not None and f.call.rpc.name == name
-
-
-KNOWN_BUGS: tuple[KnownBug, ...] = (
-    KnownBug(
-        "an undecodable payload (invalid UTF-8, garbage, cut short) gets INTERNAL 'Exception"
-        " deserializing request!' from grpcio, not INVALID_ARGUMENT",
-        lambda f: "Exception deserializing" in f.details + f.cause,
-    ),
-    KnownBug(
-        "a page token of Unicode digits ('²'), of 5000 digits or past 2**63-1 gets INTERNAL",
-        lambda f: f.code == "INTERNAL" and _odd_page_token(f),
-    ),
-    KnownBug(
-        "GetUsage with a reported count past 2**63-1 gets INTERNAL (SQLite overflow); one near"
-        " it makes later usage answers overflow int64 (INTERNAL 'Value out of range')",
-        lambda f: (
-            (f.code == "INTERNAL" and _huge_report(f))
-            or _internal(f, "Value out of range: 9223372036854775808")
-        ),
-    ),
-    KnownBug(
-        "a text of 1,000,000 characters or more (an item's content, a GetContext query, a"
-        " compaction summary) gets INTERNAL ('Input too long to encode safely')",
-        lambda f: (
-            _internal(f, "Input too long to encode safely")
-            and any(len(t) >= 1_000_000 for t in _strings(_request(f)))
-        ),
-    ),
-    KnownBug(
-        "a text over 200,000 tokens (an item's content, a GetContext query) gets INTERNAL"
-        " (TokenLimitError), not RESOURCE_EXHAUSTED",
-        lambda f: _internal(f, "exceeds chunk limit 200000"),
-    ),
-    KnownBug(
-        "Search with a metadata filter of thousands of pairs gets INTERNAL ('Expression tree is"
-        " too large')",
-        lambda f: _method(f, "Search") and _internal(f, "Expression tree is too large"),
-    ),
-    KnownBug(
-        "Search accepts an unknown role in filter.roles",
-        lambda f: _method(f, "Search") and f.problem.startswith("accepted unknown role"),
-    ),
-    KnownBug(
-        "Search accepts similarity_threshold NaN",
-        lambda f: _method(f, "Search") and f.problem == "accepted NaN in similarity_threshold",
-    ),
-    # Found by this test; the fix belongs in validation or the error interceptor.
-    KnownBug(
-        "error messages quote the bad value whole (namespace, checkpoint name, encoding, ...):"
-        " past gRPC's metadata limit (8 KiB) the client gets RESOURCE_EXHAUSTED 'Stream"
-        " removed' instead of the server's INVALID_ARGUMENT",
-        lambda f: f.problem == "the status's message was too long to deliver",
-    ),
-)
 
 
 # ---------------------------------------------------------------- the server and its data
@@ -666,17 +559,8 @@ def _fuzz(run: FuzzRun, world: pi.World) -> None:
 
 
 def _verdict(failures: list[Failure]) -> None:
-    """Fails on any failure no known bug explains; xfails while only known bugs turn up."""
-    known = [(f, _known(f)) for f in failures]
-    new = [f for f, bug in known if bug is None]
-    seen = Counter(b.description for _, b in known if b is not None)
-    summary = "".join(f"\n  {n}x {description}" for description, n in seen.most_common())
-    examples = [next(f for f, b in known if b and b.description == d) for d in seen]
-    print(_report("known bugs, one example each", examples))
-    if new:
-        pytest.fail(_report("new failures", new) + ("\nand known bugs:" + summary if seen else ""))
-    if seen:
-        pytest.xfail("only known bugs (see KNOWN_BUGS):" + summary)
+    if failures:
+        pytest.fail(_report("failures", failures))
 
 
 def names_namespace(msg: Message, namespace: str) -> bool:
@@ -685,10 +569,6 @@ def names_namespace(msg: Message, namespace: str) -> bool:
         or (isinstance(v, Message) and names_namespace(v, namespace))
         for f, v in msg.ListFields()
     )
-
-
-def _known(failure: Failure) -> KnownBug | None:
-    return next((b for b in KNOWN_BUGS if b.matches(failure)), None)
 
 
 def _report(title: str, failures: list[Failure]) -> str:

@@ -81,10 +81,24 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
+# Status messages travel in a header, percent-encoded (a non-ASCII byte takes 3), and one
+# over gRPC's 8 KiB metadata limit never reaches the client, who sees RESOURCE_EXHAUSTED
+# "Stream removed" instead: messages that quote a huge bad value are cut well below it.
+MAX_MESSAGE_BYTES = 2000
+
+
+def _shortened(message: str) -> str:
+    data = message.encode("utf-8", errors="replace")
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return message
+    head = data[: MAX_MESSAGE_BYTES - 80].decode("utf-8", errors="ignore")
+    return f"{head}... (message cut from {len(message)} characters)"
+
+
 def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> None:
     """Aborts the call with the status the exception carries; never leaks internals."""
     if isinstance(exc, ContextWMError):
-        context.abort(grpc.StatusCode[exc.code.name], exc.message)
+        context.abort(grpc.StatusCode[exc.code.name], _shortened(exc.message))
     incident = uuid.uuid4().hex[:12]
     log.error("%s failed (incident %s)", method, incident, exc_info=exc)
     context.abort(grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see server log")
