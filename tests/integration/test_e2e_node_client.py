@@ -1,4 +1,4 @@
-"""A real Node.js client (clients/node: @grpc/grpc-js with the proto loaded at run time)
+"""A real Node.js client (examples/node: @grpc/grpc-js with the proto loaded at run time)
 appends, asks for context and handles NOT_FOUND against a real server.
 
 Its npm packages are installed here with `npm ci` from the committed lock file, once per
@@ -21,7 +21,7 @@ from contextwm.app import Service
 from contextwm_client import Client
 
 ROOT = Path(__file__).resolve().parents[2]
-NODE_DIR = ROOT / "clients" / "node"
+NODE_DIR = ROOT / "examples" / "node"
 # Inside node_modules, so that `npm ci`, which deletes node_modules first, drops it too.
 STAMP = NODE_DIR / "node_modules" / ".contextwm-npm-ci"
 
@@ -41,7 +41,7 @@ def _lock_digest() -> str:
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    """The node executable, with clients/node's packages installed as the lock file pins them."""
+    """The node executable, with examples/node's packages installed as the lock file pins them."""
     node = _tool("node")
     want = _lock_digest()
     if STAMP.is_file() and STAMP.read_text() == want:
