@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -92,10 +95,44 @@ def _exercise(server: ServerProcess, target: str) -> None:
     assert result.get("ended") and result.get("first") == 1, result
 
 
-def test_bad_settings_fail_fast_with_a_clear_message(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+def test_config_show_prints_each_setting_with_where_it_came_from(tmp_path: Path) -> None:
+    config = tmp_path / "contextwm.toml"
+    config.write_text("workers = 3\nport = 1111\n[limits]\nmax_item_tokens = 50\n")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTWM_")}
+    environ |= {"CONTEXTWM_CONVERSATION__WINDOW_MAX_ITEMS": "7", "CONTEXTWM_PORT": "2222"}
+    command = [sys.executable, "-m", "contextwm", "config", "show", "--config", str(config)]
+    data = tmp_path / "data"
+    out = subprocess.run(
+        [*command, "--port", "3333", "--data-dir", str(data)],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    header, *lines = out.stdout.splitlines()
+    assert header.split() == ["setting", "value", "source"]
+    table = {line.split()[0]: line.split()[1:] for line in lines}
+    assert table["workers"] == ["3", str(config)]
+    assert table["limits.max_item_tokens"] == ["50", str(config)]
+    assert table["conversation.window_max_items"] == [
+        "7",
+        "CONTEXTWM_CONVERSATION__WINDOW_MAX_ITEMS",
+    ]
+    assert table["port"] == ["3333", "--port"]  # the flag beats the environment and the file
+    assert table["data_dir"] == [str(data), "--data-dir"]
+    assert table["host"] == ["127.0.0.1", "default"]
+    assert table["conversation.weights.importance.pinned"] == ["0.8", "default"]
+    assert not data.exists()  # it only reads settings
+    # Settings serve would refuse are refused the same way.
+    bad = subprocess.run(
+        command, env=environ | {"CONTEXTWM_PORT": "many"}, capture_output=True, text=True
+    )
+    assert bad.returncode == 2
+    assert "environment: port = 'many' is not a valid int" in bad.stdout
 
+
+def test_bad_settings_fail_fast_with_a_clear_message(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[conversation]\nwindow_max_items = 'many'\n")
     out = subprocess.run(
