@@ -6,12 +6,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import cast
 
 import grpc
 import pytest
 from contextwm.app import Service
-from contextwm_client import Client, UnavailableError
+from contextwm_client import Client, EnhancedContext, NewItem, UnavailableError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
@@ -93,6 +95,60 @@ def _exercise(server: ServerProcess, target: str) -> None:
         t.join(30)
     assert code == 0
     assert result.get("ended") and result.get("first") == 1, result
+
+
+@pytest.mark.slow
+def test_sigterm_lets_a_call_in_flight_finish_then_saves_and_exits_0(tmp_path: Path) -> None:
+    # A GetContext waits (index_wait_seconds) for the vectors of the items appended before it:
+    # after a batch of 1,000 long items it is in flight for those seconds.
+    data = tmp_path / "data"
+    server = ServerProcess(data, env={"CONTEXTWM_INDEX_WAIT_SECONDS": "4"})
+    texts = [
+        f"Note {n}: " + " ".join(f"w{(n * 7 + k) % 997}" for k in range(200)) for n in range(1000)
+    ]
+    outcome: dict[str, object] = {}
+    try:
+        with Client(server.target, timeout=60) as client:
+            client.append_batch("c", [NewItem(t) for t in texts])
+
+            def get_context() -> None:
+                try:
+                    outcome["context"] = client.get_context("c", "Note 5 w40", max_tokens=500)
+                except Exception as exc:  # reported by the assertions below
+                    outcome["error"] = exc
+                outcome["ended"] = time.monotonic()
+
+            call = threading.Thread(target=get_context)
+            call.start()
+            time.sleep(1.0)
+            assert "ended" not in outcome, "the call was not slow: the test proves nothing"
+            code = server.terminate()
+            call.join(30)
+    finally:
+        server.kill()
+    assert code == 0, server.log()
+    assert "error" not in outcome, outcome
+    context = outcome["context"]
+    assert isinstance(context, EnhancedContext) and "Note 5:" in context.text
+    drained = server.first_read("shutting down: draining calls in flight")
+    assert drained is not None and drained < cast(float, outcome["ended"]), "ended before SIGTERM"
+    assert "Traceback" not in server.log()
+    # The indexes were saved on the way out: the check finds each equal to the stored vectors.
+    assert list((data / "indexes").rglob("*.faiss"))
+    check = subprocess.run(
+        [sys.executable, "-m", "contextwm", "check", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    again = ServerProcess(data)
+    try:
+        with Client(again.target) as client:
+            assert client.get_conversation("c").total_items == 1000
+            assert [i.content for i in client.iter_items("c")] == texts
+    finally:
+        again.kill()
 
 
 def test_config_show_prints_each_setting_with_where_it_came_from(tmp_path: Path) -> None:
