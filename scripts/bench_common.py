@@ -21,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+from contextwm_client import Client
+
 # Set before anything imports transformers or huggingface_hub.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -399,7 +401,8 @@ class ServerProcess:
     """`contextwm serve --port 0 --data-dir D` as a child process; a context manager.
 
     The server's log (stderr) goes to D/../server.log; the port is read from the
-    "contextwm listening on port N" line on stdout.
+    "contextwm listening on port N" line on stdout, and `start` returns once the server's
+    health service reports it ready.
     """
 
     def __init__(
@@ -467,6 +470,13 @@ class ServerProcess:
                 raise RuntimeError(f"server did not start in time; log: {self.log_path}")
             time.sleep(0.05)
         self.port = found[0]
+        # The port is bound before the model has loaded: ready is the health service's word.
+        try:
+            with Client(self.target) as client:
+                client.wait_ready(max(deadline - time.monotonic(), 0.0))
+        except Exception as exc:
+            self.stop()
+            raise RuntimeError(f"server did not get ready: {exc}; log: {self.log_path}") from exc
         self.start_seconds = time.perf_counter() - began
         return self
 

@@ -16,8 +16,8 @@ duplicated or changed.
    the first seqs.
 3. Meanwhile SIGKILLs the server --kills times and restarts it on the same data. Each kill
    comes at a random moment of one kind: during start-up (a delay after the spawn drawn from
-   the measured start-up time: before the model loads, while it loads, or just as it starts
-   listening), just after it printed its listening line (within 0.5 s), while serving (up to
+   the measured start-up time: before it listens, while the model loads, or just as it gets
+   ready), just after its health service reported it ready (within 0.5 s), while serving (up to
    --max-uptime s), mid-call (once a writer's call has been in flight for up to 20 ms), or at
    a commit (as SQLite writes its WAL while a call is in flight: the acknowledgement is then
    lost and the retry must come back as a duplicate).
@@ -98,7 +98,7 @@ CHANNEL_OPTIONS = (
     ("grpc.max_reconnect_backoff_ms", 500),
 )
 # How a kill is timed, and how often each kind is drawn.
-KILL_KINDS = ("start-up", "just after listening", "serving", "mid-call", "at a commit")
+KILL_KINDS = ("start-up", "just after ready", "serving", "mid-call", "at a commit")
 KILL_WEIGHTS = (0.3, 0.15, 0.2, 0.15, 0.2)
 # A "mid-call" kill comes once a writer's call has been in flight for a random time up to
 # this: from the request's arrival to past its commit (an append takes a few milliseconds).
@@ -107,7 +107,6 @@ MID_CALL_SECONDS = 0.02
 # reported (the embedding child used to go on loading the model).
 ORPHAN_GRACE = 3.0
 _LISTENING = re.compile(r"contextwm listening on port (\d+)")
-_MODEL_LOADING = "Loading SentenceTransformer model"
 
 
 def own_conversation(writer: int) -> str:
@@ -374,29 +373,33 @@ def writer_main(
 class Kill:
     kind: str  # how it was timed: one of KILL_KINDS
     at: float  # time.monotonic()
-    phase: str  # what the server was doing: before model load, loading model, listening
+    phase: str  # what the server was doing: before listening, loading model, ready
     after_spawn: float  # seconds
-    after_listening: float | None  # seconds, None when killed before
+    after_ready: float | None  # seconds, None when killed before
     in_flight: int  # writer calls in flight at the kill
 
 
 class Server:
     """`python -m contextwm serve` on a fixed port and data directory, started again and
-    again; its output goes to one log file, each start under a header line."""
+    again; its output goes to one log file, each start under a header line.
 
-    def __init__(self, data_dir: Path, port: int, log_path: Path) -> None:
+    It listens (prints its listening line) before the model has loaded; it is ready when its
+    health service says so, which a thread per start waits for."""
+
+    def __init__(self, data_dir: Path, port: int, log_path: Path, start_timeout: float) -> None:
         self.data_dir = data_dir
         self.port = port
         self.log_path = log_path
+        self.start_timeout = start_timeout
         self._log = log_path.open("a", encoding="utf-8")
         self._log_lock = threading.Lock()
         self.proc: subprocess.Popen[str] | None = None
         self.starts = 0
-        self.start_seconds: list[float] = []  # spawn to listening, of starts that got there
+        self.start_seconds: list[float] = []  # spawn to ready, of starts that got there
         self._spawned = 0.0
-        self._loading = threading.Event()
         self._listening = threading.Event()
-        self._listening_at = 0.0
+        self._ready = threading.Event()
+        self._ready_at = 0.0
 
     @property
     def target(self) -> str:
@@ -409,8 +412,8 @@ class Server:
 
     def start(self) -> None:
         self.starts += 1
-        self._loading.clear()
         self._listening.clear()
+        self._ready.clear()
         self.write_log(f"=== crash_test: start {self.starts} ===\n")
         cmd = [sys.executable, "-m", "contextwm", "serve"]
         cmd += ["--data-dir", str(self.data_dir), "--port", str(self.port)]
@@ -433,31 +436,40 @@ class Server:
             self.write_log(line)
             if proc is not self.proc:
                 continue  # an earlier start's leftovers
-            if _MODEL_LOADING in line:
-                self._loading.set()
             if _LISTENING.search(line) and not self._listening.is_set():
-                self._listening_at = time.monotonic()
-                self.start_seconds.append(self._listening_at - self._spawned)
                 self._listening.set()
+                threading.Thread(target=self._await_ready, args=(proc,), daemon=True).start()
+
+    def _await_ready(self, proc: subprocess.Popen[str]) -> None:
+        try:
+            with Client(self.target, channel_options=CHANNEL_OPTIONS) as client:
+                client.wait_ready(self.start_timeout)
+        except ContextWMError:
+            return  # killed first, or never ready: wait_ready below reports it
+        # A later start may have answered (the same port): only this start's readiness counts.
+        if proc is self.proc and proc.poll() is None and not self._ready.is_set():
+            self._ready_at = time.monotonic()
+            self.start_seconds.append(self._ready_at - self._spawned)
+            self._ready.set()
 
     def exited(self) -> int | None:
         assert self.proc is not None
         return self.proc.poll()
 
-    def wait_listening(self, timeout: float) -> None:
-        """Raises RuntimeError when the server exits or does not listen in time."""
+    def wait_ready(self, timeout: float) -> None:
+        """Raises RuntimeError when the server exits or is not ready in time."""
         deadline = time.monotonic() + timeout
-        while not self._listening.wait(0.05):
+        while not self._ready.wait(0.05):
             code = self.exited()
             if code is not None:
                 raise RuntimeError(f"the server exited with code {code} during start-up")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not listen within {timeout:.0f} s")
+                raise RuntimeError(f"the server was not ready within {timeout:.0f} s")
 
     def phase(self) -> str:
-        if self._listening.is_set():
-            return "listening"
-        return "loading model" if self._loading.is_set() else "before model load"
+        if self._ready.is_set():
+            return "ready"
+        return "loading model" if self._listening.is_set() else "before listening"
 
     @property
     def pid(self) -> int:
@@ -476,8 +488,8 @@ class Server:
         calls = sum(1 for t in in_flight if t)
         self.proc.wait(30)
         self.write_log(f"=== crash_test: SIGKILL ({kind}, {phase}) ===\n")
-        after_listening = now - self._listening_at if phase == "listening" else None
-        return Kill(kind, now, phase, now - self._spawned, after_listening, calls)
+        after_ready = now - self._ready_at if phase == "ready" else None
+        return Kill(kind, now, phase, now - self._spawned, after_ready, calls)
 
     def terminate(self, timeout: float = 60.0) -> int:
         assert self.proc is not None
@@ -742,7 +754,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="mean pause of a writer between its calls, seconds (default 0.05)",
     )
     p.add_argument("--call-timeout", type=float, default=10.0, help="client deadline, seconds")
-    p.add_argument("--start-timeout", type=float, default=180.0, help="seconds to listen")
+    p.add_argument("--start-timeout", type=float, default=180.0, help="seconds to get ready")
     p.add_argument("--embed-timeout", type=float, default=900.0, help="seconds to embed all")
     p.add_argument(
         "--search-sample", type=int, default=10, help="archived items searched per conversation"
@@ -794,20 +806,20 @@ def kill_loop(
         if n:
             server.start()
         if kind == "start-up":
-            # Any moment up to a bit past a typical start: before, while and after the model
-            # loads, and as it starts listening.
+            # Any moment up to a bit past a typical start: before it listens, while the model
+            # loads, and as it gets ready.
             typical = sorted(server.start_seconds)[len(server.start_seconds) // 2]
             moment = rng.uniform(0.0, 1.1 * typical)
             while server.seconds_up() < moment and server.exited() is None:
                 time.sleep(0.01)
-        elif kind == "just after listening":
-            server.wait_listening(args.start_timeout)
+        elif kind == "just after ready":
+            server.wait_ready(args.start_timeout)
             time.sleep(rng.uniform(0, 0.5))
         elif kind == "serving":
-            server.wait_listening(args.start_timeout)
+            server.wait_ready(args.start_timeout)
             time.sleep(rng.uniform(1, args.max_uptime))
         else:
-            server.wait_listening(args.start_timeout)
+            server.wait_ready(args.start_timeout)
             time.sleep(rng.uniform(1, args.max_uptime / 2))
             if kind == "mid-call":
                 wait_mid_call(in_flight, rng.uniform(0, MID_CALL_SECONDS))
@@ -887,7 +899,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     settings = conversation_settings(args.writers)
     journals = [work / f"journal-{w}.jsonl" for w in range(args.writers)]
-    server = Server(work / "data", free_port(), work / "server.log")
+    server = Server(work / "data", free_port(), work / "server.log", args.start_timeout)
     run = Run()
     killed: list[int] = []  # process groups of the killed servers
     ctx = multiprocessing.get_context("spawn")
@@ -919,7 +931,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         serving = False
         try:
             server.start()
-            server.wait_listening(args.start_timeout)
+            server.wait_ready(args.start_timeout)
             with Client(server.target, timeout=60.0) as admin:
                 for conv, conv_settings in settings.items():
                     admin.create_conversation(conv, settings=conv_settings)
@@ -927,7 +939,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 w.start()
             kill_loop(server, args, rng, in_flight, run, killed)
             server.start()
-            server.wait_listening(args.start_timeout)
+            server.wait_ready(args.start_timeout)
             serving = True
             log(f"last start; the writers go on for {args.final_seconds:.0f} s")
             time.sleep(args.final_seconds)
@@ -975,7 +987,7 @@ def check_run(
             if run.clean_exit != 0:
                 problems.append(f"SIGTERM: the server exited with {run.clean_exit}, not 0")
             server.start()
-            server.wait_listening(args.start_timeout)
+            server.wait_ready(args.start_timeout)
         log("checking" + (" after a clean restart" if round_ else ""))
         with Client(server.target, timeout=120.0) as client:
             checked = check_store(
@@ -1017,10 +1029,10 @@ def report(server: Server, run: Run, seconds: float, work: Path) -> None:
         return sum(int(s[name]) for s in run.writers)
 
     kills = run.kills
-    early = sorted(k.after_spawn for k in kills if k.phase != "listening")
+    early = sorted(k.after_spawn for k in kills if k.phase != "ready")
     phases = Counter(k.phase for k in kills)
-    starting = phases["before model load"] + phases["loading model"]
-    just_after = sum(1 for k in kills if k.after_listening is not None and k.after_listening < 1)
+    starting = phases["before listening"] + phases["loading model"]
+    just_after = sum(1 for k in kills if k.after_ready is not None and k.after_ready < 1)
     starts = sorted(server.start_seconds)
     retries: Counter[str] = Counter()
     for s in run.writers:
@@ -1030,9 +1042,9 @@ def report(server: Server, run: Run, seconds: float, work: Path) -> None:
     print("\n== crash test")
     print(
         f"kills          {len(kills)}: {starting} during start-up"
-        f" ({phases['before model load']} before the model loaded,"
-        f" {phases['loading model']} while it loaded), {phases['listening']} while listening"
-        f" ({just_after} of them within 1 s of the listening line)"
+        f" ({phases['before listening']} before it listened,"
+        f" {phases['loading model']} while the model loaded), {phases['ready']} once ready"
+        f" ({just_after} of them within 1 s of readiness)"
         + (f"; start-up kills {early[0]:.1f} to {early[-1]:.1f} s after the spawn" if early else "")
     )
     print(
@@ -1042,7 +1054,7 @@ def report(server: Server, run: Run, seconds: float, work: Path) -> None:
     )
     if starts:
         print(
-            f"server starts  {server.starts}; spawn to listening {starts[0]:.1f} /"
+            f"server starts  {server.starts}; spawn to ready {starts[0]:.1f} /"
             f" {starts[len(starts) // 2]:.1f} / {starts[-1]:.1f} s (min / median / max)"
         )
     print(

@@ -8,16 +8,29 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+
+from contextwm_client import Client
+
+START_SECONDS = 120.0
 
 
 class ServerProcess:
-    """A server subprocess; `port` is known once it prints its listening line."""
+    """A server subprocess; `port` is known once it prints its listening line, and it is
+    ready (its health service says so) when the constructor returns, unless ready=False."""
 
-    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        ready: bool = True,
+    ) -> None:
         self.data_dir = data_dir
         self.output: list[str] = []
-        self._ready = threading.Event()
+        self.read_at: list[float] = []  # time.monotonic() when each line of output was read
+        self._listening = threading.Event()
         self.port = 0
         command = [
             sys.executable,
@@ -30,6 +43,7 @@ class ServerProcess:
         ]
         if "--socket" not in args and "--port" not in args:
             command += ["--port", "0"]
+        self._socket = args[args.index("--socket") + 1] if "--socket" in args else None
         self.proc = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,
@@ -38,23 +52,37 @@ class ServerProcess:
             env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
         )
         threading.Thread(target=self._read, daemon=True).start()
-        if not self._ready.wait(120):
+        if not self._listening.wait(START_SECONDS):
             self.kill()
             raise RuntimeError("server did not start:\n" + "".join(self.output[-40:]))
+        if ready and self.port:
+            self.wait_ready()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.read_at.append(time.monotonic())
             self.output.append(line)
             m = re.search(r"contextwm listening on port (\d+)", line)
             if m:
                 self.port = int(m.group(1))
-                self._ready.set()
-        self._ready.set()
+                self._listening.set()
+        self._listening.set()
 
     @property
     def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"unix:{self._socket}" if self._socket else f"127.0.0.1:{self.port}"
+
+    def wait_ready(self, timeout: float = START_SECONDS) -> None:
+        """Returns once the health service reports the ContextService SERVING (the model has
+        loaded); the listening line comes before that."""
+        try:
+            with Client(self.target) as client:
+                client.wait_ready(timeout)
+        except Exception as exc:
+            self.kill()
+            tail = "".join(self.output[-40:])
+            raise RuntimeError(f"server did not get ready ({exc}):\n{tail}") from exc
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a crash."""
@@ -68,3 +96,9 @@ class ServerProcess:
 
     def log(self) -> str:
         return "".join(self.output)
+
+    def first_read(self, text: str) -> float | None:
+        """When the first line holding text was read (after it was printed), if it was."""
+        # Not strict: the reader may be between its two appends.
+        lines = zip(self.read_at, self.output, strict=False)
+        return next((t for t, line in lines if text in line), None)

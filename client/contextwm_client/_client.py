@@ -8,6 +8,7 @@ a test regenerates _aio.py and fails on any difference.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -16,7 +17,7 @@ from typing import Any, Self, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from contextwm_client import _requests
+from contextwm_client import _health, _requests
 from contextwm_client._convert import (
     from_proto_active_context,
     from_proto_append_batch_response,
@@ -36,7 +37,7 @@ from contextwm_client._convert import (
     from_proto_usage,
 )
 from contextwm_client._deprecation import renamed_argument, warn_renamed
-from contextwm_client._exceptions import map_rpc_error
+from contextwm_client._exceptions import UnavailableError, map_rpc_error
 from contextwm_client._streams import EventStream
 from contextwm_client._types import (
     ActiveContext,
@@ -100,6 +101,11 @@ class Client:
         else:
             self._channel = grpc.secure_channel(target, credentials, options=options)
         self._stub = pb_grpc.ContextServiceStub(self._channel)
+        self._health_watch = self._channel.unary_stream(
+            _health.WATCH,
+            request_serializer=_health.HealthCheckRequest.SerializeToString,
+            response_deserializer=_health.HealthCheckResponse.FromString,
+        )
         self._namespace = namespace
         self._timeout = timeout
         self._metadata = tuple(metadata)
@@ -118,6 +124,43 @@ class Client:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Waits until the server is ready for calls: its gRPC health service reports
+        contextwm.v1.ContextService SERVING.
+
+        A starting server listens before its model has loaded and refuses calls with
+        UNAVAILABLE until then; a server not listening yet is waited for, and one that
+        restarts meanwhile is watched again.
+
+        Args:
+            timeout: How long to wait in seconds; None uses the client's timeout (None there
+                waits forever).
+
+        Raises:
+            DeadlineExceededError: The server was not ready in time.
+            ContextWMError: The health service failed otherwise (UNIMPLEMENTED: not a
+                contextwm server).
+        """
+        limit = self._timeout if timeout is None else timeout
+        deadline = None if limit is None else time.monotonic() + limit
+        request = _health.HealthCheckRequest(value=_health.READINESS)
+        while True:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            # wait_for_ready: while nothing listens, the call waits rather than fails.
+            statuses = self._health_watch(
+                request, timeout=left, metadata=self._metadata or None, wait_for_ready=True
+            )
+            try:
+                for status in statuses:
+                    if status.value == _health.SERVING:
+                        return
+            except grpc.RpcError as exc:
+                error = map_rpc_error(exc)
+                if not isinstance(error, UnavailableError):  # else the server went away
+                    raise error from exc
+            finally:
+                _health.stop(statuses)
 
     def _ns(self, namespace: str | None) -> str:
         return self._namespace if namespace is None else namespace

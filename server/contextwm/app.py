@@ -1,4 +1,5 @@
-"""Start-up and shutdown: builds every resource from the settings, then publishes the server."""
+"""Start-up and shutdown: listens first (health probes answer), then builds every resource
+from the settings, then reports ready."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class Service:
 
     @classmethod
     def start(cls, settings: ServerSettings, *, embedder: Embedder | None = None) -> Service:
-        """Builds everything, then binds and starts serving (a half-built service never serves).
+        """Listens, then builds everything and reports ready: `listen(settings).load(embedder)`.
 
         Args:
             settings: the server settings.
@@ -60,55 +61,86 @@ class Service:
             UnusableStore: the store file is damaged or missing where it should be; nothing
                 was written to it.
         """
+        return cls.listen(settings).load(embedder)
+
+    @classmethod
+    def listen(cls, settings: ServerSettings) -> Listening:
+        """Takes the data directory, checks its store, then binds and starts the gRPC server:
+        health probes answer from here on, while the model loads (see `Listening.load`).
+
+        Raises:
+            DataDirInUse: another server runs on the data directory.
+            UnusableStore: the store file is damaged or missing where it should be; nothing
+                was written to it.
+            OSError: the address cannot be bound.
+        """
         data = DataDir(settings.data_dir)
         data.root.mkdir(parents=True, exist_ok=True)
         lock = DataDirLock.take(data)
         try:
-            # First, before the model loads: a refusal should come at once.
+            # First, before anything listens or the model loads: a refusal comes at once.
             refuse_unusable(data)
-            return cls._build(settings, data, lock, embedder)
+            server = GrpcServer(
+                workers=settings.workers, max_message_bytes=settings.max_message_bytes
+            )
+            address = (
+                f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
+            )
+            port = server.bind(address)
+            server.start()
         except BaseException:
             lock.release()
             raise
+        where = address if settings.socket else f"{settings.host}:{port}"
+        log.info(
+            "contextwm listening on %s (data in %s); loading the model", where, settings.data_dir
+        )
+        return Listening(settings, data, lock, server, port)
 
     @classmethod
-    def _build(
-        cls, settings: ServerSettings, data: DataDir, lock: DataDirLock, embedder: Embedder | None
-    ) -> Service:
+    def _build(cls, listening: Listening, embedder: Embedder | None) -> Service:
         import faiss
 
+        settings, data = listening.settings, listening.data
         # One thread per search: for a single query vector FAISS's OpenMP split costs more
         # than it gains (measured 14.5 ms with 2 threads against 5.5 ms with 1 at 100k items).
         faiss.omp_set_num_threads(1)
         batch_embedder = None
-        if settings.indexer_process and settings.embedder == "minilm":
-            # Started first: the child loads its model while this process loads its own.
-            batch_embedder = ProcessEmbedder(niceness=settings.indexer_niceness)
-        embedder = embedder or make_embedder(settings.embedder)
-        # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
-        embedder.embed(["warm-up"])
-        token_counter(settings.conversation.encoding).count("warm-up")
-        store = SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
-        engine = ContextEngine(
-            store,
-            embedder,
-            FaissIndexFiles(data.index_dir(embedder.model_name), embedder.dimension),
-            token_counter,
-            defaults=settings.conversation,
-            limits=settings.limits,
-            index_wait_seconds=settings.index_wait_seconds,
-            models=settings.models,
-            event_retention_seconds=settings.event_retention_seconds,
-            workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
-        )
-        if batch_embedder is not None:
-            batch_embedder.ready()
-            if batch_embedder.model_name != embedder.model_name:
+        store = None
+        try:
+            if settings.indexer_process and settings.embedder == "minilm":
+                # Started first: the child loads its model while this process loads its own.
+                batch_embedder = ProcessEmbedder(niceness=settings.indexer_niceness)
+            embedder = embedder or make_embedder(settings.embedder)
+            # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
+            embedder.embed(["warm-up"])
+            token_counter(settings.conversation.encoding).count("warm-up")
+            store = SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
+            engine = ContextEngine(
+                store,
+                embedder,
+                FaissIndexFiles(data.index_dir(embedder.model_name), embedder.dimension),
+                token_counter,
+                defaults=settings.conversation,
+                limits=settings.limits,
+                index_wait_seconds=settings.index_wait_seconds,
+                models=settings.models,
+                event_retention_seconds=settings.event_retention_seconds,
+                workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
+            )
+            if batch_embedder is not None:
+                batch_embedder.ready()
+                if batch_embedder.model_name != embedder.model_name:
+                    raise RuntimeError(
+                        f"the embedding process loaded {batch_embedder.model_name!r},"
+                        f" the server {embedder.model_name!r}"
+                    )
+        except BaseException:
+            if batch_embedder is not None:
                 batch_embedder.close()
-                raise RuntimeError(
-                    f"the embedding process loaded {batch_embedder.model_name!r},"
-                    f" the server {embedder.model_name!r}"
-                )
+            if store is not None:
+                store.close()
+            raise
         indexer = Indexer(
             engine,
             batch_size=settings.indexer_batch_size,
@@ -116,18 +148,19 @@ class Service:
             embedder=batch_embedder,
             busy_duty=settings.indexer_busy_duty,
         )
-        server = GrpcServer(
-            engine, workers=settings.workers, max_message_bytes=settings.max_message_bytes
-        )
-        address = (
-            f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
-        )
-        port = server.bind(address)
         indexer.start()
-        server.start()
-        where = address if settings.socket else f"{settings.host}:{port}"
-        log.info("contextwm serving on %s (data in %s)", where, settings.data_dir)
-        return cls(settings, store, engine, indexer, server, port, lock, batch_embedder)
+        listening.server.serve(engine)
+        log.info("contextwm ready")
+        return cls(
+            settings,
+            store,
+            engine,
+            indexer,
+            listening.server,
+            listening.port,
+            listening.lock,
+            batch_embedder,
+        )
 
     def stop(self, grace: float | None = None) -> None:
         """Drains calls in flight, stops the indexer, saves indexes, closes the store, and
@@ -137,4 +170,34 @@ class Service:
         if self.batch_embedder is not None:
             self.batch_embedder.close()
         self.store.close()
+        self.lock.release()
+
+
+@dataclass
+class Listening:
+    """A start half done: the data directory is locked and its store checked, and the server
+    listens; health reports live but not ready, and ContextService calls are refused
+    UNAVAILABLE until `load` has built the rest."""
+
+    settings: ServerSettings
+    data: DataDir
+    lock: DataDirLock
+    server: GrpcServer
+    port: int
+
+    def load(self, embedder: Embedder | None = None) -> Service:
+        """Loads the model, opens the store, starts the indexer, then reports ready.
+
+        Args:
+            embedder: an already loaded embedder to share (tests load the model once).
+        """
+        try:
+            return Service._build(self, embedder)
+        except BaseException:
+            self.abandon()
+            raise
+
+    def abandon(self) -> None:
+        """Stops listening and lets go of the data directory, without serving."""
+        self.server.stop(0)
         self.lock.release()

@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from contextwm.settings import SettingsError, load_settings
 
@@ -16,6 +17,24 @@ from contextwm.settings import SettingsError, load_settings
 # on it): distinct, so that a supervisor can be told not to restart into the same refusal
 # (systemd: RestartPreventExitStatus=3).
 REFUSED = 3
+
+
+# The settings the flags set, by flag; the rest come from the config file and the environment.
+FLAGS = {
+    "host": "--host",
+    "port": "--port",
+    "socket": "--socket",
+    "data_dir": "--data-dir",
+    "log_level": "--log-level",
+    "embedder": "--embedder",
+    "workspace_root": "--workspace",
+}
+
+
+def flag_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the flags give, None for a flag not given (argparse stores --data-dir as
+    data_dir)."""
+    return {setting: getattr(args, flag[2:].replace("-", "_")) for setting, flag in FLAGS.items()}
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,21 +56,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Serves until SIGTERM or SIGINT, then drains in-flight calls and exits 0; exits
-    REFUSED without serving when the data directory must not be served."""
+    REFUSED without listening when the data directory must not be served.
+
+    The port is bound before the model loads: health probes answer at once (liveness
+    SERVING, readiness NOT_SERVING), and ContextService calls get UNAVAILABLE until ready."""
     try:
-        settings = load_settings(
-            args.config,
-            os.environ,
-            {
-                "host": args.host,
-                "port": args.port,
-                "socket": args.socket,
-                "data_dir": args.data_dir,
-                "log_level": args.log_level,
-                "embedder": args.embedder,
-                "workspace_root": args.workspace,
-            },
-        )
+        settings = load_settings(args.config, os.environ, flag_settings(args))
     except SettingsError as exc:
         print(f"error: {exc}", flush=True)
         return 2
@@ -68,13 +78,15 @@ def run_serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        service = Service.start(settings)
+        listening = Service.listen(settings)
     except (UnusableStore, DataDirInUse) as exc:
         # The message is the whole story, for a person: no traceback.
         print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
         return REFUSED
-    # Tests and supervisors read this line to learn the bound port.
-    print(f"contextwm listening on port {service.port}", flush=True)
+    # Tests and supervisors read this line to learn the bound port; readiness is the health
+    # service's to tell (contextwm.v1.ContextService SERVING), once the model has loaded.
+    print(f"contextwm listening on port {listening.port}", flush=True)
+    service = listening.load()
     # Wake up now and then: the kernel may deliver SIGTERM to a gRPC thread, and Python runs
     # handlers only when the main thread gets back to bytecode; a bare wait() could sleep forever.
     while not stop.wait(0.5):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,18 +240,61 @@ def _weights(values: Mapping[str, Any], source: str) -> WeightsPatch:
     )
 
 
+def environment_variables(environ: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """The CONTEXTWM_* variables by the setting each sets, as a path:
+    CONTEXTWM_PORT -> ("port",); CONTEXTWM_LIMITS__MAX_ITEM_TOKENS -> ("limits", "max_item_tokens").
+    """
+    return {
+        tuple(name[len(ENV_PREFIX) :].lower().split("__")): name
+        for name in environ
+        # CONTEXTWM_TARGET belongs to the CLI's client commands.
+        if name.startswith(ENV_PREFIX) and name != f"{ENV_PREFIX}TARGET"
+    }
+
+
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     """CONTEXTWM_PORT=1 -> port; CONTEXTWM_LIMITS__MAX_ITEM_TOKENS=5 -> limits.max_item_tokens."""
     out: dict[str, Any] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX) or name == f"{ENV_PREFIX}TARGET":
-            continue  # CONTEXTWM_TARGET belongs to the CLI's client commands
-        path = name[len(ENV_PREFIX) :].lower().split("__")
+    for path, name in environment_variables(environ).items():
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
-        node[path[-1]] = value
+        node[path[-1]] = environ[name]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The settings one place gives, as nested tables: the TOML file, the environment or the
+    flags."""
+
+    name: str  # as messages name it: the file's path, "environment" or "flags"
+    values: Mapping[str, Any]
+
+
+def read_sources(
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[Source]:
+    """The file, the environment and the flags (None values are flags not given), in the
+    order they apply.
+
+    Raises:
+        SettingsError: the file cannot be read or is not TOML.
+    """
+    sources = []
+    if config_file is not None:
+        try:
+            data = tomllib.loads(config_file.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsError(f"cannot read config file {config_file}: {exc}") from None
+        sources.append(Source(str(config_file), data))
+    if environ:
+        sources.append(Source("environment", _from_environment(environ)))
+    if overrides:
+        sources.append(Source("flags", {k: v for k, v in overrides.items() if v is not None}))
+    return sources
 
 
 def load_settings(
@@ -264,17 +307,18 @@ def load_settings(
     Raises:
         SettingsError: naming the setting and its source.
     """
+    return settings_from(read_sources(config_file, environ, overrides))
+
+
+def settings_from(sources: Sequence[Source]) -> ServerSettings:
+    """The defaults, with each source applied in turn, checked.
+
+    Raises:
+        SettingsError: naming the setting and its source.
+    """
     settings = ServerSettings()
-    if config_file is not None:
-        try:
-            data = tomllib.loads(config_file.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise SettingsError(f"cannot read config file {config_file}: {exc}") from None
-        settings = _merge(settings, data, str(config_file))
-    if environ:
-        settings = _merge(settings, _from_environment(environ), "environment")
-    if overrides:
-        settings = _merge(settings, {k: v for k, v in overrides.items() if v is not None}, "flags")
+    for source in sources:
+        settings = _merge(settings, source.values, source.name)
     if settings.sqlite_synchronous not in {"NORMAL", "FULL"}:
         raise SettingsError("sqlite_synchronous must be NORMAL or FULL")
     if not 0 <= settings.indexer_niceness <= 19:

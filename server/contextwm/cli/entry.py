@@ -1,4 +1,5 @@
-"""The command line's entry point: parses, hands `serve` to the server, runs a command, exits."""
+"""The command line's entry point: parses, hands `serve`, `config show` and `check` on, runs a
+client command, exits."""
 
 from __future__ import annotations
 
@@ -19,26 +20,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit status: 0 on success, 1 when a call fails, 2 for usage errors, 130 on Ctrl-C
-        (`check`: 0 healthy, 1 problems found, 2 not checked).
+        (`check`: 0 healthy, 1 problems found, 2 not checked; `config show`: 2 for settings
+        the server would refuse).
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     # The environment is read here only; everything below gets the value passed in.
     target = os.environ.get(cli_parser.TARGET_ENV, cli_parser.DEFAULT_TARGET)
-    parser, serve_parser = cli_parser.build_parser(target)
-    serving = cli_parser.command_of(arguments) == "serve"
-    if serving:
-        # Imported only on this path: the server pulls in torch and faiss.
+    parser, server_flags = cli_parser.build_parser(target)
+    command = cli_parser.command_of(arguments)
+    if command in server_flags:
+        # Imported only on these paths: the server's settings, and for serve torch and faiss.
         from contextwm.serve import add_serve_arguments
 
-        add_serve_arguments(serve_parser)
+        add_serve_arguments(server_flags[command])
     try:
         args = parser.parse_args(arguments)
     except SystemExit as exc:  # usage errors (2) and --help (0) end here, not in the caller
         return exc.code if isinstance(exc.code, int) else 2
-    if serving:
+    if args.command == "serve":
         from contextwm.serve import run_serve
 
         return run_serve(args)
+    if args.command == "config":
+        from contextwm.config_show import run_config_show
+
+        return run_config_show(args)
     if args.command == "check":
         # Imported only on this path, as serve is: the check reads SQLite and FAISS files.
         from contextwm.check import run_check

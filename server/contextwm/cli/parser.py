@@ -36,15 +36,18 @@ Handler = Callable[[Client, argparse.Namespace], int]
 _Name = TypeVar("_Name", bound=str)
 
 
-def build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """Builds the parser; returns it and the (still empty) `serve` subparser.
+def build_parser(
+    default_target: str,
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """Builds the parser; returns it and the (still empty) subparsers of the server's flags.
 
     Args:
         default_target: The server address when --target is not given.
 
     Returns:
-        The parser, whose commands set `handler` (a Handler), and the `serve` subparser, which
-        the caller fills from `contextwm.serve` only when that command runs.
+        The parser, whose commands set `handler` (a Handler), and by command the subparsers
+        that take `contextwm serve`'s flags (`serve`, `config show`), which the caller fills
+        from `contextwm.serve` only when that command runs.
     """
     # allow_abbrev=False keeps command_of exact: "--tar X" is not taken for "--target X".
     parser = argparse.ArgumentParser(
@@ -197,6 +200,23 @@ def build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argparse
 
     # Its arguments come from contextwm.serve, added by the entry point only when it runs.
     serve = commands.add_parser("serve", help="run the contextwm server")
+    # Run by contextwm.config_show, with serve's flags: no client, no server.
+    config = commands.add_parser(
+        "config",
+        help="show the settings `contextwm serve` would run with",
+        description="The server's settings, from its flags, environment and config file.",
+        allow_abbrev=False,
+    )
+    show = config.add_subparsers(dest="config_command", required=True, metavar="SUBCOMMAND")
+    show_settings = show.add_parser(
+        "show",
+        help="print the effective settings and where each came from",
+        description="Prints every setting `contextwm serve` would run with, given the same"
+        " flags and environment, and where each came from: default, the --config file,"
+        " an environment variable (CONTEXTWM_...) or a flag; flags win over the environment,"
+        " the environment over the file.",
+        allow_abbrev=False,
+    )
     # Run by contextwm.check, on files: no client, no server.
     sub = commands.add_parser(
         "check",
@@ -208,7 +228,7 @@ def build_parser(default_target: str) -> tuple[argparse.ArgumentParser, argparse
     )
     sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")
     sub.add_argument("--verbose", action="store_true", help="list every conversation")
-    return parser, serve
+    return parser, {"serve": serve, "config": show_settings}
 
 
 def command_of(arguments: Sequence[str]) -> str | None:

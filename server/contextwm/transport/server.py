@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from concurrent import futures
+from typing import cast
 
 import grpc
-from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -15,15 +16,29 @@ from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport.interceptors import ErrorInterceptor
+from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
 from contextwm.transport.servicer import ContextServicer
 
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ContextService"].full_name
+# Health Watch streams served at once; more wait for one to end.
+HEALTH_WATCHERS = 16
+
+
+@functools.cache
+def _health_watch_pool() -> futures.ThreadPoolExecutor:
+    """One pool for the process: the library keeps it on HealthServicer.Watch, a function of
+    the class, so a pool per server would be every server's (and a stopped server's pool shut
+    under the others)."""
+    return futures.ThreadPoolExecutor(
+        max_workers=HEALTH_WATCHERS, thread_name_prefix="contextwm-health"
+    )
 
 
 class GrpcServer:
-    """A started-on-demand gRPC server; `bind` returns the port actually bound."""
+    """A gRPC server that can listen before the engine exists: `bind`, `start` (health
+    answers, ContextService calls are refused UNAVAILABLE), then `serve` once the engine is
+    built (ready)."""
 
-    def __init__(self, engine: ContextEngine, *, workers: int, max_message_bytes: int) -> None:
+    def __init__(self, *, workers: int, max_message_bytes: int) -> None:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contextwm-rpc"),
             interceptors=[ErrorInterceptor()],
@@ -34,13 +49,21 @@ class GrpcServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        self._engine = engine
-        retriever = Retriever(engine)
-        servicer = ContextServicer(
-            engine, retriever, CategoryContexts(engine, retriever), AgentLoop(engine)
-        )
+        self._engine: ContextEngine | None = None
+        self._servicer = LateServicer()
+        # Duck-typed: it has a method for every RPC name the registration looks up.
+        servicer = cast(pb_grpc.ContextServiceServicer, self._servicer)
         pb_grpc.add_ContextServiceServicer_to_server(servicer, self._server)
-        self._health = health.HealthServicer()
+        # Health Watch streams take a thread each, from a pool of their own, so that they never
+        # hold the workers calls need. (The library's default, non-blocking Watch wedges the
+        # whole server when one watch ends as another begins: grpc/grpc#43403.)
+        self._health = health.HealthServicer(
+            experimental_non_blocking=False, experimental_thread_pool=_health_watch_pool()
+        )
+        # The library starts with "" SERVING: not before the engine is ready.
+        self._health.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
+        for name in READINESS:
+            self._health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
@@ -54,13 +77,25 @@ class GrpcServer:
         return port
 
     def start(self) -> None:
+        """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
-        for name in ("", SERVICE_NAME):
+
+    def serve(self, engine: ContextEngine) -> None:
+        """Hands ContextService calls to the engine, and reports ready."""
+        retriever = Retriever(engine)
+        self._servicer.attach(
+            ContextServicer(
+                engine, retriever, CategoryContexts(engine, retriever), AgentLoop(engine)
+            )
+        )
+        self._engine = engine
+        for name in READINESS:
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     def stop(self, grace: float) -> None:
         """Reports NOT_SERVING, refuses new calls, lets running ones finish within grace."""
         self._health.enter_graceful_shutdown()
         stopped = self._server.stop(grace)
-        self._engine.events.close()  # Watch streams end now rather than at the grace deadline
+        if self._engine is not None:
+            self._engine.events.close()  # Watch streams end now rather than at the grace deadline
         stopped.wait()
