@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from contextwm.domain.checks import INT64_MAX, check_range
@@ -90,17 +91,7 @@ def check_item(item: NewItem, limits: Limits, index: int | None = None) -> None:
         )
     if item.timestamp is not None:
         check_timestamp(where, item.timestamp)
-    if len(item.metadata) > limits.max_metadata_entries:
-        raise ResourceExhausted(
-            f"{where}: {len(item.metadata)} metadata entries, over the limit of"
-            f" {limits.max_metadata_entries} (setting limits.max_metadata_entries)"
-        )
-    meta_bytes = sum(len(k.encode()) + len(v.encode()) for k, v in item.metadata.items())
-    if meta_bytes > limits.max_metadata_bytes:
-        raise ResourceExhausted(
-            f"{where}: metadata is {meta_bytes} bytes, over the limit of"
-            f" {limits.max_metadata_bytes} (setting limits.max_metadata_bytes)"
-        )
+    check_metadata_size(where, item.metadata, limits)
     if any(not k for k in item.metadata):
         raise InvalidArgument(f"{where}: metadata keys must not be empty")
     if item.file is not None:
@@ -113,6 +104,21 @@ def check_item(item: NewItem, limits: Limits, index: int | None = None) -> None:
             raise InvalidArgument(f"{where}: file reference has an empty path")
     if item.idempotency_key is not None and len(item.idempotency_key) > 256:
         raise InvalidArgument(f"{where}: idempotency_key is longer than 256 characters")
+
+
+def check_metadata_size(where: str, metadata: Mapping[str, str], limits: Limits) -> None:
+    """Raises ResourceExhausted for more metadata entries or bytes than an item may carry."""
+    if len(metadata) > limits.max_metadata_entries:
+        raise ResourceExhausted(
+            f"{where}: {len(metadata)} metadata entries, over the limit of"
+            f" {limits.max_metadata_entries} (setting limits.max_metadata_entries)"
+        )
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in metadata.items())
+    if size > limits.max_metadata_bytes:
+        raise ResourceExhausted(
+            f"{where}: metadata is {size} bytes, over the limit of"
+            f" {limits.max_metadata_bytes} (setting limits.max_metadata_bytes)"
+        )
 
 
 def check_item_tokens(tokens: int, limits: Limits, index: int | None = None) -> None:

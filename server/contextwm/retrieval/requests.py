@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contextwm.conversations.validation import Limits, check_timestamp
+from contextwm.conversations.validation import Limits, check_metadata_size, check_timestamp
 from contextwm.domain.checks import check_range
 from contextwm.domain.conversations import ConversationState
-from contextwm.domain.errors import InvalidArgument, ResourceExhausted
+from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES, ItemFilter, ScoredItem
 from contextwm.retrieval.assembly import TokenAccount
 from contextwm.retrieval.timehints import TimeHint
@@ -91,8 +91,7 @@ def check_search_request(request: SearchRequest, limits: Limits) -> None:
 
 
 def check_filter(f: ItemFilter, limits: Limits) -> None:
-    """A filter's roles must be known and its metadata within the item metadata limits (a
-    filter asking for more pairs than an item may carry could never match)."""
+    """A filter's roles must be known, its times plausible, its metadata within the limits."""
     unknown = sorted(f.roles - ROLES)
     if unknown:
         shown = ", ".join(repr(r) for r in unknown[:5])
@@ -103,17 +102,8 @@ def check_filter(f: ItemFilter, limits: Limits) -> None:
         check_timestamp("filter.since", f.since)
     if f.until is not None:
         check_timestamp("filter.until", f.until)
-    if len(f.metadata) > limits.max_metadata_entries:
-        raise ResourceExhausted(
-            f"filter.metadata has {len(f.metadata)} pairs, over the limit of"
-            f" {limits.max_metadata_entries} (setting limits.max_metadata_entries)"
-        )
-    size = sum(len(k.encode()) + len(v.encode()) for k, v in f.metadata.items())
-    if size > limits.max_metadata_bytes:
-        raise ResourceExhausted(
-            f"filter.metadata is {size} bytes, over the limit of {limits.max_metadata_bytes}"
-            " (setting limits.max_metadata_bytes)"
-        )
+    # A filter asking for more pairs than an item may carry could never match.
+    check_metadata_size("filter", f.metadata, limits)
 
 
 @dataclass(frozen=True, slots=True)
