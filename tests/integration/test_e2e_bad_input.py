@@ -100,9 +100,7 @@ def test_a_usage_report_out_of_range_is_refused_and_changes_nothing(
     assert list(stub.GetActiveContext(pb.GetActiveContextRequest(conversation_id="c")).entries)
 
 
-def test_a_report_at_the_bound_works_and_survives_a_restart(
-    start_service: StartService, tmp_path: object
-) -> None:
+def test_a_report_at_the_bound_works_and_survives_a_restart(start_service: StartService) -> None:
     service = start_service()
     data_dir = service.settings.data_dir
     with grpc.insecure_channel(f"127.0.0.1:{service.port}") as channel:
