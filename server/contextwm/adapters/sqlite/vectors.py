@@ -18,27 +18,21 @@ class VectorTables(Database):
     """Item vectors as float32 blobs: pending ones for the indexer, stored ones for the index."""
 
     def pending_vectors(self, model: str, limit: int, after_id: int = 0) -> list[PendingVector]:
-        rows = (
-            self._reader()
-            .execute(
-                "SELECT i.id, i.conv, i.seq, i.content FROM items i"
-                " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
-                " WHERE i.id > ? AND v.item IS NULL ORDER BY i.id LIMIT ?",
-                (model, after_id, limit),
-            )
-            .fetchall()
-        )
-        return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
+        return self._pending(model, "i.id > ? ORDER BY i.id", after_id, limit)
 
     def pending_vectors_of(self, model: str, key: int, limit: int) -> list[PendingVector]:
         # Newest first along the (conv, seq) index: what readers wait for is the newest.
+        return self._pending(model, "i.conv = ? ORDER BY i.seq DESC", key, limit)
+
+    def _pending(self, model: str, where: str, value: int, limit: int) -> list[PendingVector]:
+        """Items without a vector for model that meet `where` (one ? for value), in its order."""
         rows = (
             self._reader()
             .execute(
                 "SELECT i.id, i.conv, i.seq, i.content FROM items i"
                 " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
-                " WHERE i.conv = ? AND v.item IS NULL ORDER BY i.seq DESC LIMIT ?",
-                (model, key, limit),
+                f" WHERE v.item IS NULL AND {where} LIMIT ?",
+                (model, value, limit),
             )
             .fetchall()
         )
