@@ -9,7 +9,7 @@ a test regenerates _aio.py and fails on any difference.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -26,6 +26,7 @@ from contextwm_client._convert import (
     from_proto_compact_response,
     from_proto_conversation,
     from_proto_enhanced_context,
+    from_proto_import_response,
     from_proto_item,
     from_proto_list_checkpoints_response,
     from_proto_list_context_edits_response,
@@ -52,6 +53,8 @@ from contextwm_client._types import (
     ConversationSettings,
     EnhancedContext,
     FileRef,
+    ImportItem,
+    ImportResult,
     Item,
     NewItem,
     Page,
@@ -65,6 +68,13 @@ from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
 _Request = TypeVar("_Request", bound=Message)
 _Response = TypeVar("_Response", bound=Message)
+
+
+class _Default:
+    """The type of _DEFAULT: "the client's timeout", where None means "no deadline"."""
+
+
+_DEFAULT = _Default()
 
 
 class Client:
@@ -166,11 +176,19 @@ class Client:
         return self._namespace if namespace is None else namespace
 
     def _invoke(
-        self, rpc: grpc.UnaryUnaryMultiCallable[_Request, _Response], request: _Request
+        self,
+        rpc: grpc.UnaryUnaryMultiCallable[_Request, _Response]
+        | grpc.StreamUnaryMultiCallable[_Request, _Response],
+        request: Any,
+        timeout: float | _Default | None = _DEFAULT,
     ) -> _Response:
         # The one place where gRPC errors become ContextWMError, for every method.
         try:
-            return rpc(request, timeout=self._timeout, metadata=self._metadata or None)
+            return rpc(
+                request,
+                timeout=self._timeout if isinstance(timeout, _Default) else timeout,
+                metadata=self._metadata or None,
+            )
         except grpc.RpcError as exc:
             raise map_rpc_error(exc) from exc
 
@@ -400,6 +418,46 @@ class Client:
         """
         warn_renamed("Client.append_many", "Client.append_batch")
         return self.append_batch(conversation_id, items, namespace=namespace)
+
+    def import_items(
+        self,
+        items: Iterable[ImportItem],
+        *,
+        chunk_size: int = 256,
+        timeout: float | None = None,
+        namespace: str | None = None,
+    ) -> ImportResult:
+        """Bulk import (the Import call): streams items of any conversations in chunks.
+
+        Items keep their own timestamps, and each conversation ends as live appends of its
+        items in the same order would leave it. The server takes a chunk only when it is
+        ready for it, so a fast iterator waits rather than filling memory. An item the server
+        refuses is listed in the result and the rest goes on; an item whose idempotency_key
+        is stored already is counted as a duplicate, so re-sending an import is safe.
+
+        Args:
+            items: The items, each conversation's in order.
+            chunk_size: Items per request of the stream, 1..1000 (the server's
+                limits.max_batch_items); larger chunks embed more efficiently.
+            timeout: Deadline of the whole import in seconds; None (the default) has none,
+                since an import may take hours: the client's timeout does not apply.
+            namespace: Namespace of items that name none; None uses the client's.
+
+        Returns:
+            How many items were appended, were duplicates or failed, and the failures.
+
+        Raises:
+            ValueError: chunk_size is out of range (before any call).
+            InvalidArgumentError: A whole chunk is refused (over limits.max_batch_bytes);
+                earlier chunks are stored.
+            ContextWMError: Any other failure of the call; what the server took before it
+                is stored, and re-sending the import adds it once.
+        """
+        if not 1 <= chunk_size <= 1000:
+            raise ValueError(f"chunk_size must be 1..1000, not {chunk_size}")
+        requests = _requests.import_chunks(self._ns(namespace), items, chunk_size)
+        response = self._invoke(self._stub.Import, requests, timeout)
+        return from_proto_import_response(response)
 
     def pin(self, conversation_id: str, seq: int, *, namespace: str | None = None) -> Item:
         """Pins an item: it is evicted only when nothing else is left.

@@ -37,6 +37,8 @@ from contextwm_client._types import (
     EnhancedContext,
     Event,
     FileRef,
+    ImportFailure,
+    ImportResult,
     Item,
     LedgerFact,
     NewItem,
@@ -597,6 +599,20 @@ def from_proto_append_batch_response(message: pb.AppendBatchResponse) -> AppendB
         results=tuple(from_proto_append_result(r) for r in message.results),
         evicted_seqs=tuple(message.evicted_seqs),
         window=from_proto_window_stats(message.window),
+    )
+
+
+def from_proto_import_response(message: pb.ImportResponse) -> ImportResult:
+    """Converts an ImportResponse to the outcome of an import."""
+    return ImportResult(
+        appended=message.appended,
+        duplicates=message.duplicates,
+        conversations=message.conversations,
+        evicted=message.evicted,
+        failed=message.failed,
+        failures=tuple(
+            ImportFailure(f.index, f.source, f.code, f.message) for f in message.failures
+        ),
     )
 
 

@@ -9,7 +9,7 @@ shape of the items of a batch (NewItem or dict).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ from contextwm_client._convert import (
     to_proto_retrieval_mode,
     to_proto_timestamp,
 )
-from contextwm_client._types import CategoryOptions, ConversationSettings, NewItem
+from contextwm_client._types import CategoryOptions, ConversationSettings, ImportItem, NewItem
 from contextwm_client._vocabulary import Flag, ItemState, RetrievalMode, Role, TruncationStrategy
 from contextwm_client.v1 import contextwm_pb2 as pb
 
@@ -142,6 +142,28 @@ def append_batch(
         conversation_id=conversation_id,
         items=[to_proto_new_item(new_item(item, i)) for i, item in enumerate(items)],
     )
+
+
+def import_chunks(
+    namespace: str, items: Iterable[ImportItem], chunk_size: int
+) -> Iterator[pb.ImportRequest]:
+    """The ImportRequests of a stream, chunk_size items each (built as the stream is read);
+    items without a namespace take namespace."""
+    chunk: list[pb.ImportItem] = []
+    for i in items:
+        chunk.append(
+            pb.ImportItem(
+                namespace=i.namespace if i.namespace is not None else namespace,
+                conversation_id=i.conversation_id,
+                item=to_proto_new_item(i.item),
+                source=i.source,
+            )
+        )
+        if len(chunk) == chunk_size:
+            yield pb.ImportRequest(items=chunk)
+            chunk = []
+    if chunk:
+        yield pb.ImportRequest(items=chunk)
 
 
 def pin(namespace: str, conversation_id: str, seq: int) -> pb.PinRequest:

@@ -379,6 +379,61 @@ class AppendBatchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ImportItem:
+    """One item of a bulk import, and where it goes.
+
+    Attributes:
+        conversation_id: The conversation (created with defaults if missing).
+        item: The item; give it an idempotency_key so that a re-sent import adds it once.
+        namespace: Namespace; None uses the client's.
+        source: Your name for where it came from ("timeline.jsonl:12"), quoted in failures.
+    """
+
+    conversation_id: str
+    item: NewItem
+    namespace: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFailure:
+    """An item the server refused during an import; the rest went on.
+
+    Attributes:
+        index: The item's position in the import, from 0.
+        source: The item's source as sent.
+        code: The status name Append would have returned ("INVALID_ARGUMENT", ...).
+        message: Why.
+    """
+
+    index: int
+    source: str
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """The outcome of a bulk import.
+
+    Attributes:
+        appended: Items stored.
+        duplicates: Items whose idempotency_key was stored already (nothing added).
+        conversations: Conversations appended to.
+        evicted: Items moved from windows to archives.
+        failed: Items refused (all of them, also past the listed failures).
+        failures: The refused items, in order, at most 1,000.
+    """
+
+    appended: int
+    duplicates: int
+    conversations: int
+    evicted: int
+    failed: int
+    failures: tuple[ImportFailure, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TokenAccount:
     """Where the tokens of an enhanced context went.
 

@@ -149,7 +149,7 @@ class Service:
             busy_duty=settings.indexer_busy_duty,
         )
         indexer.start()
-        listening.server.serve(engine)
+        listening.server.serve(engine, batch_embedder)
         log.info("contextwm ready")
         return cls(
             settings,

@@ -2735,3 +2735,136 @@ class Event(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
 Global___Event: _TypeAlias = Event  # noqa: Y015
+
+@_typing.final
+class ImportItem(_message.Message):
+    """---------------------------------------------------------------- bulk import
+
+    One item of an import, with where it goes and where it came from.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    ITEM_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """Empty means "default"."""
+    conversation_id: _builtins.str
+    """The conversation is created with default settings if it does not exist."""
+    source: _builtins.str
+    """The sender's name for the item's origin ("timeline.jsonl:12"), quoted in failures."""
+    @_builtins.property
+    def item(self) -> Global___NewItem: ...
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        item: Global___NewItem | None = ...,
+        source: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "item", b"item", "namespace", b"namespace", "source", b"source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportItem: _TypeAlias = ImportItem  # noqa: Y015
+
+@_typing.final
+class ImportRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___ImportItem]:
+        """At most limits.max_batch_items items per chunk."""
+
+    def __init__(
+        self,
+        *,
+        items: _abc.Iterable[Global___ImportItem] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportRequest: _TypeAlias = ImportRequest  # noqa: Y015
+
+@_typing.final
+class ImportFailure(_message.Message):
+    """An item the server refused; the rest of the stream went on."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INDEX_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    index: _builtins.int
+    """The item's position in the stream, from 0."""
+    source: _builtins.str
+    """The item's source as sent."""
+    code: _builtins.str
+    """The status name Append would have returned for the item (INVALID_ARGUMENT, ...)."""
+    message: _builtins.str
+    def __init__(
+        self,
+        *,
+        index: _builtins.int = ...,
+        source: _builtins.str = ...,
+        code: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "index", b"index", "message", b"message", "source", b"source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportFailure: _TypeAlias = ImportFailure  # noqa: Y015
+
+@_typing.final
+class ImportResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPENDED_FIELD_NUMBER: _builtins.int
+    DUPLICATES_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_FIELD_NUMBER: _builtins.int
+    EVICTED_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
+    appended: _builtins.int
+    """Items stored by this call."""
+    duplicates: _builtins.int
+    """Items whose idempotency_key was stored already: nothing was added for them."""
+    conversations: _builtins.int
+    """Conversations this call appended to."""
+    evicted: _builtins.int
+    """Items moved from windows to archives by this call."""
+    failed: _builtins.int
+    @_builtins.property
+    def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___ImportFailure]:
+        """Refused items, in stream order (at most 1,000; failed counts them all)."""
+
+    def __init__(
+        self,
+        *,
+        appended: _builtins.int = ...,
+        duplicates: _builtins.int = ...,
+        conversations: _builtins.int = ...,
+        evicted: _builtins.int = ...,
+        failures: _abc.Iterable[Global___ImportFailure] | None = ...,
+        failed: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["appended", b"appended", "conversations", b"conversations", "duplicates", b"duplicates", "evicted", b"evicted", "failed", b"failed", "failures", b"failures"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportResponse: _TypeAlias = ImportResponse  # noqa: Y015

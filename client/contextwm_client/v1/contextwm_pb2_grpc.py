@@ -141,6 +141,11 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
                 _registered_method=True)
+        self.Import = channel.stream_unary(
+                '/contextwm.v1.ContextService/Import',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -304,6 +309,22 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Import(self, request_iterator, context):
+        """---- operations: bulk import, statistics, re-embedding, retention.
+
+        Bulk import of historic timelines: a client stream of chunks of items for any number of
+        conversations (each conversation's items in order). Items keep their own timestamps, and
+        windows, archives and scores end as live appends of the same items in the same order
+        (each embedded before the next arrives) would leave them. The server reads a chunk
+        only when it is ready for it, so a fast sender waits rather than filling memory. An item
+        the server refuses is reported in the response and the rest goes on; items whose
+        idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
+        nothing twice.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -411,6 +432,11 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Event.SerializeToString,
+            ),
+            'Import': grpc.stream_unary_rpc_method_handler(
+                    servicer.Import,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -981,6 +1007,33 @@ class ContextService:
             '/contextwm.v1.ContextService/Watch',
             contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Import(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/contextwm.v1.ContextService/Import',
+            contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.FromString,
             options,
             channel_credentials,
             insecure,

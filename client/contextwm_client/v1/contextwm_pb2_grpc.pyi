@@ -104,6 +104,18 @@ class ContextServiceStub:
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
+    Import: _grpc.StreamUnaryMultiCallable[_contextwm_pb2.ImportRequest, _contextwm_pb2.ImportResponse]
+    """---- operations: bulk import, statistics, re-embedding, retention.
+
+    Bulk import of historic timelines: a client stream of chunks of items for any number of
+    conversations (each conversation's items in order). Items keep their own timestamps, and
+    windows, archives and scores end as live appends of the same items in the same order
+    (each embedded before the next arrives) would leave them. The server reads a chunk
+    only when it is ready for it, so a fast sender waits rather than filling memory. An item
+    the server refuses is reported in the response and the rest goes on; items whose
+    idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
+    nothing twice.
+    """
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -168,6 +180,18 @@ class ContextServiceAsyncStub(ContextServiceStub):
     Watch: _aio.UnaryStreamMultiCallable[_contextwm_pb2.WatchRequest, _contextwm_pb2.Event]  # type: ignore[assignment]
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
+    """
+    Import: _aio.StreamUnaryMultiCallable[_contextwm_pb2.ImportRequest, _contextwm_pb2.ImportResponse]  # type: ignore[assignment]
+    """---- operations: bulk import, statistics, re-embedding, retention.
+
+    Bulk import of historic timelines: a client stream of chunks of items for any number of
+    conversations (each conversation's items in order). Items keep their own timestamps, and
+    windows, archives and scores end as live appends of the same items in the same order
+    (each embedded before the next arrives) would leave them. The server reads a chunk
+    only when it is ready for it, so a fast sender waits rather than filling memory. An item
+    the server refuses is reported in the response and the rest goes on; items whose
+    idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
+    nothing twice.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -356,6 +380,24 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.Event], _abc.AsyncIterator[_contextwm_pb2.Event]]:
         """Streams a conversation's events as they happen, after replaying those after
         after_event_id that are still kept (one hour by default).
+        """
+
+    @_abc_1.abstractmethod
+    def Import(
+        self,
+        request_iterator: _MaybeAsyncIterator[_contextwm_pb2.ImportRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ImportResponse, _abc.Awaitable[_contextwm_pb2.ImportResponse]]:
+        """---- operations: bulk import, statistics, re-embedding, retention.
+
+        Bulk import of historic timelines: a client stream of chunks of items for any number of
+        conversations (each conversation's items in order). Items keep their own timestamps, and
+        windows, archives and scores end as live appends of the same items in the same order
+        (each embedded before the next arrives) would leave them. The server reads a chunk
+        only when it is ready for it, so a fast sender waits rather than filling memory. An item
+        the server refuses is reported in the response and the rest goes on; items whose
+        idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
+        nothing twice.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -5,7 +5,7 @@ with them in the same unit of work."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.runtime import ConversationRuntime
@@ -21,17 +21,18 @@ from contextwm.conversations.vectors import Vectors
 from contextwm.domain.active import ActiveEntry
 from contextwm.domain.conversations import ConversationSettings, WindowStats
 from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound
-from contextwm.domain.history import EventKind
+from contextwm.domain.facts import Fact
+from contextwm.domain.history import ContextEdit, EventKind
 from contextwm.domain.items import Flag, Item, ItemState, NewItem
 from contextwm.domain.usage import Models
 from contextwm.llm_context.file_copies import supersede
 from contextwm.llm_context.ledger import extract_facts
-from contextwm.ports.store import Store
+from contextwm.ports.store import ItemVectors, Store
 from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.workspace import Workspace
 from contextwm.window.conversation_state import adapt_window, detect_state
 from contextwm.window.importance import detect_flags
-from contextwm.window.window import WindowEntry, choose_evictions
+from contextwm.window.window import Vector, WindowEntry, choose_evictions
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,21 @@ class AppendedItem:
     token_count: int
     flags: Flag
     duplicate: bool
+
+
+@dataclass(slots=True)
+class Staged:
+    """What appends staged in one change have yet to write, in order."""
+
+    items: list[Item] = field(default_factory=list)
+    idempotency_keys: list[str | None] = field(default_factory=list)
+    evicted: list[int] = field(default_factory=list)
+    # Evicted window entries, for the index once the commit succeeded.
+    out_of_window: list[WindowEntry] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    edits: list[ContextEdit] = field(default_factory=list)
+    # (seq, vector) of new items that came with their embedding.
+    vectors: list[tuple[int, Vector]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +110,12 @@ class Appends:
         keys = [i.idempotency_key for i in items if i.idempotency_key]
         if len(keys) != len(set(keys)):
             raise InvalidArgument("two items in one batch share an idempotency_key")
-        self._check_files(namespace, conversation_id, items)
+        self.check_files(namespace, conversation_id, items)
         rt = self.runtimes.get(namespace, conversation_id, create=True)
         with self.busy.timing(), self.work.change(rt) as change:
             return self._append(change, items, keys)
 
-    def _check_files(self, namespace: str, conversation_id: str, items: Sequence[NewItem]) -> None:
+    def check_files(self, namespace: str, conversation_id: str, items: Sequence[NewItem]) -> None:
         """File references must stay inside the workspace, which the server reads them from
         (checked before a conversation is created implicitly, so a refusal leaves none)."""
         files = [(n, i.file.path) for n, i in enumerate(items) if i.file is not None]
@@ -124,56 +140,82 @@ class Appends:
 
     def _append(self, change: Change, items: Sequence[NewItem], keys: list[str]) -> AppendOutcome:
         rt = change.rt
-        settings = rt.record.settings
-        counter = self.counters(settings.encoding)
+        counter = self.counters(rt.record.settings.encoding)
         seen = self.store.find_idempotent(rt.key, keys) if keys else {}
+        counted: list[tuple[NewItem, int]] = []
+        for n, it in enumerate(items):
+            if it.idempotency_key not in seen:
+                tokens = counter.count(it.content)
+                check_item_tokens(tokens, self.limits, n if len(items) > 1 else None)
+                counted.append((it, tokens))
+        staged = Staged()
+        new = iter(self.stage(change, counted, staged))
+        results: list[AppendedItem] = []
+        for it in items:
+            old = seen.get(it.idempotency_key) if it.idempotency_key else None
+            if old is not None:
+                results.append(AppendedItem(old.seq, old.token_count, old.flags, True))
+            else:
+                item = next(new)
+                results.append(AppendedItem(item.seq, item.token_count, item.flags, False))
+        self.commit(change, staged)
+        return AppendOutcome(tuple(results), tuple(staged.evicted), rt.stats())
+
+    def stage(
+        self,
+        change: Change,
+        counted: Sequence[tuple[NewItem, int]],
+        staged: Staged,
+        vectors: Sequence[Vector] | None = None,
+    ) -> list[Item]:
+        """Adds counted items (each with its token count) to the window as one append, evicts
+        what no longer fits, and records in staged what the commit must write; returns the
+        new items. Several stages may share one commit: the window then ends as the same
+        appends one after the other would leave it.
+
+        Args:
+            vectors: the items' embeddings, when the caller has them already.
+        """
+        rt = change.rt
+        if not counted:
+            return []
+        settings = rt.record.settings
         now = self.clock()
         new: list[Item] = []
-        idems: list[str | None] = []
-        results: list[AppendedItem] = []
-        for n, it in enumerate(items):
-            if it.idempotency_key and it.idempotency_key in seen:
-                old = seen[it.idempotency_key]
-                results.append(AppendedItem(old.seq, old.token_count, old.flags, True))
-                continue
-            tokens = counter.count(it.content)
-            check_item_tokens(tokens, self.limits, n if len(items) > 1 else None)
+        for it, tokens in counted:
             flags = it.flags
             if settings.detect_importance:
                 flags |= detect_flags(it.role, it.content)
-            item = Item(
-                conversation_id=rt.record.conversation_id,
-                seq=rt.last_seq + len(new) + 1,
-                role=it.role,
-                content=it.content,
-                timestamp=it.timestamp if it.timestamp is not None else now,
-                token_count=tokens,
-                flags=flags,
-                metadata=dict(it.metadata),
-                file=it.file,
-                state=ItemState.WINDOW,
+            new.append(
+                Item(
+                    conversation_id=rt.record.conversation_id,
+                    seq=rt.last_seq + len(new) + 1,
+                    role=it.role,
+                    content=it.content,
+                    timestamp=it.timestamp if it.timestamp is not None else now,
+                    token_count=tokens,
+                    flags=flags,
+                    metadata=dict(it.metadata),
+                    file=it.file,
+                    state=ItemState.WINDOW,
+                )
             )
-            new.append(item)
-            idems.append(it.idempotency_key)
-            results.append(AppendedItem(item.seq, tokens, flags, False))
-        if not new:
-            return AppendOutcome(tuple(results), (), rt.stats())
-
         pending = {i.seq: i for i in new}
         superseded = supersede(
             rt.whole_copies,
             new,
             tokens_of=lambda seq: self._token_count(rt, seq, pending),
-            counter=counter,
+            counter=self.counters(settings.encoding),
             at=now,
             first_edit_id=rt.last_edit + 1,
             replace=settings.replace_duplicate_reads,
         )
         facts = [f for item in new for f in extract_facts(item)]
         change.touch()
-        for item in new:
-            rt.window.add(WindowEntry(item))
-            rt.active.append(_active_entry(item))
+        entries = [WindowEntry(item) for item in new]
+        for entry in entries:
+            rt.window.add(entry)
+            rt.active.append(_active_entry(entry.item))
         rt.last_seq = new[-1].seq
         newest = max(i.timestamp for i in new)
         rt.last_ts = newest if rt.last_ts is None else max(rt.last_ts, newest)
@@ -191,31 +233,59 @@ class Appends:
             rt.active.replace(replacement)
         rt.whole_copies = superseded.copies
         rt.ledger.add(facts)
+        rt.last_edit += len(superseded.edits)
         for edit in superseded.edits:
             change.emit(EventKind.DUPLICATE_READ, edit)
         if evicted:
             change.emit(EventKind.EVICTION, tuple(evicted))
+        if vectors is not None:
+            # Only now: live, an item's vector arrives after the append that evicts for it.
+            for entry, vector in zip(entries, vectors, strict=True):
+                entry.vector = vector
+            staged.vectors += [(item.seq, vec) for item, vec in zip(new, vectors, strict=True)]
+        staged.items += new
+        staged.idempotency_keys += [it.idempotency_key for it, _ in counted]
+        staged.evicted += evicted
+        staged.out_of_window += self.vectors.take_out(rt, evicted)
+        staged.facts += facts
+        staged.edits += superseded.edits
+        return new
+
+    def commit(self, change: Change, staged: Staged) -> None:
+        """Writes what was staged in one store transaction (with a usage event), then puts
+        the evicted items' vectors into the index."""
+        rt = change.rt
+        if not staged.items:
+            return
         change.emit(EventKind.USAGE, rt.usage(self.models))
+        embedded = (
+            ItemVectors(
+                self.vectors.model_name,
+                [s for s, _ in staged.vectors],
+                [v for _, v in staged.vectors],
+            )
+            if staged.vectors
+            else None
+        )
         change.commit(
             lambda events: self.store.commit_append(
                 rt.key,
-                new,
-                idems,
-                evicted,
+                staged.items,
+                staged.idempotency_keys,
+                staged.evicted,
                 rt.token_limit,
                 rt.state.value,
-                facts=facts,
-                edits=superseded.edits,
+                facts=staged.facts,
+                edits=staged.edits,
                 events=events,
+                vectors=embedded,
             )
         )
-        rt.last_edit += len(superseded.edits)
-        self.vectors.archive(rt, evicted)
-        rt.pending += len(new)
-        rt.total += len(new)
-        rt.tokens += sum(i.token_count for i in new)
+        self.vectors.index_entries(rt, staged.out_of_window)
+        rt.pending += len(staged.items) - len(staged.vectors)
+        rt.total += len(staged.items)
+        rt.tokens += sum(i.token_count for i in staged.items)
         self.on_append()
-        return AppendOutcome(tuple(results), tuple(evicted), rt.stats())
 
     def _token_count(self, rt: ConversationRuntime, seq: int, pending: dict[int, Item]) -> int:
         """An item's stored token count, from the batch, the window or the store."""

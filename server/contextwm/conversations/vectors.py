@@ -17,7 +17,7 @@ from contextwm.conversations.runtimes import Runtimes
 from contextwm.domain import deadlines
 from contextwm.ports.store import Store
 from contextwm.ports.vector_index import VectorIndex, VectorIndexFiles
-from contextwm.window.window import Vector
+from contextwm.window.window import Vector, WindowEntry
 
 log = logging.getLogger(__name__)
 
@@ -143,16 +143,22 @@ class Vectors:
     def archive(self, rt: ConversationRuntime, seqs: Sequence[int]) -> None:
         """Moves committed evictions out of the window and into the index (rt.lock held).
         Items whose vector has not arrived yet are indexed by the indexer when it does."""
+        self.index_entries(rt, self.take_out(rt, seqs))
+
+    @staticmethod
+    def take_out(rt: ConversationRuntime, seqs: Sequence[int]) -> list[WindowEntry]:
+        """Removes evicted items from the window and counts them archived (rt.lock held);
+        returns their entries for `index_entries` once the eviction is committed."""
         rt.archived += len(seqs)
-        ids: list[int] = []
-        vectors: list[Vector] = []
-        for seq in seqs:
-            entry = rt.window.remove(seq)
-            if entry.vector is not None:
-                ids.append(seq)
-                vectors.append(entry.vector)
-        if ids and rt.index is not None:
-            rt.index.add(ids, np.stack(vectors))
+        return [rt.window.remove(seq) for seq in seqs]
+
+    @staticmethod
+    def index_entries(rt: ConversationRuntime, entries: Sequence[WindowEntry]) -> None:
+        """Adds the vectors of entries taken out of the window to a loaded index (rt.lock
+        held); one not loaded is built from the stored vectors when it is."""
+        embedded = [(e.item.seq, e.vector) for e in entries if e.vector is not None]
+        if embedded and rt.index is not None:
+            rt.index.add([s for s, _ in embedded], np.stack([v for _, v in embedded]))
             rt.index_dirty = True
 
     def save_indexes(self, rested: float = 0.0) -> int:

@@ -20,6 +20,15 @@ from contextwm.ports.history_store import HistoryStore
 
 
 @dataclass(frozen=True, slots=True)
+class ItemVectors:
+    """Vectors of some of one conversation's items, and the model that made them."""
+
+    model: str
+    seqs: Sequence[int]
+    vectors: Sequence[npt.NDArray[np.float32]]
+
+
+@dataclass(frozen=True, slots=True)
 class ConversationRecord:
     """A stored conversation; key is the store's own id, used by every other call."""
 
@@ -116,9 +125,10 @@ class Store(HistoryStore, Protocol):
         facts: Sequence[Fact] = (),
         edits: Sequence[ContextEdit] = (),
         events: Sequence[Event] = (),
+        vectors: ItemVectors | None = None,
     ) -> None:
         """Inserts items, archives the evicted seqs and records the items' facts, context
-        edits and events, in one transaction."""
+        edits, events and (when given) vectors, in one transaction."""
         ...
 
     def commit_compaction(

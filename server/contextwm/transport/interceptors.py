@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import grpc
 
 from contextwm.domain import deadlines
-from contextwm.domain.errors import ContextWMError, DeadlineExceeded
+from contextwm.domain.errors import ContextWMError, DeadlineExceeded, InvalidArgument
 
 log = logging.getLogger("contextwm.requests")
 # Our service's methods; the library's (health, reflection) are left alone.
@@ -114,11 +114,9 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler  # health and reflection streams are library code
         method: str = handler_call_details.method
-        if not method.startswith(f"/{SERVICE_PREFIX}"):
-            return handler
+        if handler is None or not method.startswith(f"/{SERVICE_PREFIX}"):
+            return handler  # health and reflection are library code
         if handler.response_streaming:
             stream: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.unary_stream  # type: ignore[assignment]
             return grpc.unary_stream_rpc_method_handler(
@@ -126,37 +124,61 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 request_deserializer=_tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        inner: Callable[[Any, grpc.ServicerContext], Any] = handler.unary_unary  # type: ignore[assignment]
-
-        def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
-            if isinstance(request, _Unparsable):
-                _refuse_unparsable(context, request, method)  # aborts: raises
-            start = time.perf_counter()
-            outcome = "OK"
-            try:
-                with deadlines.caller_deadline(context.time_remaining()):
-                    deadlines.check("waiting for a free worker")
-                    return inner(request, context)
-            except DeadlineExceeded as exc:
-                outcome = exc.code.name
-                log.info("%s: %s (after %.0f ms)", method, exc.message, _ms(start))
-                _abort(context, exc, method)
-            except ContextWMError as exc:
-                outcome = exc.code.name
-                _abort(context, exc, method)
-            except Exception as exc:  # servicers never abort themselves, so this is a bug
-                outcome = "INTERNAL"
-                _abort(context, exc, method)
-            finally:
-                if log.isEnabledFor(logging.DEBUG):
-                    log.debug("%s %s %.1f ms", method, outcome, _ms(start))
-            return None  # unreachable: abort raises
-
+        if handler.request_streaming:
+            chunks: Callable[[Any, grpc.ServicerContext], Any] = handler.stream_unary  # type: ignore[assignment]
+            return grpc.stream_unary_rpc_method_handler(
+                _unary(lambda requests, context: chunks(_parsed(requests), context), method),
+                request_deserializer=_tolerant(handler.request_deserializer),
+                response_serializer=handler.response_serializer,
+            )
         return grpc.unary_unary_rpc_method_handler(
-            wrapped,
+            _unary(handler.unary_unary, method),  # type: ignore[arg-type]
             request_deserializer=_tolerant(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )
+
+
+def _parsed(requests: Iterator[Any]) -> Iterator[Any]:
+    """A client stream's requests; one that does not parse ends the call INVALID_ARGUMENT."""
+    for request in requests:
+        if isinstance(request, _Unparsable):
+            raise InvalidArgument(
+                f"a request of the stream does not parse ({request.reason}); check that the"
+                " client's stubs come from this server's proto"
+            )
+        yield request
+
+
+def _unary(
+    inner: Callable[[Any, grpc.ServicerContext], Any], method: str
+) -> Callable[[Any, grpc.ServicerContext], Any]:
+    """The mapping for a call with one response (its request may be a stream)."""
+
+    def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
+        if isinstance(request, _Unparsable):
+            _refuse_unparsable(context, request, method)  # aborts: raises
+        start = time.perf_counter()
+        outcome = "OK"
+        try:
+            with deadlines.caller_deadline(context.time_remaining()):
+                deadlines.check("waiting for a free worker")
+                return inner(request, context)
+        except DeadlineExceeded as exc:
+            outcome = exc.code.name
+            log.info("%s: %s (after %.0f ms)", method, exc.message, _ms(start))
+            _abort(context, exc, method)
+        except ContextWMError as exc:
+            outcome = exc.code.name
+            _abort(context, exc, method)
+        except Exception as exc:  # servicers never abort themselves, so this is a bug
+            outcome = "INTERNAL"
+            _abort(context, exc, method)
+        finally:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s %s %.1f ms", method, outcome, _ms(start))
+        return None  # unreachable: abort raises
+
+    return wrapped
 
 
 def _streaming(

@@ -14,6 +14,8 @@ from grpc_reflection.v1alpha import reflection
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.imports import Imports
+from contextwm.ports.embedder import Embedder
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport.interceptors import ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
@@ -80,12 +82,20 @@ class GrpcServer:
         """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
 
-    def serve(self, engine: ContextEngine) -> None:
-        """Hands ContextService calls to the engine, and reports ready."""
+    def serve(self, engine: ContextEngine, batch_embedder: Embedder | None = None) -> None:
+        """Hands ContextService calls to the engine, and reports ready.
+
+        Args:
+            batch_embedder: embeds imported chunks (the engine's embedder when None).
+        """
         retriever = Retriever(engine)
         self._servicer.attach(
             ContextServicer(
-                engine, retriever, CategoryContexts(engine, retriever), AgentLoop(engine)
+                engine,
+                retriever,
+                CategoryContexts(engine, retriever),
+                AgentLoop(engine),
+                Imports(engine.appends, batch_embedder or engine.embedder),
             )
         )
         self._engine = engine

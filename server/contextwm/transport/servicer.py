@@ -9,16 +9,18 @@ from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.imports import Imports
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
+from contextwm.transport.servicer_import import ImportRpcs
 from contextwm.transport.servicer_loop import AgentLoopRpcs
 
 
-class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):
+class ContextServicer(AgentLoopRpcs, ImportRpcs, pb_grpc.ContextServiceServicer):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
     def __init__(
@@ -27,8 +29,10 @@ class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):
         retriever: Retriever,
         categories: CategoryContexts,
         loop: AgentLoop,
+        imports: Imports,
     ) -> None:
         self._engine = engine
+        self._imports = imports
         self._retriever = retriever
         self._categories = categories
         self._loop = loop

@@ -16,9 +16,11 @@ from contextwm.adapters.sqlite.database import Database, insert_rows
 from contextwm.adapters.sqlite.events import write_events
 from contextwm.adapters.sqlite.history import write_edits, write_facts
 from contextwm.adapters.sqlite.history_codecs import compaction_row
+from contextwm.adapters.sqlite.vectors import write_vectors
 from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
 from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
+from contextwm.ports.store import ItemVectors
 
 
 def insert_items(
@@ -96,9 +98,12 @@ class ItemTables(Database):
         facts: Sequence[Fact] = (),
         edits: Sequence[ContextEdit] = (),
         events: Sequence[Event] = (),
+        vectors: ItemVectors | None = None,
     ) -> None:
         with self._transaction() as db:
             insert_items(db, key, items, idempotency_keys)
+            if vectors is not None:
+                write_vectors(db, vectors.model, [(key, s) for s in vectors.seqs], vectors.vectors)
             archive_rows(db, key, evicted)
             last_seq = max((i.seq for i in items), default=0)
             # One UPDATE of the conversation row per append, the event counter included.

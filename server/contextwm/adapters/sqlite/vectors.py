@@ -40,14 +40,7 @@ class VectorTables(Database):
 
     def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
         with self._transaction() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO vectors (item, model, vec)"
-                " SELECT id, ?, ? FROM items WHERE conv = ? AND seq = ?",
-                [
-                    (model, np.ascontiguousarray(vec, dtype=np.float32).tobytes(), key, seq)
-                    for (key, seq), vec in zip(rows, vectors, strict=True)
-                ],
-            )
+            write_vectors(db, model, rows, vectors)
 
     def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]:
         return archived_vectors(self._reader(), key, model)
@@ -76,6 +69,23 @@ class VectorTables(Database):
 
 
 # Module functions on any connection: `contextwm check` asks the same of a read-only one.
+
+
+def write_vectors(
+    db: sqlite3.Connection,
+    model: str,
+    rows: Sequence[tuple[int, int]],
+    vectors: Sequence[npt.NDArray[np.float32]] | Vectors,
+) -> None:
+    """Stores one vector per (conversation key, seq); rows of deleted items are skipped."""
+    db.executemany(
+        "INSERT OR REPLACE INTO vectors (item, model, vec)"
+        " SELECT id, ?, ? FROM items WHERE conv = ? AND seq = ?",
+        [
+            (model, np.ascontiguousarray(vec, dtype=np.float32).tobytes(), key, seq)
+            for (key, seq), vec in zip(rows, vectors, strict=True)
+        ],
+    )
 
 
 def archived_vectors(
