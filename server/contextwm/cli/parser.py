@@ -19,6 +19,8 @@ from contextwm_client import (
 )
 
 from contextwm.cli import agent_loop, conversations, retrieval
+from contextwm.cli.importing.command import default_state_dir, run_import
+from contextwm.cli.importing.sources import FIELDS, FORMATS
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "CONTEXTWM_TARGET"
@@ -146,6 +148,8 @@ def build_parser(
     sub.add_argument("conversation")
     sub.add_argument("--state", dest="states", action="append", default=[], choices=ITEM_STATES)
 
+    _add_import_command(command("import", run_import, IMPORT_HELP))
+
     # ---- the agent loop
     def loop_command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
         sub = command(name, handler, help_text)
@@ -229,6 +233,65 @@ def build_parser(
     sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")
     sub.add_argument("--verbose", action="store_true", help="list every conversation")
     return parser, {"serve": serve, "config": show_settings}
+
+
+IMPORT_HELP = "import timelines (JSON Lines of items, OpenAI chat records) into the server"
+
+
+def _add_import_command(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help='files to import, in order ("-" reads standard input; .gz files are read directly)',
+    )
+    sub.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help='items: one item a line; openai: chat records ({"messages": [...]}) as JSON'
+        " Lines or a .json file; auto (default): .json files are chat records, and each line"
+        " is a chat record if it has messages, else an item",
+    )
+    sub.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=INPUT_FIELD",
+        help="read an item field from another input field (dotted for nested ones), e.g."
+        " --map role=speaker --map content=message.text; fields: " + ", ".join(FIELDS),
+    )
+    sub.add_argument(
+        "--conversation-field",
+        metavar="NAME",
+        help="chat records: the field holding the conversation id (default: conversation_id,"
+        " then id; else an id is derived from the messages)",
+    )
+    sub.add_argument("--strict", action="store_true", help="stop at the first bad line")
+    sub.add_argument(
+        "--chunk-size", type=int, default=256, help="items per message of the stream (1..1000)"
+    )
+    sub.add_argument(
+        "--segment-items",
+        type=int,
+        default=20_000,
+        help="items per call; a resume point is saved after each (default 20000)",
+    )
+    sub.add_argument(
+        "--state-dir",
+        type=Path,
+        default=default_state_dir(),
+        help="where resume points are kept (default ~/.local/state/contextwm/imports)",
+    )
+    sub.add_argument(
+        "--restart", action="store_true", help="ignore resume points: send each input whole"
+    )
+    sub.add_argument(
+        "--retry-seconds",
+        type=float,
+        default=120.0,
+        help="how long to wait for a server that becomes unavailable, then go on (default 120)",
+    )
 
 
 def command_of(arguments: Sequence[str]) -> str | None:

@@ -1,0 +1,110 @@
+"""Import progress as people expect it: a bar redrawn in place on a terminal, a plain line
+every few seconds otherwise, and a summary at the end."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+# A terminal's bar is redrawn this often; a log gets a line this often.
+REDRAW_SECONDS = 0.2
+LINE_SECONDS = 5.0
+_BAR_WIDTH = 24
+
+
+@dataclass(slots=True)
+class Tally:
+    """What an import has done so far."""
+
+    sent: int = 0  # items handed to the server
+    appended: int = 0
+    duplicates: int = 0
+    skipped: int = 0  # lines that could not be read
+    failed: int = 0  # items the server refused
+    conversations: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    """Reports a Tally to a stream; call `update` as often as you like."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        total_bytes: int | None,
+        terminal: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Args:
+        stream: Where reports go (standard error).
+        total_bytes: The input's size, for the fraction done and the ETA (None: unknown).
+        terminal: Draw a bar in place (a terminal) rather than print lines (a log).
+        """
+        self.stream = stream
+        self.total_bytes = total_bytes
+        self.terminal = terminal
+        self.clock = clock
+        self.started = clock()
+        self._last = self.started
+        self._drawn = False
+
+    def update(self, tally: Tally, position: int | None, *, force: bool = False) -> None:
+        """Reports if it is time to (or forced).
+
+        Args:
+            position: Bytes of the input read so far (compressed ones for .gz).
+        """
+        now = self.clock()
+        if not force and now - self._last < (REDRAW_SECONDS if self.terminal else LINE_SECONDS):
+            return
+        self._last = now
+        elapsed = max(now - self.started, 1e-9)
+        rate = tally.sent / elapsed
+        done = None
+        if self.total_bytes and position is not None:
+            done = min(1.0, position / self.total_bytes)
+        parts = [f"{tally.sent:,} items", f"{rate:,.0f} items/s"]
+        if done:
+            parts.append(f"ETA {_duration(elapsed * (1 - done) / done)}")
+        parts.append(f"{len(tally.conversations):,} conversations")
+        if tally.skipped or tally.failed:
+            parts.append(f"{tally.skipped + tally.failed:,} bad")
+        text = ", ".join(parts)
+        if self.terminal:
+            bar = ""
+            if done is not None:
+                filled = int(done * _BAR_WIDTH)
+                bar = f"[{'#' * filled}{'-' * (_BAR_WIDTH - filled)}] {done:4.0%} "
+            self.stream.write(f"\r\x1b[2Kimporting {bar}{text}")
+            self._drawn = True
+        else:
+            fraction = f" ({done:.0%})" if done is not None else ""
+            self.stream.write(f"import: {text}{fraction}\n")
+        self.stream.flush()
+
+    def note(self, line: str) -> None:
+        """A line of its own (a bad line, say), above the bar."""
+        if self._drawn:
+            self.stream.write("\r\x1b[2K")
+            self._drawn = False
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def summary(self, tally: Tally, *, finished: bool) -> str:
+        """The closing line: items, conversations, skipped, failed, seconds, items/s."""
+        seconds = max(self.clock() - self.started, 1e-9)
+        head = "imported" if finished else "stopped after"
+        return (
+            f"{head} {tally.appended + tally.duplicates:,} items into"
+            f" {len(tally.conversations):,} conversations in {seconds:,.1f} s"
+            f" ({(tally.appended + tally.duplicates) / seconds:,.0f} items/s):"
+            f" {tally.appended:,} new, {tally.duplicates:,} already there,"
+            f" {tally.skipped:,} skipped (bad lines), {tally.failed:,} failed"
+        )

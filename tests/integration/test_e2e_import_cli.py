@@ -1,0 +1,301 @@
+"""`contextwm import` against real servers: the formats, bad lines, progress and summary,
+standard input, and imports interrupted (client killed, Ctrl-C, server restarted) and
+resumed without adding anything twice."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from contextwm.app import Service
+from contextwm.cli import main
+from contextwm_client import Client
+from server_process import ServerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_lines(path: Path, rows: list[object]) -> Path:
+    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def items_rows(conversations: int, per: int) -> list[object]:
+    return [
+        {
+            "conversation_id": f"conv-{c}",
+            "role": "user" if k % 2 == 0 else "assistant",
+            "content": f"message {k} of conversation {c}",
+            "timestamp": f"2024-05-{1 + k // 24:02d}T{k % 24:02d}:00:00Z",
+            "metadata": {"k": k},
+        }
+        for k in range(per)
+        for c in range(conversations)
+    ]
+
+
+def run_cli(target: str, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    status = main(["--target", target, "import", *args])
+    return status, capsys.readouterr().err
+
+
+def contents(client: Client, conv: str) -> list[str]:
+    return [i.content for i in client.iter_items(conv)]
+
+
+@pytest.fixture
+def target(service: Service) -> str:
+    return f"127.0.0.1:{service.port}"
+
+
+def test_items_jsonl_and_gz_with_a_bad_line(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = items_rows(3, 4)
+    rows.insert(5, "{not json")
+    rows.insert(8, {"role": "user", "content": "no conversation"})
+    path = write_lines(tmp_path / "timeline.jsonl.gz", rows)
+    status, err = run_cli(target, str(path), "--state-dir", str(tmp_path / "s"), capsys=capsys)
+    assert status == 1  # something was skipped
+    assert f"{path}:6: skipped: not JSON" in err
+    assert f"{path}:9: skipped: no conversation id" in err
+    assert "imported 12 items into 3 conversations" in err
+    assert "12 new, 0 already there, 2 skipped (bad lines), 0 failed" in err
+    assert contents(client, "conv-1") == [f"message {k} of conversation 1" for k in range(4)]
+    item = next(iter(client.iter_items("conv-2")))
+    assert item.timestamp.isoformat() == "2024-05-01T00:00:00+00:00"
+    assert item.metadata == {"k": "0"}
+
+
+def test_openai_jsonl_and_json_files(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = {
+        "id": "chat-1",
+        "messages": [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"function": {"name": "add", "arguments": '{"a":2,"b":2}'}}],
+            },
+            {"role": "tool", "content": "4"},
+            {"role": "assistant", "content": "4."},
+        ],
+    }
+    unnamed = {"messages": [{"role": "user", "content": "hello"}]}
+    lines = write_lines(tmp_path / "chats.jsonl", [record, unnamed])
+    state = ["--state-dir", str(tmp_path / "s")]
+    assert run_cli(target, str(lines), *state, capsys=capsys)[0] == 0
+    assert contents(client, "chat-1") == [
+        "You are terse.",
+        "What is 2+2?",
+        'tool call: add({"a":2,"b":2})',
+        "4",
+        "4.",
+    ]
+    roles = [i.role for i in client.iter_items("chat-1")]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    derived = [c.conversation_id for c in client.list_conversations().entries]
+    assert [c for c in derived if c.startswith("openai-")] != []
+    # The same records as one JSON file, into another namespace, conversation by "name".
+    named = [{**record, "name": "chat-json"}]
+    (tmp_path / "chats.json").write_text(json.dumps(named))
+    status, err = run_cli(
+        target,
+        str(tmp_path / "chats.json"),
+        *state,
+        "--conversation-field",
+        "name",
+        capsys=capsys,
+    )
+    assert status == 0, err
+    assert len(contents(client, "chat-json")) == 5
+
+
+def test_a_mapped_format(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"thread": "t1", "speaker": "assistant", "msg": {"text": "mapped one"}, "ts": 1700000000},
+        {"thread": "t1", "speaker": "user", "msg": {"text": "mapped two"}, "ts": 1700000060000},
+    ]
+    path = write_lines(tmp_path / "other.jsonl", rows)
+    maps = ["--map", "conversation_id=thread", "--map", "role=speaker"]
+    maps += ["--map", "content=msg.text", "--map", "timestamp=ts"]
+    status, _ = run_cli(target, str(path), *maps, "--state-dir", str(tmp_path), capsys=capsys)
+    assert status == 0
+    got = list(client.iter_items("t1"))
+    assert [(i.role, i.content) for i in got] == [
+        ("assistant", "mapped one"),
+        ("user", "mapped two"),
+    ]
+    assert got[1].timestamp.timestamp() == 1700000060  # milliseconds read as such
+    status, err = run_cli(target, str(path), "--map", "colour=x", capsys=capsys)
+    assert status == 2 and "unknown field" in err
+
+
+def test_strict_stops_at_the_first_bad_line(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [*items_rows(1, 3), "[1, 2]", *items_rows(1, 6)[3:]]
+    path = write_lines(tmp_path / "strict.jsonl", rows)
+    status, err = run_cli(
+        target, str(path), "--strict", "--state-dir", str(tmp_path / "s"), capsys=capsys
+    )
+    assert status == 1
+    assert "strict.jsonl:4: skipped: expected a JSON object" in err
+    assert "stopped after 3 items" in err
+    assert len(contents(client, "conv-0")) == 3
+
+
+def test_server_refusals_are_reported_with_file_and_line(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"conversation_id": "r", "content": "fine"},
+        {"conversation_id": "r", "content": "odd role", "role": "robot"},
+        {"conversation_id": "r", "content": "fine again"},
+    ]
+    path = write_lines(tmp_path / "roles.jsonl", rows)
+    status, err = run_cli(target, str(path), "--state-dir", str(tmp_path), capsys=capsys)
+    assert status == 1
+    assert f"{path}:2: failed: INVALID_ARGUMENT:" in err and "robot" in err
+    assert contents(client, "r") == ["fine", "fine again"]
+
+
+def test_a_finished_import_run_again_sends_nothing_unless_restarted(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_lines(tmp_path / "once.jsonl", items_rows(2, 5))
+    state = ["--state-dir", str(tmp_path / "s")]
+    assert run_cli(target, str(path), *state, capsys=capsys)[0] == 0
+    status, err = run_cli(target, str(path), *state, capsys=capsys)
+    assert status == 0 and "imported already" in err
+    status, err = run_cli(target, str(path), *state, "--restart", capsys=capsys)
+    assert status == 0
+    assert "0 new, 10 already there" in err
+    assert len(contents(client, "conv-0")) == 5
+
+
+def cli_process(target: str, *args: str, stdin: int | None = None) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "client")]),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "contextwm", "--target", target, "import", *args],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_standard_input_with_plain_progress_lines(
+    target: str, client: Client, tmp_path: Path
+) -> None:
+    data = "".join(json.dumps(r) + "\n" for r in items_rows(4, 50)).encode()
+    proc = cli_process(target, "-", stdin=subprocess.PIPE)
+    _, err = proc.communicate(data.decode(), timeout=120)
+    assert proc.returncode == 0, err
+    assert "imported 200 items into 4 conversations" in err
+    assert "import: " in err  # a plain line, not a bar: stderr is not a terminal
+    assert "\r" not in err
+    assert len(contents(client, "conv-3")) == 50
+
+
+def wait_for(condition: object, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_a_killed_client_resumes_where_it_stopped(
+    target: str, client: Client, tmp_path: Path
+) -> None:
+    path = write_lines(tmp_path / "big.jsonl", items_rows(10, 300))
+    state = tmp_path / "s"
+    args = [str(path), "--state-dir", str(state), "--segment-items", "500", "--chunk-size", "50"]
+    first = cli_process(target, *args)
+    # Killed once a resume point exists and more is on its way.
+    wait_for(lambda: any(state.glob("*.json")), "a resume point")
+    first.send_signal(signal.SIGKILL)
+    first.wait(30)
+    saved = json.loads(next(state.glob("*.json")).read_text())
+    assert 0 < saved["line"] < 3000 and not saved["done"]
+    second = cli_process(target, *args)
+    _, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    assert f"resuming after line {saved['line']:,}" in err
+    # Re-sent at most what the first run sent past its resume point.
+    new = int(err.split(" new,")[0].rsplit(" ", 1)[1].replace(",", ""))
+    again = int(err.split(" already there")[0].rsplit(" ", 1)[1].replace(",", ""))
+    assert new + again == 3000 - saved["line"]
+    assert again < 1000
+    for c in range(10):
+        assert contents(client, f"conv-{c}") == [
+            f"message {k} of conversation {c}" for k in range(300)
+        ]
+
+
+def test_ctrl_c_exits_130_and_a_rerun_finishes(target: str, client: Client, tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "int.jsonl", items_rows(4, 400))
+    args = [str(path), "--state-dir", str(tmp_path / "s"), "--segment-items", "400"]
+    first = cli_process(target, *args)
+    wait_for(lambda: any((tmp_path / "s").glob("*.json")), "a resume point")
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+    assert "run the same command again" in err
+    second = cli_process(target, *args)
+    _, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    for c in range(4):
+        assert len(contents(client, f"conv-{c}")) == 400
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_restarted_server_is_waited_for_and_nothing_is_added_twice(tmp_path: Path) -> None:
+    port = str(free_port())
+    server = ServerProcess(tmp_path / "data", "--port", port)
+    target = f"127.0.0.1:{port}"
+    path = write_lines(tmp_path / "long.jsonl", items_rows(8, 500))
+    state = tmp_path / "s"
+    proc = cli_process(target, str(path), "--state-dir", str(state), "--segment-items", "500")
+    try:
+        wait_for(lambda: any(state.glob("*.json")), "a resume point", timeout=120)
+        server.kill()
+        server = ServerProcess(tmp_path / "data", "--port", port)
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        assert "server unavailable" in err
+        with Client(target) as client:
+            for c in range(8):
+                assert contents(client, f"conv-{c}") == [
+                    f"message {k} of conversation {c}" for k in range(500)
+                ]
+    finally:
+        proc.kill()
+        server.kill()
