@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from server_process import ServerProcess
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def write_lines(path: Path, rows: list[object]) -> Path:
+def write_lines(path: Path, rows: Sequence[object]) -> Path:
     text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
     if path.suffix == ".gz":
         path.write_bytes(gzip.compress(text.encode()))
@@ -219,9 +220,9 @@ def test_standard_input_with_plain_progress_lines(
     assert len(contents(client, "conv-3")) == 50
 
 
-def wait_for(condition: object, what: str, timeout: float = 60) -> None:
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
+    while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
