@@ -19,6 +19,7 @@ from contextwm.conversations.appends import AppendOutcome, Appends
 from contextwm.conversations.events import EventHub
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
+from contextwm.conversations.totals import LoadedTotals, loaded_totals
 from contextwm.conversations.unit_of_work import Change, UnitOfWork
 from contextwm.conversations.validation import (
     Limits,
@@ -39,6 +40,7 @@ from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from contextwm.domain.items import Flag, Item, ItemState, NewItem
 from contextwm.domain.usage import Models
 from contextwm.llm_context.usage import check_model
+from contextwm.ports.caches import CacheCounts
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import ConversationRecord, Store
 from contextwm.ports.tokens import TokenCounter
@@ -109,6 +111,8 @@ class ContextEngine:
         # Called after a conversation's items are deleted (the indexer rescans for pending
         # items: the store may hand the freed ids out again).
         self.on_delete: Callable[[], None] = lambda: None
+        # The caches whose hits and misses the metrics report, by name; features add theirs.
+        self.caches: dict[str, CacheCounts] = {"conversations": self.runtimes}
 
     # ------------------------------------------------------------ runtimes
 
@@ -153,6 +157,10 @@ class ContextEngine:
 
     def save_indexes(self, rested: float = 0.0) -> int:
         return self.vectors.save_indexes(rested)
+
+    def totals(self) -> LoadedTotals:
+        """Window fill, archive, pending vectors and index sizes of the loaded conversations."""
+        return loaded_totals(self.runtimes.loaded())
 
     def workspace_of(self, settings: ConversationSettings) -> Workspace | None:
         """The conversation's workspace (its own root or the server's default), if any.
