@@ -57,10 +57,17 @@ class ServerSettings:
     # none, and the directories a conversation's own workspace_root may lie under.
     workspace_root: str = ""
     workspace_allowed_roots: tuple[str, ...] = ()
+    # Prometheus metrics over HTTP at /metrics; off unless a port is given (0 picks one).
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = None
 
 
 class SettingsError(ValueError):
     """A setting that cannot be used; the message names it and where it came from."""
+
+
+# The type of a setting that is unset (None) by default, where it is not a string.
+_UNSET_TYPES: dict[str, type] = {"metrics_port": int}
 
 
 def _coerce(name: str, value: Any, target: Any, source: str) -> Any:
@@ -104,7 +111,7 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
             "models",
         }:
             current = getattr(settings, key)
-            target = type(current) if current is not None else str
+            target = type(current) if current is not None else _UNSET_TYPES.get(key, str)
             top[key] = _coerce(key, value, target, source)
         else:
             raise SettingsError(f"{source}: unknown setting {key!r}")
@@ -325,6 +332,8 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
         raise SettingsError("indexer_niceness must be between 0 and 19")
     if not 0 < settings.indexer_busy_duty <= 1:
         raise SettingsError("indexer_busy_duty must be more than 0 and at most 1")
+    if settings.metrics_port is not None and not 0 <= settings.metrics_port <= 65535:
+        raise SettingsError("metrics_port must be between 0 and 65535 (0 picks a free port)")
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):

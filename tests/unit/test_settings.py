@@ -45,6 +45,18 @@ def test_environment_values_are_coerced() -> None:
     assert s.socket == "/run/cwm.sock"
 
 
+def test_metrics_are_off_by_default_and_take_a_port_from_any_source(tmp_path: Path) -> None:
+    assert ServerSettings().metrics_port is None
+    env = {"CONTEXTWM_METRICS_PORT": "0", "CONTEXTWM_METRICS_HOST": "0.0.0.0"}
+    s = load_settings(toml(tmp_path, "metrics_port = 9100\n"), env)
+    assert (s.metrics_port, s.metrics_host) == (0, "0.0.0.0")
+    assert load_settings(None, env, {"metrics_port": 9200}).metrics_port == 9200
+    with pytest.raises(SettingsError, match="metrics_port"):
+        load_settings(None, {"CONTEXTWM_METRICS_PORT": "70000"})
+    with pytest.raises(SettingsError, match="metrics_port = 'on' is not a valid int"):
+        load_settings(None, {"CONTEXTWM_METRICS_PORT": "on"})
+
+
 def test_nested_environment_limits() -> None:
     s = load_settings(None, {"CONTEXTWM_LIMITS__MAX_ITEM_TOKENS": "5"})
     assert s.limits.max_item_tokens == 5
