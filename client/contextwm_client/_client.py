@@ -26,6 +26,7 @@ from contextwm_client._convert import (
     from_proto_compact_response,
     from_proto_conversation,
     from_proto_enhanced_context,
+    from_proto_get_stats_response,
     from_proto_item,
     from_proto_list_checkpoints_response,
     from_proto_list_context_edits_response,
@@ -57,6 +58,7 @@ from contextwm_client._types import (
     Page,
     RestoreResult,
     SearchResult,
+    StatsResult,
     TruncateResult,
     Usage,
 )
@@ -960,3 +962,43 @@ class Client:
         except grpc.RpcError as exc:  # the call fails on reading, but be sure
             raise map_rpc_error(exc) from exc
         return EventStream(call, after_event_id)
+
+    # ------------------------------------------------------------ statistics
+
+    def get_stats(
+        self,
+        conversation_id: str | None = None,
+        *,
+        all_namespaces: bool = False,
+        page_size: int = 100,
+        page_token: str = "",
+        namespace: str | None = None,
+    ) -> StatsResult:
+        """Reads what the store holds: items and tokens by state, vectors, index bytes and
+        item times, per conversation (one page) and in total for the scope.
+
+        The scope is one conversation, the namespace's conversations, or every namespace's.
+        Every page carries the totals of the whole scope.
+
+        Args:
+            conversation_id: One conversation of the namespace; None for all of them.
+            all_namespaces: Every namespace's conversations, ordered by namespace, then id.
+            page_size: Conversations per page, 1..1000.
+            page_token: The previous page's next_page_token; empty for the first page.
+            namespace: Namespace; None uses the client's (none with all_namespaces).
+
+        Returns:
+            The page of conversations and the scope's totals.
+
+        Raises:
+            NotFoundError: conversation_id names no conversation.
+            InvalidArgumentError: Bad page size or token, or all_namespaces with a
+                conversation_id or a namespace.
+            ContextWMError: Any other failure of the call.
+        """
+        # Across namespaces the client's own namespace is not sent: the scope names none.
+        ns = "" if all_namespaces and namespace is None else self._ns(namespace)
+        request = _requests.get_stats(
+            ns, conversation_id or "", all_namespaces, page_size, page_token
+        )
+        return from_proto_get_stats_response(self._invoke(self._stub.GetStats, request))

@@ -57,6 +57,23 @@ def list_conversations(
     )
 
 
+def get_stats(
+    namespace: str,
+    conversation_id: str,
+    all_namespaces: bool,
+    page_size: int,
+    page_token: str,
+) -> pb.GetStatsRequest:
+    """Builds a GetStatsRequest."""
+    return pb.GetStatsRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        all_namespaces=all_namespaces,
+        page_size=page_size,
+        page_token=page_token,
+    )
+
+
 def update_conversation(
     namespace: str, conversation_id: str, settings: ConversationSettings
 ) -> pb.UpdateConversationRequest:

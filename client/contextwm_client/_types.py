@@ -868,3 +868,85 @@ class Event:
     checkpoint: Checkpoint | None = None
     reverted_items: int = 0
     missed: int = 0
+
+
+# ---------------------------------------------------------------- statistics
+
+
+@dataclass(frozen=True, slots=True)
+class StateStats:
+    """The items in one state.
+
+    Attributes:
+        items: How many.
+        tokens: Their summed token counts.
+    """
+
+    items: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """What the store holds for one conversation, or for a whole scope.
+
+    Attributes:
+        items: Items in every state.
+        tokens: Their summed token counts.
+        window: Items in the window.
+        archived: Items evicted to the archive.
+        compacted: Items behind a compaction.
+        reverted: Items added after a checkpoint that was restored.
+        vectors: Items with a vector of the server's embedding model (`StatsResult.model`).
+        missing_vectors: Items still waiting for it (dense search does not see them yet).
+        index_bytes: Size on disk of the FAISS index files as last saved (they are written
+            every `index_save_seconds` and at shutdown; 0 before a first save).
+        oldest_item_at: The oldest item's timestamp (UTC), None without items.
+        newest_item_at: The newest item's timestamp (UTC), None without items.
+    """
+
+    items: int
+    tokens: int
+    window: StateStats
+    archived: StateStats
+    compacted: StateStats
+    reverted: StateStats
+    vectors: int
+    missing_vectors: int
+    index_bytes: int
+    oldest_item_at: datetime | None
+    newest_item_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationStats:
+    """One conversation's figures.
+
+    Attributes:
+        namespace: Its namespace.
+        conversation_id: Its id.
+        stats: What the store holds for it.
+    """
+
+    namespace: str
+    conversation_id: str
+    stats: StoreStats
+
+
+@dataclass(frozen=True, slots=True)
+class StatsResult:
+    """One page of a scope's conversations with the figures of the whole scope.
+
+    Attributes:
+        conversations: This page's conversations, ordered by namespace, then id.
+        total: Every conversation of the scope together, not just this page.
+        conversation_count: Conversations in the scope, those without items included.
+        next_page_token: Pass to the next call to continue; empty on the last page.
+        model: The embedding model the vectors are counted for.
+    """
+
+    conversations: tuple[ConversationStats, ...]
+    total: StoreStats
+    conversation_count: int
+    next_page_token: str
+    model: str

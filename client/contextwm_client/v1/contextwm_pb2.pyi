@@ -2735,3 +2735,200 @@ class Event(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 
 Global___Event: _TypeAlias = Event  # noqa: Y015
+
+@_typing.final
+class GetStatsRequest(_message.Message):
+    """---------------------------------------------------------------- statistics"""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    ALL_NAMESPACES_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """Tenant scope; empty means "default". Leave it empty with all_namespaces."""
+    conversation_id: _builtins.str
+    """One conversation of the namespace; empty: every conversation of the scope."""
+    all_namespaces: _builtins.bool
+    """Every namespace. Not with namespace or conversation_id."""
+    page_size: _builtins.int
+    """Conversations per page: 1..1000, default 100. The totals cover the whole scope anyway."""
+    page_token: _builtins.str
+    """From a previous response's next_page_token, for the same scope. Not with
+    conversation_id.
+    """
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        all_namespaces: _builtins.bool = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_namespaces", b"all_namespaces", "conversation_id", b"conversation_id", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatsRequest: _TypeAlias = GetStatsRequest  # noqa: Y015
+
+@_typing.final
+class StateStats(_message.Message):
+    """The items in one state and their summed token counts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    items: _builtins.int
+    tokens: _builtins.int
+    def __init__(
+        self,
+        *,
+        items: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StateStats: _TypeAlias = StateStats  # noqa: Y015
+
+@_typing.final
+class StoreStats(_message.Message):
+    """What the store holds for one conversation, or for a whole scope."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    WINDOW_FIELD_NUMBER: _builtins.int
+    ARCHIVED_FIELD_NUMBER: _builtins.int
+    COMPACTED_FIELD_NUMBER: _builtins.int
+    REVERTED_FIELD_NUMBER: _builtins.int
+    VECTORS_FIELD_NUMBER: _builtins.int
+    MISSING_VECTORS_FIELD_NUMBER: _builtins.int
+    INDEX_BYTES_FIELD_NUMBER: _builtins.int
+    OLDEST_ITEM_AT_FIELD_NUMBER: _builtins.int
+    NEWEST_ITEM_AT_FIELD_NUMBER: _builtins.int
+    items: _builtins.int
+    tokens: _builtins.int
+    """Summed token counts of every item, in every state."""
+    vectors: _builtins.int
+    """Items that have a vector of the server's current embedding model (response's model)."""
+    missing_vectors: _builtins.int
+    """Items still waiting for that vector: dense search does not see them yet."""
+    index_bytes: _builtins.int
+    """Size on disk of the conversations' FAISS index files (the vectors of archived and
+    compacted items), as last saved: indexes are built when a conversation is first
+    searched and written every index_save_seconds and at shutdown, so this lags the store
+    and is 0 for a conversation whose index was never saved.
+    """
+    @_builtins.property
+    def window(self) -> Global___StateStats: ...
+    @_builtins.property
+    def archived(self) -> Global___StateStats: ...
+    @_builtins.property
+    def compacted(self) -> Global___StateStats: ...
+    @_builtins.property
+    def reverted(self) -> Global___StateStats: ...
+    @_builtins.property
+    def oldest_item_at(self) -> _timestamp_pb2.Timestamp:
+        """The items' own timestamps (the conversation's clock); unset when there are no items."""
+
+    @_builtins.property
+    def newest_item_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        items: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+        window: Global___StateStats | None = ...,
+        archived: Global___StateStats | None = ...,
+        compacted: Global___StateStats | None = ...,
+        reverted: Global___StateStats | None = ...,
+        vectors: _builtins.int = ...,
+        missing_vectors: _builtins.int = ...,
+        index_bytes: _builtins.int = ...,
+        oldest_item_at: _timestamp_pb2.Timestamp | None = ...,
+        newest_item_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["archived", b"archived", "compacted", b"compacted", "newest_item_at", b"newest_item_at", "oldest_item_at", b"oldest_item_at", "reverted", b"reverted", "window", b"window"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archived", b"archived", "compacted", b"compacted", "index_bytes", b"index_bytes", "items", b"items", "missing_vectors", b"missing_vectors", "newest_item_at", b"newest_item_at", "oldest_item_at", b"oldest_item_at", "reverted", b"reverted", "tokens", b"tokens", "vectors", b"vectors", "window", b"window"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoreStats: _TypeAlias = StoreStats  # noqa: Y015
+
+@_typing.final
+class ConversationStats(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    STATS_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    @_builtins.property
+    def stats(self) -> Global___StoreStats: ...
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        stats: Global___StoreStats | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["stats", b"stats"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "namespace", b"namespace", "stats", b"stats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConversationStats: _TypeAlias = ConversationStats  # noqa: Y015
+
+@_typing.final
+class GetStatsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONVERSATIONS_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    CONVERSATION_COUNT_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    conversation_count: _builtins.int
+    """Conversations in the scope, those without items included."""
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    model: _builtins.str
+    """The embedding model the vector counts are for."""
+    @_builtins.property
+    def conversations(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConversationStats]:
+        """This page's conversations, ordered by namespace, then conversation id."""
+
+    @_builtins.property
+    def total(self) -> Global___StoreStats:
+        """Every conversation of the scope together, not just this page."""
+
+    def __init__(
+        self,
+        *,
+        conversations: _abc.Iterable[Global___ConversationStats] | None = ...,
+        total: Global___StoreStats | None = ...,
+        conversation_count: _builtins.int = ...,
+        next_page_token: _builtins.str = ...,
+        model: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["total", b"total"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_count", b"conversation_count", "conversations", b"conversations", "model", b"model", "next_page_token", b"next_page_token", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatsResponse: _TypeAlias = GetStatsResponse  # noqa: Y015

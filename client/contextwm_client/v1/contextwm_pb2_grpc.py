@@ -141,6 +141,11 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
                 _registered_method=True)
+        self.GetStats = channel.unary_unary(
+                '/contextwm.v1.ContextService/GetStats',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -304,6 +309,21 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetStats(self, request, context):
+        """---- operations: bulk import, statistics, re-embedding, retention.
+
+        @import-rpc
+
+        What the store holds: per conversation (paged, ordered by namespace then conversation
+        id) and in total for the whole scope: items and tokens by state, vectors, index file
+        sizes, the oldest and newest item times. The scope is one conversation
+        (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+        conversation_id that does not exist; figures are read from one snapshot of the store.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -411,6 +431,11 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Event.SerializeToString,
+            ),
+            'GetStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStats,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -981,6 +1006,33 @@ class ContextService:
             '/contextwm.v1.ContextService/Watch',
             contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/GetStats',
+            contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -104,6 +104,15 @@ class ContextServiceStub:
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
+    GetStats: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]
+    """@import-rpc
+
+    What the store holds: per conversation (paged, ordered by namespace then conversation
+    id) and in total for the whole scope: items and tokens by state, vectors, index file
+    sizes, the oldest and newest item times. The scope is one conversation
+    (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+    conversation_id that does not exist; figures are read from one snapshot of the store.
+    """
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -168,6 +177,15 @@ class ContextServiceAsyncStub(ContextServiceStub):
     Watch: _aio.UnaryStreamMultiCallable[_contextwm_pb2.WatchRequest, _contextwm_pb2.Event]  # type: ignore[assignment]
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
+    """
+    GetStats: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]  # type: ignore[assignment]
+    """@import-rpc
+
+    What the store holds: per conversation (paged, ordered by namespace then conversation
+    id) and in total for the whole scope: items and tokens by state, vectors, index file
+    sizes, the oldest and newest item times. The scope is one conversation
+    (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+    conversation_id that does not exist; figures are read from one snapshot of the store.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -356,6 +374,21 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.Event], _abc.AsyncIterator[_contextwm_pb2.Event]]:
         """Streams a conversation's events as they happen, after replaying those after
         after_event_id that are still kept (one hour by default).
+        """
+
+    @_abc_1.abstractmethod
+    def GetStats(
+        self,
+        request: _contextwm_pb2.GetStatsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.GetStatsResponse, _abc.Awaitable[_contextwm_pb2.GetStatsResponse]]:
+        """@import-rpc
+
+        What the store holds: per conversation (paged, ordered by namespace then conversation
+        id) and in total for the whole scope: items and tokens by state, vectors, index file
+        sizes, the oldest and newest item times. The scope is one conversation
+        (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+        conversation_id that does not exist; figures are read from one snapshot of the store.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -18,7 +18,7 @@ from contextwm_client import (
     TruncationStrategy,
 )
 
-from contextwm.cli import agent_loop, conversations, retrieval
+from contextwm.cli import agent_loop, conversations, retrieval, stats
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "CONTEXTWM_TARGET"
@@ -145,6 +145,23 @@ def build_parser(
     sub = command("items", conversations.items, "list a conversation's items")
     sub.add_argument("conversation")
     sub.add_argument("--state", dest="states", action="append", default=[], choices=ITEM_STATES)
+
+    sub = command(
+        "stats",
+        stats.stats,
+        "show what the store holds: items by state, tokens, vectors, index sizes, item times",
+    )
+    sub.add_argument(
+        "conversation", nargs="?", help="one conversation; omitted: every one of the namespace"
+    )
+    sub.add_argument(
+        "--all-namespaces", action="store_true", help="every conversation of every namespace"
+    )
+    sub.add_argument("--json", action="store_true", help="print the figures as JSON")
+    # Also taken after the command (`contextwm stats --namespace NS`); SUPPRESS keeps the
+    # value given before it, or the default, when they are not.
+    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="as before the command")
+    sub.add_argument("--target", default=argparse.SUPPRESS, help="as before the command")
 
     # ---- the agent loop
     def loop_command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
 """The context engine: what the service's features share. It builds the conversation
 runtimes, the unit of work, appends and vectors over one store, and manages conversations
-themselves (create, read, list, update settings, delete, pin items).
+themselves (create, read, list, update settings, delete, pin items, statistics).
 
 The store is the truth: a change is applied to memory and committed in one transaction
 inside a unit of work, which puts memory back to the store's state when anything fails, so
@@ -19,6 +19,7 @@ from contextwm.conversations.appends import AppendOutcome, Appends
 from contextwm.conversations.events import EventHub
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
+from contextwm.conversations.stats import Stats
 from contextwm.conversations.totals import LoadedTotals, loaded_totals
 from contextwm.conversations.unit_of_work import Change, UnitOfWork
 from contextwm.conversations.validation import (
@@ -106,6 +107,7 @@ class ContextEngine:
             clock=clock,
             workspace_of=self.workspace_of,
         )
+        self.stats = Stats(store, index_files, model, self.limits)
         # Readers waiting for vectors, whom the indexer serves first.
         self.vector_waiters = self.vectors.waiters
         # Called after a conversation's items are deleted (the indexer rescans for pending

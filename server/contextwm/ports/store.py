@@ -14,6 +14,7 @@ from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
 from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
+from contextwm.domain.stats import ScopeStats, StatsScope
 from contextwm.domain.usage import Reported
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.history_store import HistoryStore
@@ -97,6 +98,15 @@ class Store(HistoryStore, Protocol):
     def delete_conversation(self, key: int) -> int: ...
 
     def counts(self, key: int, model: str) -> ItemCounts: ...
+
+    def stats(
+        self, scope: StatsScope, model: str, after: tuple[str, str], limit: int
+    ) -> ScopeStats:
+        """From one snapshot of the store: up to limit conversations of the scope after
+        `after` (namespace, conversation id; ("", "") for the first), in that order, with
+        their figures, the whole scope's figures, and the keys of all its conversations.
+        Vectors are counted for model; index bytes are left at 0."""
+        ...
 
     def clock_bounds(self, key: int) -> tuple[float | None, float | None]:
         """Timestamps of the conversation's oldest and newest items."""

@@ -16,9 +16,10 @@ from contextwm.retrieval.retriever import Retriever
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_loop import AgentLoopRpcs
+from contextwm.transport.servicer_stats import StatsRpcs
 
 
-class ContextServicer(AgentLoopRpcs, pb_grpc.ContextServiceServicer):
+class ContextServicer(AgentLoopRpcs, StatsRpcs, pb_grpc.ContextServiceServicer):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
     def __init__(
