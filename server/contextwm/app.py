@@ -4,6 +4,8 @@ from the settings, then reports ready."""
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextwm.adapters.embedder_process import ProcessEmbedder
@@ -17,6 +19,8 @@ from contextwm.datadir.lock import DataDirLock
 from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
 from contextwm.ports.embedder import Embedder
+from contextwm.retention.apply import Retention
+from contextwm.retention.task import RetentionTask
 from contextwm.settings import ServerSettings
 from contextwm.transport.server import GrpcServer
 
@@ -47,21 +51,30 @@ class Service:
     lock: DataDirLock
     # The indexer's embedder when it runs in a child process (settings.indexer_process).
     batch_embedder: ProcessEmbedder | None = None
+    # The background run of retention (None when retention_interval_seconds is 0).
+    retention_task: RetentionTask | None = None
 
     @classmethod
-    def start(cls, settings: ServerSettings, *, embedder: Embedder | None = None) -> Service:
-        """Listens, then builds everything and reports ready: `listen(settings).load(embedder)`.
+    def start(
+        cls,
+        settings: ServerSettings,
+        *,
+        embedder: Embedder | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> Service:
+        """Listens, then builds everything and reports ready: `listen(settings).load(...)`.
 
         Args:
             settings: the server settings.
             embedder: an already loaded embedder to share (tests load the model once).
+            clock: the wall clock (tests move it on to age items and conversations).
 
         Raises:
             DataDirInUse: another server runs on the data directory.
             UnusableStore: the store file is damaged or missing where it should be; nothing
                 was written to it.
         """
-        return cls.listen(settings).load(embedder)
+        return cls.listen(settings).load(embedder, clock)
 
     @classmethod
     def listen(cls, settings: ServerSettings) -> Listening:
@@ -98,7 +111,9 @@ class Service:
         return Listening(settings, data, lock, server, port)
 
     @classmethod
-    def _build(cls, listening: Listening, embedder: Embedder | None) -> Service:
+    def _build(
+        cls, listening: Listening, embedder: Embedder | None, clock: Callable[[], float]
+    ) -> Service:
         import faiss
 
         settings, data = listening.settings, listening.data
@@ -124,9 +139,11 @@ class Service:
                 defaults=settings.conversation,
                 limits=settings.limits,
                 index_wait_seconds=settings.index_wait_seconds,
+                clock=clock,
                 models=settings.models,
                 event_retention_seconds=settings.event_retention_seconds,
                 workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
+                retention=settings.retention,
             )
             if batch_embedder is not None:
                 batch_embedder.ready()
@@ -149,6 +166,10 @@ class Service:
             busy_duty=settings.indexer_busy_duty,
         )
         indexer.start()
+        retention_task = None
+        if settings.retention_interval_seconds > 0:
+            retention_task = RetentionTask(Retention(engine), settings.retention_interval_seconds)
+            retention_task.start()
         listening.server.serve(engine)
         log.info("contextwm ready")
         return cls(
@@ -160,12 +181,15 @@ class Service:
             listening.port,
             listening.lock,
             batch_embedder,
+            retention_task,
         )
 
     def stop(self, grace: float | None = None) -> None:
         """Drains calls in flight, stops the indexer, saves indexes, closes the store, and
         lets go of the data directory."""
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
+        if self.retention_task is not None:
+            self.retention_task.stop()
         self.indexer.stop()
         if self.batch_embedder is not None:
             self.batch_embedder.close()
@@ -185,14 +209,18 @@ class Listening:
     server: GrpcServer
     port: int
 
-    def load(self, embedder: Embedder | None = None) -> Service:
-        """Loads the model, opens the store, starts the indexer, then reports ready.
+    def load(
+        self, embedder: Embedder | None = None, clock: Callable[[], float] = time.time
+    ) -> Service:
+        """Loads the model, opens the store, starts the indexer and the retention task, then
+        reports ready.
 
         Args:
             embedder: an already loaded embedder to share (tests load the model once).
+            clock: the wall clock.
         """
         try:
-            return Service._build(self, embedder)
+            return Service._build(self, embedder, clock)
         except BaseException:
             self.abandon()
             raise
