@@ -6,7 +6,8 @@ The wire contract of contextwm: a context window manager for LLM agents.
 
 Vocabulary (see README): a conversation is a stream of items; its window is the
 bounded active part; items evicted from the window go to the archive, where they
-stay stored and searchable. Nothing is deleted except by DeleteConversation.
+stay stored and searchable. Nothing is deleted except by DeleteConversation and by
+retention policies (ApplyRetention, and the server's periodic run of it).
 
 Client-supplied vocabularies (roles, importance flags, file reference kinds) are
 strings, validated by the server, so that grpcurl and JSON users can type them:
@@ -104,6 +105,14 @@ class ContextServiceStub:
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
+    ApplyRetention: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]
+    """@reembed-rpc
+
+    Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
+    """
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -168,6 +177,14 @@ class ContextServiceAsyncStub(ContextServiceStub):
     Watch: _aio.UnaryStreamMultiCallable[_contextwm_pb2.WatchRequest, _contextwm_pb2.Event]  # type: ignore[assignment]
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
+    """
+    ApplyRetention: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]  # type: ignore[assignment]
+    """@reembed-rpc
+
+    Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -356,6 +373,20 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.Event], _abc.AsyncIterator[_contextwm_pb2.Event]]:
         """Streams a conversation's events as they happen, after replaying those after
         after_event_id that are still kept (one hour by default).
+        """
+
+    @_abc_1.abstractmethod
+    def ApplyRetention(
+        self,
+        request: _contextwm_pb2.ApplyRetentionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ApplyRetentionResponse, _abc.Awaitable[_contextwm_pb2.ApplyRetentionResponse]]:
+        """@reembed-rpc
+
+        Applies retention policies to one conversation, a namespace or every namespace:
+        removes archived items older than the policy's age or beyond its count, and whole
+        conversations inactive for longer than it allows. With dry_run, changes nothing and
+        reports what a run would remove.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
