@@ -31,6 +31,11 @@ class Retention:
     """Thread-safe: every removal is a unit of work on its conversation."""
 
     def __init__(self, engine: ContextEngine, *, chunk_items: int = CHUNK_ITEMS) -> None:
+        """Args:
+        engine: the conversations, their store and the namespaces' policies.
+        chunk_items: items removed per unit of work (the conversation's lock is let go
+            between them).
+        """
         self._engine = engine
         self._store = engine.store
         self._model = engine.embedder.model_name
