@@ -22,6 +22,7 @@ from contextwm_client._convert import (
     from_proto_active_context,
     from_proto_append_batch_response,
     from_proto_append_response,
+    from_proto_apply_retention_response,
     from_proto_checkpoint,
     from_proto_compact_response,
     from_proto_conversation,
@@ -57,6 +58,7 @@ from contextwm_client._types import (
     NewItem,
     Page,
     RestoreResult,
+    RetentionReport,
     SearchResult,
     StatsResult,
     TruncateResult,
@@ -922,6 +924,43 @@ class Client:
             if not page.next_page_token:
                 return
             page_token = page.next_page_token
+
+    # ------------------------------------------------------------ operations
+
+    def apply_retention(
+        self,
+        conversation_id: str | None = None,
+        *,
+        dry_run: bool = False,
+        every_namespace: bool = False,
+        namespace: str | None = None,
+    ) -> RetentionReport:
+        """Applies the retention policies now (the server also does so periodically).
+
+        Removes archived items older than a policy's maximum age or beyond its maximum
+        count, and whole conversations inactive for longer than it allows. Window items,
+        the active context and what a checkpoint restore would bring back stay.
+
+        Args:
+            conversation_id: One conversation; None: every conversation of the namespace.
+            dry_run: Remove nothing; report what a run now would remove.
+            every_namespace: Every conversation of every namespace (give neither
+                conversation_id nor namespace).
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            Per conversation that lost items or went whole, what it lost and why.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: every_namespace with a conversation or namespace, or a bad
+                name.
+            ContextWMError: Any other failure of the call.
+        """
+        scope = "" if every_namespace and namespace is None else self._ns(namespace)
+        request = _requests.apply_retention(scope, conversation_id or "", every_namespace, dry_run)
+        response = self._invoke(self._stub.ApplyRetention, request)
+        return from_proto_apply_retention_response(response)
 
     def watch(
         self,

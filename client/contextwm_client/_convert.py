@@ -33,6 +33,7 @@ from contextwm_client._types import (
     ContextEdit,
     ContributorPiece,
     Conversation,
+    ConversationRetention,
     ConversationSettings,
     ConversationStats,
     EnhancedContext,
@@ -44,6 +45,8 @@ from contextwm_client._types import (
     Optimisations,
     Page,
     RestoreResult,
+    RetentionPolicy,
+    RetentionReport,
     ScoredItem,
     ScoreParts,
     ScoringWeights,
@@ -495,6 +498,8 @@ def to_proto_conversation_settings(value: ConversationSettings) -> pb.Conversati
     )
     if value.weights is not None:
         message.weights.CopyFrom(to_proto_scoring_weights(value.weights))
+    if value.retention is not None:
+        message.retention.CopyFrom(to_proto_retention_policy(value.retention))
     return message
 
 
@@ -530,6 +535,7 @@ def from_proto_conversation_settings(message: pb.ConversationSettings) -> Conver
         workspace_root=_optional(m, "workspace_root", m.workspace_root),
         category_budgets=tuple(from_proto_category_budget(b) for b in m.category_budgets) or None,
         contributor_weights=from_proto_contributor_weights(m.contributor_weights) or None,
+        retention=from_proto_retention_policy(m.retention) if m.HasField("retention") else None,
     )
 
 
@@ -767,6 +773,58 @@ def from_proto_truncate_response(message: pb.TruncateResponse) -> TruncateResult
         truncated_seqs=tuple(message.truncated_seqs),
         tokens_removed=message.tokens_removed,
         usage=from_proto_usage(message.usage),
+    )
+
+
+def to_proto_retention_policy(value: RetentionPolicy) -> pb.RetentionPolicy:
+    """Converts a retention policy to its message; None fields stay unset (the wider
+    policy's)."""
+    return pb.RetentionPolicy(
+        max_age_seconds=value.max_age_seconds,
+        max_archived_items=value.max_archived_items,
+        inactive_seconds=value.inactive_seconds,
+        remove_pinned=value.remove_pinned,
+    )
+
+
+def from_proto_retention_policy(message: pb.RetentionPolicy) -> RetentionPolicy:
+    """Converts a RetentionPolicy message to a policy; unset fields become None."""
+    m = message
+    return RetentionPolicy(
+        max_age_seconds=_optional(m, "max_age_seconds", m.max_age_seconds),
+        max_archived_items=_optional(m, "max_archived_items", m.max_archived_items),
+        inactive_seconds=_optional(m, "inactive_seconds", m.inactive_seconds),
+        remove_pinned=_optional(m, "remove_pinned", m.remove_pinned),
+    )
+
+
+def from_proto_conversation_retention(
+    message: pb.ConversationRetention,
+) -> ConversationRetention:
+    """Converts a ConversationRetention message to what one conversation lost."""
+    return ConversationRetention(
+        namespace=message.namespace,
+        conversation_id=message.conversation_id,
+        policy=from_proto_retention_policy(message.policy),
+        conversation_removed=message.conversation_removed,
+        removed_by_age=message.removed_by_age,
+        removed_by_count=message.removed_by_count,
+        removed_by_inactivity=message.removed_by_inactivity,
+        seqs=tuple(message.seqs),
+        more_seqs=message.more_seqs,
+    )
+
+
+def from_proto_apply_retention_response(
+    message: pb.ApplyRetentionResponse,
+) -> RetentionReport:
+    """Converts an ApplyRetentionResponse to the outcome of a retention run."""
+    return RetentionReport(
+        dry_run=message.dry_run,
+        conversations=tuple(from_proto_conversation_retention(c) for c in message.conversations),
+        conversations_checked=message.conversations_checked,
+        items_removed=message.items_removed,
+        conversations_removed=message.conversations_removed,
     )
 
 

@@ -348,6 +348,18 @@ def list_checkpoints(namespace: str, conversation_id: str) -> pb.ListCheckpoints
     return pb.ListCheckpointsRequest(namespace=namespace, conversation_id=conversation_id)
 
 
+def apply_retention(
+    namespace: str, conversation_id: str, all_namespaces: bool, dry_run: bool
+) -> pb.ApplyRetentionRequest:
+    """Builds an ApplyRetentionRequest (the server checks the scope)."""
+    return pb.ApplyRetentionRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        all_namespaces=all_namespaces,
+        dry_run=dry_run,
+    )
+
+
 def restore_checkpoint(
     namespace: str, conversation_id: str, name: str
 ) -> pb.RestoreCheckpointRequest:

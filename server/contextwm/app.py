@@ -4,6 +4,8 @@ from the settings, then reports ready."""
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextwm.adapters.embedder_process import ProcessEmbedder
@@ -18,6 +20,8 @@ from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
 from contextwm.observability import Metrics
 from contextwm.ports.embedder import Embedder
+from contextwm.retention.apply import Retention
+from contextwm.retention.task import RetentionTask
 from contextwm.settings import ServerSettings
 from contextwm.transport.server import GrpcServer
 
@@ -49,6 +53,8 @@ class Service:
     # The indexer's embedder when it runs in a child process (settings.indexer_process).
     batch_embedder: ProcessEmbedder | None = None
     metrics: Metrics | None = None  # when settings.metrics_port is set
+    # The background run of retention (None when retention_interval_seconds is 0).
+    retention_task: RetentionTask | None = None
 
     @property
     def metrics_port(self) -> int | None:
@@ -56,19 +62,26 @@ class Service:
         return self.metrics.port if self.metrics is not None else None
 
     @classmethod
-    def start(cls, settings: ServerSettings, *, embedder: Embedder | None = None) -> Service:
-        """Listens, then builds everything and reports ready: `listen(settings).load(embedder)`.
+    def start(
+        cls,
+        settings: ServerSettings,
+        *,
+        embedder: Embedder | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> Service:
+        """Listens, then builds everything and reports ready: `listen(settings).load(...)`.
 
         Args:
             settings: the server settings.
             embedder: an already loaded embedder to share (tests load the model once).
+            clock: the wall clock (tests move it on to age items and conversations).
 
         Raises:
             DataDirInUse: another server runs on the data directory.
             UnusableStore: the store file is damaged or missing where it should be; nothing
                 was written to it.
         """
-        return cls.listen(settings).load(embedder)
+        return cls.listen(settings).load(embedder, clock)
 
     @classmethod
     def listen(cls, settings: ServerSettings) -> Listening:
@@ -113,7 +126,9 @@ class Service:
         return Listening(settings, data, lock, server, port, metrics)
 
     @classmethod
-    def _build(cls, listening: Listening, embedder: Embedder | None) -> Service:
+    def _build(
+        cls, listening: Listening, embedder: Embedder | None, clock: Callable[[], float]
+    ) -> Service:
         import faiss
 
         settings, data = listening.settings, listening.data
@@ -139,9 +154,11 @@ class Service:
                 defaults=settings.conversation,
                 limits=settings.limits,
                 index_wait_seconds=settings.index_wait_seconds,
+                clock=clock,
                 models=settings.models,
                 event_retention_seconds=settings.event_retention_seconds,
                 workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
+                retention=settings.retention,
             )
             engine.caches["token_counts"] = ShortCountCache()
             if batch_embedder is not None:
@@ -165,6 +182,10 @@ class Service:
             busy_duty=settings.indexer_busy_duty,
         )
         indexer.start()
+        retention_task = None
+        if settings.retention_interval_seconds > 0:
+            retention_task = RetentionTask(Retention(engine), settings.retention_interval_seconds)
+            retention_task.start()
         listening.server.serve(engine)
         if listening.metrics is not None:
             listening.metrics.watch(engine, indexer.stats)
@@ -179,12 +200,15 @@ class Service:
             listening.lock,
             batch_embedder,
             listening.metrics,
+            retention_task,
         )
 
     def stop(self, grace: float | None = None) -> None:
         """Drains calls in flight, stops the indexer, saves indexes, closes the store, closes
         the metrics port (last: the drain can be watched), and lets go of the data directory."""
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
+        if self.retention_task is not None:
+            self.retention_task.stop()
         self.indexer.stop()
         if self.batch_embedder is not None:
             self.batch_embedder.close()
@@ -207,14 +231,18 @@ class Listening:
     port: int
     metrics: Metrics | None = None
 
-    def load(self, embedder: Embedder | None = None) -> Service:
-        """Loads the model, opens the store, starts the indexer, then reports ready.
+    def load(
+        self, embedder: Embedder | None = None, clock: Callable[[], float] = time.time
+    ) -> Service:
+        """Loads the model, opens the store, starts the indexer and the retention task, then
+        reports ready.
 
         Args:
             embedder: an already loaded embedder to share (tests load the model once).
+            clock: the wall clock.
         """
         try:
-            return Service._build(self, embedder)
+            return Service._build(self, embedder, clock)
         except BaseException:
             self.abandon()
             raise

@@ -75,6 +75,7 @@ CORE = (
     "agent_loop",
     "conversations",
     "indexing",
+    "retention",
 )
 
 
@@ -165,6 +166,7 @@ ALLOWED = {
     "agent_loop": {"conversations", "llm_context", "window"},
     "retrieval": {"conversations", "window"},
     "budgets": {"retrieval", "conversations", "window"},
+    "retention": {"conversations"},
 }
 
 

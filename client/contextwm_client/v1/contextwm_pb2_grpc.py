@@ -146,6 +146,11 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
+        self.ApplyRetention = channel.unary_unary(
+                '/contextwm.v1.ContextService/ApplyRetention',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -324,6 +329,18 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApplyRetention(self, request, context):
+        """@reembed-rpc
+
+        Applies retention policies to one conversation, a namespace or every namespace:
+        removes archived items older than the policy's age or beyond its count, and whole
+        conversations inactive for longer than it allows. With dry_run, changes nothing and
+        reports what a run would remove.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -436,6 +453,11 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'ApplyRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyRetention,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1033,6 +1055,33 @@ class ContextService:
             '/contextwm.v1.ContextService/GetStats',
             contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ApplyRetention',
+            contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,7 +6,8 @@ The wire contract of contextwm: a context window manager for LLM agents.
 
 Vocabulary (see README): a conversation is a stream of items; its window is the
 bounded active part; items evicted from the window go to the archive, where they
-stay stored and searchable. Nothing is deleted except by DeleteConversation.
+stay stored and searchable. Nothing is deleted except by DeleteConversation and by
+retention policies (ApplyRetention, and the server's periodic run of it).
 
 Client-supplied vocabularies (roles, importance flags, file reference kinds) are
 strings, validated by the server, so that grpcurl and JSON users can type them:
@@ -113,6 +114,14 @@ class ContextServiceStub:
     (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
     conversation_id that does not exist; figures are read from one snapshot of the store.
     """
+    ApplyRetention: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]
+    """@reembed-rpc
+
+    Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
+    """
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -186,6 +195,14 @@ class ContextServiceAsyncStub(ContextServiceStub):
     sizes, the oldest and newest item times. The scope is one conversation
     (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
     conversation_id that does not exist; figures are read from one snapshot of the store.
+    """
+    ApplyRetention: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]  # type: ignore[assignment]
+    """@reembed-rpc
+
+    Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -389,6 +406,20 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         sizes, the oldest and newest item times. The scope is one conversation
         (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
         conversation_id that does not exist; figures are read from one snapshot of the store.
+        """
+
+    @_abc_1.abstractmethod
+    def ApplyRetention(
+        self,
+        request: _contextwm_pb2.ApplyRetentionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ApplyRetentionResponse, _abc.Awaitable[_contextwm_pb2.ApplyRetentionResponse]]:
+        """@reembed-rpc
+
+        Applies retention policies to one conversation, a namespace or every namespace:
+        removes archived items older than the policy's age or beyond its count, and whole
+        conversations inactive for longer than it allows. With dry_run, changes nothing and
+        reports what a run would remove.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -210,6 +210,7 @@ class Appends:
                 facts=facts,
                 edits=superseded.edits,
                 events=events,
+                appended_at=now,
             )
         )
         rt.last_edit += len(superseded.edits)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from contextwm.conversations.appends import AppendOutcome, Appends
 from contextwm.conversations.events import EventHub
+from contextwm.conversations.removals import RemovalCounters, Removals
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.conversations.stats import Stats
@@ -39,6 +40,7 @@ from contextwm.domain.conversations import (
 )
 from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from contextwm.domain.items import Flag, Item, ItemState, NewItem
+from contextwm.domain.retention import RetentionPolicies
 from contextwm.domain.usage import Models
 from contextwm.llm_context.usage import check_model
 from contextwm.ports.caches import CacheCounts
@@ -78,6 +80,7 @@ class ContextEngine:
         models: Models | None = None,
         event_retention_seconds: float = 3600.0,
         workspaces: Workspaces | None = None,
+        retention: RetentionPolicies | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -90,6 +93,9 @@ class ContextEngine:
         self.events = EventHub()
         self.event_retention_seconds = event_retention_seconds
         self.workspaces = workspaces
+        # The namespaces' retention policies, and what retention removed so far.
+        self.retention_policies = retention or RetentionPolicies()
+        self.retention_counters = RemovalCounters()
         model = embedder.model_name
         self.runtimes = Runtimes(store, counters, model, self.defaults, clock)
         self.work = UnitOfWork(self.runtimes, self.events, clock)
@@ -110,11 +116,12 @@ class ContextEngine:
         self.stats = Stats(store, index_files, model, self.limits)
         # Readers waiting for vectors, whom the indexer serves first.
         self.vector_waiters = self.vectors.waiters
-        # Called after a conversation's items are deleted (the indexer rescans for pending
-        # items: the store may hand the freed ids out again).
+        # Called after a conversation or some of its items are deleted (the indexer rescans
+        # for pending items: the store may hand the freed ids out again).
         self.on_delete: Callable[[], None] = lambda: None
         # The caches whose hits and misses the metrics report, by name; features add theirs.
         self.caches: dict[str, CacheCounts] = {"conversations": self.runtimes}
+        self.removals = Removals(store, self.vectors, lambda: self.on_delete())
 
     # ------------------------------------------------------------ runtimes
 

@@ -93,6 +93,16 @@ class ServiceCollector(Collector):
                 "Items evicted from a window into the archive.",
                 engine.appends.evicted.value,
             ),
+            (
+                "contextwm_retention_removed_items",
+                "Archived items removed by the retention policies.",
+                engine.retention_counters.items_removed,
+            ),
+            (
+                "contextwm_retention_removed_conversations",
+                "Conversations removed whole by the retention policies (inactivity).",
+                engine.retention_counters.conversations_removed,
+            ),
             ("contextwm_embedded_items", "Items the indexer embedded.", embedded.items),
             (
                 "contextwm_embedding_seconds",

@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
+from contextwm.retention.apply import Retention
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
@@ -90,7 +91,11 @@ class GrpcServer:
         retriever = Retriever(engine)
         self._servicer.attach(
             ContextServicer(
-                engine, retriever, CategoryContexts(engine, retriever), AgentLoop(engine)
+                engine,
+                retriever,
+                CategoryContexts(engine, retriever),
+                AgentLoop(engine),
+                Retention(engine),
             )
         )
         self._engine = engine

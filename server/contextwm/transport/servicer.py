@@ -11,15 +11,17 @@ from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES
+from contextwm.retention.apply import Retention
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_loop import AgentLoopRpcs
+from contextwm.transport.servicer_retention import RetentionRpcs
 from contextwm.transport.servicer_stats import StatsRpcs
 
 
-class ContextServicer(AgentLoopRpcs, StatsRpcs, pb_grpc.ContextServiceServicer):
+class ContextServicer(AgentLoopRpcs, RetentionRpcs, StatsRpcs, pb_grpc.ContextServiceServicer):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
     def __init__(
@@ -28,11 +30,13 @@ class ContextServicer(AgentLoopRpcs, StatsRpcs, pb_grpc.ContextServiceServicer):
         retriever: Retriever,
         categories: CategoryContexts,
         loop: AgentLoop,
+        retention: Retention,
     ) -> None:
         self._engine = engine
         self._retriever = retriever
         self._categories = categories
         self._loop = loop
+        self._retention = retention
 
     def CreateConversation(
         self, request: pb.CreateConversationRequest, context: grpc.ServicerContext

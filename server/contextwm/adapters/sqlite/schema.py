@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,6 +66,14 @@ V2_COLUMNS = (
     ("conversations", "reported_tokens INTEGER"),
     ("conversations", "reported_server_tokens INTEGER"),
     ("conversations", "last_event INTEGER NOT NULL DEFAULT 0"),
+)
+
+# Version 3 (retention): when a conversation was last appended to (NULL in rows older than
+# the column: the newest of its creation and its newest item stand in), and how many of its
+# items retention removed, which leaves gaps in its seqs that `contextwm check` accounts for.
+V3_COLUMNS = (
+    ("conversations", "last_append_at REAL"),
+    ("conversations", "removed_items INTEGER NOT NULL DEFAULT 0"),
 )
 
 V2_TABLES = """
