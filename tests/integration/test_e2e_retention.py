@@ -176,12 +176,16 @@ def test_by_count_the_oldest_go_first(start_service: StartService, clock: Clock)
 def test_window_and_active_context_items_stay(start_service: StartService, clock: Clock) -> None:
     service = start(start_service, clock, default=Policy(max_age_seconds=30 * DAY))
     with Client(f"127.0.0.1:{service.port}") as client:
-        # Never compacted: the active context is the whole conversation, archive included.
+        # Never compacted: no bounded active context to keep, only the window stays.
         client.create_conversation("never", settings=ConversationSettings(window_max_items=3))
         client.append_batch("never", old_items(clock, 8, days_ago=60))
         embedded(client, "never")
-        assert client.get_conversation("never").archived_items == 5
-        assert client.apply_retention("never", dry_run=True).conversations == ()
+        archived = tuple(i.seq for i in client.iter_items("never", states=["archived"]))
+        window = [i.seq for i in client.iter_items("never", states=["window"])]
+        assert len(archived) == 5
+        assert client.apply_retention("never").conversations[0].seqs == archived
+        assert seqs_of(client, "never") == window
+        assert [e.seq for e in client.iter_active_context("never")] == window
 
         # Compacted, then old items appended after the marker: those evicted from the window
         # are archived but still in the active context, so only items before it go.
@@ -413,19 +417,22 @@ def test_bad_policies_and_scopes_are_refused(start_service: StartService, clock:
             client.apply_retention(namespace="not a namespace")
 
 
-def test_a_checkpoint_before_any_compaction_keeps_everything_up_to_it(
+def test_a_checkpoint_before_any_compaction_brings_back_its_window(
     start_service: StartService, clock: Clock
 ) -> None:
     service = start(start_service, clock, default=Policy(max_age_seconds=30 * DAY))
     with Client(f"127.0.0.1:{service.port}") as client:
         client.create_conversation("t", settings=ConversationSettings(window_max_items=3))
         client.append_batch("t", old_items(clock, 6, days_ago=60))
+        window = [i.seq for i in client.iter_items("t", states=["window"])]
         client.create_checkpoint("t", "start")
         client.compact("t", "Summary.")
         embedded(client, "t")
-        assert client.apply_retention("t").conversations == ()
+        removed = client.apply_retention("t").conversations[0].seqs
+        assert set(removed) == set(range(1, 7)) - set(window)
         client.restore_checkpoint("t", "start")
-        assert [e.seq for e in client.iter_active_context("t")] == list(range(1, 7))
+        assert [i.seq for i in client.iter_items("t", states=["window"])] == window
+        assert [e.seq for e in client.iter_active_context("t")] == window
 
 
 # ---------------------------------------------------------------- command line

@@ -95,6 +95,9 @@ def test_totals_cover_the_scope_on_every_page(client: Client) -> None:
     for (namespace, cid), n in sizes.items():
         _turns(client, cid, 0, n, namespace=namespace)
     client.create_conversation("b2", namespace="team-b")  # no items
+    # Vectors arriving between two pages would change the totals: wait for them all.
+    for namespace, cid in sizes:
+        client.search("x", conversation_id=cid, namespace=namespace)
 
     rows: list[ConversationStats] = []
     pages: list[StatsResult] = []

@@ -97,11 +97,14 @@ def test_kept_holds_the_active_context_and_what_checkpoints_restore() -> None:
     assert inside == {3, 4, *range(8, 31), *range(50, 60)}
 
 
-def test_a_conversation_that_never_compacted_keeps_everything() -> None:
+def test_a_conversation_that_never_compacted_keeps_only_windows() -> None:
     kept = kept_for(0, [])
-    assert all(s in kept for s in (1, 2, 1000))
-    # A checkpoint taken before any compaction restores the whole active context up to it.
-    assert kept_for(40, [checkpoint(25, 0)]).ranges == ((0, 25),)
+    assert not any(s in kept for s in (1, 2, 1000))
+    # A checkpoint taken before any compaction: its window comes back, its unbounded active
+    # context is not kept.
+    kept = kept_for(40, [checkpoint(25, 0, (22, 25))])
+    assert kept.ranges == ((22, 25),)
+    assert {s for s in range(1, 45) if s in kept} == {22, 23, 24, 25, *range(40, 45)}
 
 
 # ---------------------------------------------------------------- item limits

@@ -18,7 +18,7 @@ from contextwm_client import (
     TruncationStrategy,
 )
 
-from contextwm.cli import agent_loop, conversations, operations, retrieval, stats
+from contextwm.cli import agent_loop, conversations, retention, retrieval, stats
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_NAMESPACE = "default"
@@ -220,7 +220,7 @@ def build_parser(
     # ---- operations
     sub = command(
         "retention",
-        operations.retention,
+        retention.retention,
         "apply the retention policies now: to every namespace, one namespace, or one conversation",
     )
     sub.add_argument("conversation", nargs="?", help="one conversation; omitted: all of them")

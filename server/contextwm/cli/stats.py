@@ -13,7 +13,7 @@ from contextwm.cli import render
 def stats(client: Client, args: argparse.Namespace) -> int:
     if args.all_namespaces and args.conversation:
         raise ValueError("--all-namespaces covers every conversation: name no CONVERSATION")
-    if args.all_namespaces and args.namespace != "default":
+    if args.all_namespaces and args.namespace not in (None, "default"):
         raise ValueError("--all-namespaces covers every namespace: leave out --namespace")
     result = _every_page(client, args.conversation, args.all_namespaces)
     if args.json:

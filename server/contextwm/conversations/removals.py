@@ -80,6 +80,7 @@ class Removals:
         rt.term_counts = {}  # BM25's counts of items per term are off now
         rt.first_ts = self._store.clock_bounds(rt.key)[0]
         gone = set(seqs)
+        rt.active.drop(gone)  # a conversation that never compacted shows its archive there
         for seq in gone & rt.replaced.keys():
             del rt.replaced[seq]
         if gone & set(rt.whole_copies.values()):

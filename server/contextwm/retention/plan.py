@@ -23,12 +23,14 @@ class Reason(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Kept:
-    """Seqs the item limits never remove: the active context (from its start on) and what a
-    checkpoint restore would bring back into the window or the active context.
+    """Seqs the item limits never remove: the active context of a conversation that compacts
+    (from its last marker on) and what a checkpoint restore would bring back into the window
+    or such an active context. Before any compaction the active context is the whole
+    conversation, which would keep the archive unbounded: then only windows are kept.
 
     Attributes:
         active_start: the first seq of the active context (the last compaction marker; 0
-            before any compaction, when the active context is the whole conversation).
+            before any compaction).
         ranges: inclusive (first, last) seq ranges, sorted, not overlapping.
     """
 
@@ -38,7 +40,7 @@ class Kept:
     def __contains__(self, seq: object) -> bool:
         if not isinstance(seq, int):
             return False
-        if seq >= self.active_start:
+        if self.active_start and seq >= self.active_start:
             return True
         at = bisect.bisect_right(self.ranges, seq, key=lambda r: r[0]) - 1
         return at >= 0 and self.ranges[at][0] <= seq <= self.ranges[at][1]
@@ -59,7 +61,8 @@ def kept_for(active_start: int, checkpoints: Iterable[Checkpoint]) -> Kept:
     """
     ranges: list[tuple[int, int]] = []
     for checkpoint in checkpoints:
-        ranges.append((checkpoint.active_start, checkpoint.last_seq))
+        if checkpoint.active_start:
+            ranges.append((checkpoint.active_start, checkpoint.last_seq))
         ranges += [(r.first, r.last) for r in checkpoint.states if r.state is ItemState.WINDOW]
     merged: list[tuple[int, int]] = []
     for first, last in sorted(ranges):

@@ -1,4 +1,4 @@
-"""The operations commands: retention."""
+"""The retention command: apply the policies now, or see what they would remove."""
 
 from __future__ import annotations
 
