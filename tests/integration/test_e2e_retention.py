@@ -180,10 +180,10 @@ def test_window_and_active_context_items_stay(start_service: StartService, clock
         client.create_conversation("never", settings=ConversationSettings(window_max_items=3))
         client.append_batch("never", old_items(clock, 8, days_ago=60))
         embedded(client, "never")
-        archived = tuple(i.seq for i in client.iter_items("never", states=["archived"]))
+        old = tuple(i.seq for i in client.iter_items("never", states=["archived"]))
         window = [i.seq for i in client.iter_items("never", states=["window"])]
-        assert len(archived) == 5
-        assert client.apply_retention("never").conversations[0].seqs == archived
+        assert len(old) == 5
+        assert client.apply_retention("never").conversations[0].seqs == old
         assert seqs_of(client, "never") == window
         assert [e.seq for e in client.iter_active_context("never")] == window
 
