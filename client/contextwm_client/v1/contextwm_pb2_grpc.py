@@ -146,6 +146,16 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.FromString,
                 _registered_method=True)
+        self.GetStats = channel.unary_unary(
+                '/contextwm.v1.ContextService/GetStats',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
+                _registered_method=True)
+        self.ApplyRetention = channel.unary_unary(
+                '/contextwm.v1.ContextService/ApplyRetention',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -325,6 +335,29 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetStats(self, request, context):
+        """What the store holds: per conversation (paged, ordered by namespace then conversation
+        id) and in total for the whole scope: items and tokens by state, vectors, index file
+        sizes, the oldest and newest item times. The scope is one conversation
+        (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+        conversation_id that does not exist; figures are read from one snapshot of the store.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApplyRetention(self, request, context):
+        """@reembed-rpc
+
+        Applies retention policies to one conversation, a namespace or every namespace:
+        removes archived items older than the policy's age or beyond its count, and whole
+        conversations inactive for longer than it allows. With dry_run, changes nothing and
+        reports what a run would remove.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -437,6 +470,16 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.Import,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.SerializeToString,
+            ),
+            'GetStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStats,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'ApplyRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyRetention,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1034,6 +1077,60 @@ class ContextService:
             '/contextwm.v1.ContextService/Import',
             contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/GetStats',
+            contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ApplyRetention',
+            contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
             options,
             channel_credentials,
             insecure,

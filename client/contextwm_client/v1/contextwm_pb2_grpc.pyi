@@ -6,7 +6,8 @@ The wire contract of contextwm: a context window manager for LLM agents.
 
 Vocabulary (see README): a conversation is a stream of items; its window is the
 bounded active part; items evicted from the window go to the archive, where they
-stay stored and searchable. Nothing is deleted except by DeleteConversation.
+stay stored and searchable. Nothing is deleted except by DeleteConversation and by
+retention policies (ApplyRetention, and the server's periodic run of it).
 
 Client-supplied vocabularies (roles, importance flags, file reference kinds) are
 strings, validated by the server, so that grpcurl and JSON users can type them:
@@ -116,6 +117,21 @@ class ContextServiceStub:
     idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
     nothing twice.
     """
+    GetStats: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]
+    """What the store holds: per conversation (paged, ordered by namespace then conversation
+    id) and in total for the whole scope: items and tokens by state, vectors, index file
+    sizes, the oldest and newest item times. The scope is one conversation
+    (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+    conversation_id that does not exist; figures are read from one snapshot of the store.
+    """
+    ApplyRetention: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]
+    """@reembed-rpc
+
+    Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
+    """
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -192,6 +208,21 @@ class ContextServiceAsyncStub(ContextServiceStub):
     the server refuses is reported in the response and the rest goes on; items whose
     idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
     nothing twice.
+    """
+    GetStats: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]  # type: ignore[assignment]
+    """What the store holds: per conversation (paged, ordered by namespace then conversation
+    id) and in total for the whole scope: items and tokens by state, vectors, index file
+    sizes, the oldest and newest item times. The scope is one conversation
+    (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+    conversation_id that does not exist; figures are read from one snapshot of the store.
+    """
+    ApplyRetention: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]  # type: ignore[assignment]
+    """@reembed-rpc
+
+    Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -398,6 +429,33 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         the server refuses is reported in the response and the rest goes on; items whose
         idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
         nothing twice.
+        """
+
+    @_abc_1.abstractmethod
+    def GetStats(
+        self,
+        request: _contextwm_pb2.GetStatsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.GetStatsResponse, _abc.Awaitable[_contextwm_pb2.GetStatsResponse]]:
+        """What the store holds: per conversation (paged, ordered by namespace then conversation
+        id) and in total for the whole scope: items and tokens by state, vectors, index file
+        sizes, the oldest and newest item times. The scope is one conversation
+        (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+        conversation_id that does not exist; figures are read from one snapshot of the store.
+        """
+
+    @_abc_1.abstractmethod
+    def ApplyRetention(
+        self,
+        request: _contextwm_pb2.ApplyRetentionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ApplyRetentionResponse, _abc.Awaitable[_contextwm_pb2.ApplyRetentionResponse]]:
+        """@reembed-rpc
+
+        Applies retention policies to one conversation, a namespace or every namespace:
+        removes archived items older than the policy's age or beyond its count, and whole
+        conversations inactive for longer than it allows. With dry_run, changes nothing and
+        reports what a run would remove.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

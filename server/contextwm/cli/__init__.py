@@ -11,7 +11,9 @@ so `contextwm search ...` starts fast and works without them.
     parser         the argparse grammar and the value parsers (budgets, weights, K=V, times)
     conversations  append, pin, unpin, create, update, get, list, delete, items
     retrieval      context, search
+    stats          stats
     agent_loop     usage, active, compact, truncate, checkpoint(s), restore, edits, watch
+    retention      retention
     render         text lines and blocks, and JSON
 """
 

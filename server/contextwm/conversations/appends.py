@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
+from contextwm.conversations.tally import Tally
 from contextwm.conversations.unit_of_work import Change, UnitOfWork
 from contextwm.conversations.validation import (
     Limits,
@@ -95,6 +96,8 @@ class Appends:
         self.on_append: Callable[[], None] = lambda: None
         # What the indexer paces itself by: time spent appending.
         self.busy = BusyMeter()
+        # Items evicted from a window into the archive since the server started.
+        self.evicted = Tally()
 
     def append(
         self, namespace: str, conversation_id: str, items: Sequence[NewItem]
@@ -279,9 +282,11 @@ class Appends:
                 edits=staged.edits,
                 events=events,
                 vectors=embedded,
+                appended_at=self.clock(),
             )
         )
         self.vectors.index_entries(rt, staged.out_of_window)
+        self.evicted.add(len(staged.evicted))
         rt.pending += len(staged.items) - len(staged.vectors)
         rt.total += len(staged.items)
         rt.tokens += sum(i.token_count for i in staged.items)
@@ -322,6 +327,7 @@ class Appends:
             change.touch()
             self.store.commit_append(rt.key, [], [], evicted, rt.token_limit, rt.state.value)
             self.vectors.archive(rt, evicted)
+            self.evicted.add(len(evicted))
         return evicted
 
 

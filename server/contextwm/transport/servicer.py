@@ -12,15 +12,20 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.imports import Imports
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES
+from contextwm.retention.apply import Retention
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_import import ImportRpcs
 from contextwm.transport.servicer_loop import AgentLoopRpcs
+from contextwm.transport.servicer_retention import RetentionRpcs
+from contextwm.transport.servicer_stats import StatsRpcs
 
 
-class ContextServicer(AgentLoopRpcs, ImportRpcs, pb_grpc.ContextServiceServicer):
+class ContextServicer(
+    AgentLoopRpcs, ImportRpcs, RetentionRpcs, StatsRpcs, pb_grpc.ContextServiceServicer
+):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
     def __init__(
@@ -30,12 +35,14 @@ class ContextServicer(AgentLoopRpcs, ImportRpcs, pb_grpc.ContextServiceServicer)
         categories: CategoryContexts,
         loop: AgentLoop,
         imports: Imports,
+        retention: Retention,
     ) -> None:
         self._engine = engine
         self._imports = imports
         self._retriever = retriever
         self._categories = categories
         self._loop = loop
+        self._retention = retention
 
     def CreateConversation(
         self, request: pb.CreateConversationRequest, context: grpc.ServicerContext

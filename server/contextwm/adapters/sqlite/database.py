@@ -16,6 +16,7 @@ from contextwm.adapters.sqlite.schema import (
     SCHEMA_VERSION,
     V2_COLUMNS,
     V2_TABLES,
+    V3_COLUMNS,
 )
 
 # The fewest bound parameters a SQLite build allows per statement (older builds: 999).
@@ -88,7 +89,7 @@ class Database:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
-            for table, column in V2_COLUMNS:
+            for table, column in (*V2_COLUMNS, *V3_COLUMNS):
                 present = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
                 if column.split()[0] not in present:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")

@@ -9,6 +9,8 @@ from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
+from contextwm.adapters.sqlite.retention import RetentionTables
+from contextwm.adapters.sqlite.stats import StatsTables
 from contextwm.adapters.sqlite.vectors import VectorTables
 
 
@@ -20,6 +22,8 @@ class SqliteStore(
     HistoryTables,
     CheckpointTables,
     EventTables,
+    StatsTables,
+    RetentionTables,
 ):
     """The Store port on one SQLite file: each base owns the tables of one job and shares
     the connections and transactions of Database, so that an append, its facts, edits and
