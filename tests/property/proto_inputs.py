@@ -59,14 +59,13 @@ class Rpc:
     descriptor: Descriptor  # of the request
     request: type[Message]
     response: type[Message]
-    streaming: bool
+    streaming: bool  # the response is a stream
+    client_streaming: bool  # the request is a stream (of one generated message here)
 
 
 def _rpcs() -> tuple[Rpc, ...]:
     out = []
     for method in SERVICE.methods:
-        if method.client_streaming:  # nothing here can send a request stream yet
-            raise NotImplementedError(f"{method.name} streams requests: teach proto_inputs to")
         out.append(
             Rpc(
                 method.name,
@@ -75,6 +74,7 @@ def _rpcs() -> tuple[Rpc, ...]:
                 message_factory.GetMessageClass(method.input_type),
                 message_factory.GetMessageClass(method.output_type),
                 method.server_streaming,
+                method.client_streaming,
             )
         )
     return tuple(out)

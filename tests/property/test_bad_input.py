@@ -140,6 +140,11 @@ class FuzzRun:
     def _invoke(self, call: pi.Call) -> tuple[grpc.StatusCode, str]:
         rpc = call.rpc
         try:
+            if rpc.client_streaming:
+                self.channel.stream_unary(
+                    rpc.path, request_serializer=_raw, response_deserializer=rpc.response.FromString
+                )(iter([call.payload]), timeout=UNARY_SECONDS)
+                return grpc.StatusCode.OK, ""
             if not rpc.streaming:
                 self.channel.unary_unary(
                     rpc.path, request_serializer=_raw, response_deserializer=rpc.response.FromString

@@ -171,15 +171,23 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         )
 
 
+class _StreamBroken(Exception):
+    """The client's request stream ended in an error: it cancelled, its deadline passed, or a
+    message was over the size limit. gRPC has ended the call with its own status already."""
+
+
 def _parsed(requests: Iterator[Any]) -> Iterator[Any]:
     """A client stream's requests; one that does not parse ends the call INVALID_ARGUMENT."""
-    for request in requests:
-        if isinstance(request, _Unparsable):
-            raise InvalidArgument(
-                f"a request of the stream does not parse ({request.reason}); check that the"
-                " client's stubs come from this server's proto"
-            )
-        yield request
+    try:
+        for request in requests:
+            if isinstance(request, _Unparsable):
+                raise InvalidArgument(
+                    f"a request of the stream does not parse ({request.reason}); check that"
+                    " the client's stubs come from this server's proto"
+                )
+            yield request
+    except grpc.RpcError as exc:
+        raise _StreamBroken from exc
 
 
 def _unary(
@@ -206,6 +214,9 @@ def _unary(
         except ContextWMError as exc:
             outcome = exc.code.name
             _abort(context, exc, method)
+        except _StreamBroken:
+            outcome = "CANCELLED"
+            context.abort(grpc.StatusCode.CANCELLED, "the request stream broke off")
         except Exception as exc:  # servicers never abort themselves, so this is a bug
             outcome = "INTERNAL"
             _abort(context, exc, method)
