@@ -20,6 +20,8 @@ Targets: ack p50 <= 5 ms; sustained ingest >= 80 % of raw embedding throughput.
 
 Run:  .venv/bin/python scripts/bench_ingest.py            (full: 20,000 items, ~10-20 min)
       .venv/bin/python scripts/bench_ingest.py --quick    (smoke run, ~1 min)
+      .venv/bin/python scripts/bench_ingest.py --bulk     (bulk import instead: bench_bulk.py,
+                                                           whose flags then follow)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import multiprocessing
 import queue
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -240,6 +243,10 @@ def run_phase(
 
 
 def main() -> int:
+    if "--bulk" in sys.argv[1:]:
+        import bench_bulk
+
+        return bench_bulk.main([a for a in sys.argv[1:] if a != "--bulk"])
     args = parse_args()
     began = time.perf_counter()
     gen = TextGenerator(args.seed)
