@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from contextwm.adapters.sqlite.schema import SCHEMA_VERSION
 from contextwm_client import Client, ConversationSettings
 from server_process import ServerProcess
 
@@ -84,7 +85,7 @@ def test_a_healthy_directory_passes_and_is_left_alone(healthy: Path, tmp_path: P
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert out.splitlines()[-1] == "healthy (0 problems, 0 notes)", out
-    assert "integrity ok, schema version 2" in out
+    assert f"integrity ok, schema version {SCHEMA_VERSION}" in out
     assert "3 conversations, 72 items (15 window, 57 archived)" in out
     assert f"vectors of {MODEL} (64 floats): 72 of 72 items" in out
     assert f"indexes of {MODEL}: 3 files" in out

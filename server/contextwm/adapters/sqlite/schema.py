@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -60,6 +60,20 @@ V2_COLUMNS = (
     ("conversations", "reported_server_tokens INTEGER"),
     ("conversations", "last_event INTEGER NOT NULL DEFAULT 0"),
 )
+
+# Version 3: the embedding model a conversation's vectors come from (NULL: no vectors yet).
+# Recorded rather than read off the vectors table: an item holds one vector, so a conversation
+# half-way through a re-embed holds vectors of two models, and every dense search asks.
+V3_COLUMNS = (("conversations", "embed_model TEXT"),)
+
+# A version-2 file learns each conversation's model from its vectors: that of its oldest
+# embedded item (a version-2 server re-embedded silently after a model change, oldest first).
+V3_FILL = """
+UPDATE conversations SET embed_model = (
+    SELECT v.model FROM items i JOIN vectors v ON v.item = i.id
+    WHERE i.conv = conversations.id ORDER BY i.seq LIMIT 1
+)
+"""
 
 V2_TABLES = """
 CREATE INDEX IF NOT EXISTS items_file ON items (conv, file_path) WHERE file_path IS NOT NULL;

@@ -9,6 +9,7 @@ from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
+from contextwm.adapters.sqlite.reembedding import ReembedTables
 from contextwm.adapters.sqlite.vectors import VectorTables
 
 
@@ -20,6 +21,7 @@ class SqliteStore(
     HistoryTables,
     CheckpointTables,
     EventTables,
+    ReembedTables,
 ):
     """The Store port on one SQLite file: each base owns the tables of one job and shares
     the connections and transactions of Database, so that an append, its facts, edits and
