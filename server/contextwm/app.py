@@ -17,6 +17,7 @@ from contextwm.datadir.lock import DataDirLock
 from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
 from contextwm.ports.embedder import Embedder
+from contextwm.reembedding.reembedder import Reembedder
 from contextwm.settings import ServerSettings
 from contextwm.transport.server import GrpcServer
 
@@ -45,6 +46,7 @@ class Service:
     server: GrpcServer
     port: int
     lock: DataDirLock
+    reembedder: Reembedder
     # The indexer's embedder when it runs in a child process (settings.indexer_process).
     batch_embedder: ProcessEmbedder | None = None
 
@@ -149,7 +151,16 @@ class Service:
             busy_duty=settings.indexer_busy_duty,
         )
         indexer.start()
-        listening.server.serve(engine)
+        reembedder = Reembedder(
+            engine,
+            batch_embedder or embedder,
+            batch_size=settings.indexer_batch_size,
+            # Only to delete files: the other model's dimension does not matter.
+            index_files_of=lambda model: FaissIndexFiles(
+                data.index_dir(model), embedder.dimension, create=False
+            ),
+        )
+        listening.server.serve(engine, reembedder)
         log.info("contextwm ready")
         return cls(
             settings,
@@ -159,12 +170,15 @@ class Service:
             listening.server,
             listening.port,
             listening.lock,
+            reembedder,
             batch_embedder,
         )
 
     def stop(self, grace: float | None = None) -> None:
-        """Drains calls in flight, stops the indexer, saves indexes, closes the store, and
-        lets go of the data directory."""
+        """Stops a re-embed after its batch in hand, drains calls in flight, stops the
+        indexer, saves indexes, closes the store, and lets go of the data directory."""
+        # First: a re-embed may run for long, and would hold the grace period to the end.
+        self.reembedder.stop()
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
         self.indexer.stop()
         if self.batch_embedder is not None:

@@ -74,6 +74,7 @@ CORE = (
     "agent_loop",
     "conversations",
     "indexing",
+    "reembedding",
 )
 
 
@@ -148,6 +149,7 @@ ALLOWED = {
     "agent_loop": {"conversations", "llm_context", "window"},
     "retrieval": {"conversations", "window"},
     "budgets": {"retrieval", "conversations", "window"},
+    "reembedding": {"conversations"},
 }
 
 

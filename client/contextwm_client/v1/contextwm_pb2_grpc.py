@@ -141,6 +141,11 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
                 _registered_method=True)
+        self.Reembed = channel.unary_stream(
+                '/contextwm.v1.ContextService/Reembed',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -304,6 +309,23 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Reembed(self, request, context):
+        """---- operations: bulk import, statistics, re-embedding, retention.
+
+        @import-rpc
+
+        @stats-rpc
+
+        Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+        namespace) with the server's embedding model: those whose stored vectors come from
+        another model, on which dense search is refused. Streams progress; a cancelled run stops
+        after the batch in hand and a later run resumes where it stopped. One run at a time:
+        FAILED_PRECONDITION while another is running.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -411,6 +433,11 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Event.SerializeToString,
+            ),
+            'Reembed': grpc.unary_stream_rpc_method_handler(
+                    servicer.Reembed,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -981,6 +1008,33 @@ class ContextService:
             '/contextwm.v1.ContextService/Watch',
             contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reembed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/contextwm.v1.ContextService/Reembed',
+            contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.FromString,
             options,
             channel_credentials,
             insecure,

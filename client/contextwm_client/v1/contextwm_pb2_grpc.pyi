@@ -104,6 +104,15 @@ class ContextServiceStub:
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
+    Reembed: _grpc.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]
+    """@stats-rpc
+
+    Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+    namespace) with the server's embedding model: those whose stored vectors come from
+    another model, on which dense search is refused. Streams progress; a cancelled run stops
+    after the batch in hand and a later run resumes where it stopped. One run at a time:
+    FAILED_PRECONDITION while another is running.
+    """
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -168,6 +177,15 @@ class ContextServiceAsyncStub(ContextServiceStub):
     Watch: _aio.UnaryStreamMultiCallable[_contextwm_pb2.WatchRequest, _contextwm_pb2.Event]  # type: ignore[assignment]
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
+    """
+    Reembed: _aio.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]  # type: ignore[assignment]
+    """@stats-rpc
+
+    Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+    namespace) with the server's embedding model: those whose stored vectors come from
+    another model, on which dense search is refused. Streams progress; a cancelled run stops
+    after the batch in hand and a later run resumes where it stopped. One run at a time:
+    FAILED_PRECONDITION while another is running.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -356,6 +374,21 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.Event], _abc.AsyncIterator[_contextwm_pb2.Event]]:
         """Streams a conversation's events as they happen, after replaying those after
         after_event_id that are still kept (one hour by default).
+        """
+
+    @_abc_1.abstractmethod
+    def Reembed(
+        self,
+        request: _contextwm_pb2.ReembedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.ReembedProgress], _abc.AsyncIterator[_contextwm_pb2.ReembedProgress]]:
+        """@stats-rpc
+
+        Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+        namespace) with the server's embedding model: those whose stored vectors come from
+        another model, on which dense search is refused. Streams progress; a cancelled run stops
+        after the batch in hand and a later run resumes where it stopped. One run at a time:
+        FAILED_PRECONDITION while another is running.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
+from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport.interceptors import ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
@@ -80,12 +81,17 @@ class GrpcServer:
         """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
 
-    def serve(self, engine: ContextEngine) -> None:
-        """Hands ContextService calls to the engine, and reports ready."""
+    def serve(self, engine: ContextEngine, reembedder: Reembedder) -> None:
+        """Hands ContextService calls to the engine (re-embedding to reembedder), and reports
+        ready."""
         retriever = Retriever(engine)
         self._servicer.attach(
             ContextServicer(
-                engine, retriever, CategoryContexts(engine, retriever), AgentLoop(engine)
+                engine,
+                retriever,
+                CategoryContexts(engine, retriever),
+                AgentLoop(engine),
+                reembedder,
             )
         )
         self._engine = engine
