@@ -42,6 +42,7 @@ from contextwm_client._types import (
     NewItem,
     Optimisations,
     Page,
+    ReembedProgress,
     RestoreResult,
     ScoredItem,
     ScoreParts,
@@ -839,4 +840,20 @@ def from_proto_event(message: pb.Event) -> Event:
         else None,
         reverted_items=checkpoint_event.reverted_items if checkpoint_event is not None else 0,
         missed=message.missed if payload == "missed" else 0,
+    )
+
+
+def from_proto_reembed_progress(message: pb.ReembedProgress) -> ReembedProgress:
+    """Converts a ReembedProgress message to a ReembedProgress."""
+    return ReembedProgress(
+        model=message.model,
+        conversations_done=message.conversations_done,
+        conversations_total=message.conversations_total,
+        items_done=message.items_done,
+        items_total=message.items_total,
+        items_reused=message.items_reused,
+        items_per_second=message.items_per_second,
+        namespace=message.namespace,
+        conversation_id=message.conversation_id,
+        finished=message.finished,
     )
