@@ -12,6 +12,7 @@ so `contextwm search ...` starts fast and works without them.
     conversations  append, pin, unpin, create, update, get, list, delete, items
     retrieval      context, search
     agent_loop     usage, active, compact, truncate, checkpoint(s), restore, edits, watch
+    reembed        reembed
     render         text lines and blocks, and JSON
 """
 

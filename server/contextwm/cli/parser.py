@@ -18,7 +18,7 @@ from contextwm_client import (
     TruncationStrategy,
 )
 
-from contextwm.cli import agent_loop, conversations, retrieval
+from contextwm.cli import agent_loop, conversations, reembed, retrieval
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "CONTEXTWM_TARGET"
@@ -197,6 +197,21 @@ def build_parser(
         metavar="N",
         help="replay the kept events after this event id first (default 0: all kept)",
     )
+
+    # ---- operations
+    sub = command(
+        "reembed",
+        reembed.reembed,
+        "re-embed conversations whose vectors come from another embedding model than the"
+        " server's (dense search on them is refused until then); Ctrl-C stops, a re-run resumes",
+    )
+    sub.add_argument(
+        "conversation", nargs="?", help="one conversation; omitted: the whole namespace"
+    )
+    # Also after the command (`contextwm reembed --namespace NS`); unset keeps the global one.
+    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="the namespace")
+    sub.add_argument("--all", action="store_true", help="every conversation of every namespace")
+    sub.add_argument("--json", action="store_true", help="print each progress report as JSON")
 
     # Its arguments come from contextwm.serve, added by the entry point only when it runs.
     serve = commands.add_parser("serve", help="run the contextwm server")
