@@ -4,10 +4,15 @@ the re-embedding tests: conversations with archived items whose vectors are all 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 from conftest import StartService
 from contextwm.adapters.embedder_fake import HashingEmbedder
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.datadir.layout import DataDir
 from contextwm.domain.conversations import ConversationSettings
 from contextwm_client import Client, NewItem
@@ -70,3 +75,27 @@ def vector_models(data_dir: Path, namespace: str | None = None) -> dict[str, int
             params,
         ).fetchall()
     return dict(rows)
+
+
+class WatchedEmbedder:
+    """The shared model, telling when it is asked to embed a text holding marker: only a
+    re-embed embeds the items of a stale conversation, so the marker "in default/b)" tells
+    that a re-embed has a batch of b in hand."""
+
+    def __init__(self, inner: SentenceTransformerEmbedder, marker: str) -> None:
+        self._inner = inner
+        self._marker = marker
+        self.seen = threading.Event()
+
+    @property
+    def model_name(self) -> str:
+        return self._inner.model_name
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if any(self._marker in t for t in texts):
+            self.seen.set()
+        return self._inner.embed(texts)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 from conftest import StartService
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
@@ -29,6 +28,7 @@ from stale_conversations import (
     QUERY,
     STALE,
     TOPICS,
+    WatchedEmbedder,
     content,
     vector_models,
     write_stale_data,
@@ -228,28 +228,6 @@ def _assert_current(
     with service.engine.holding("default", cid) as rt:
         assert rt.index is not None
         assert set(rt.index.ids().tolist()) == archived, cid
-
-
-class WatchedEmbedder:
-    """The shared model, telling when it is asked to embed a text holding marker."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder, marker: str) -> None:
-        self._inner = inner
-        self._marker = marker
-        self.seen = threading.Event()
-
-    @property
-    def model_name(self) -> str:
-        return self._inner.model_name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if any(self._marker in t for t in texts):
-            self.seen.set()
-        return self._inner.embed(texts)
 
 
 def test_a_reembed_runs_beside_other_calls_stops_when_cancelled_and_resumes(

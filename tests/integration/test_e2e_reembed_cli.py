@@ -14,10 +14,18 @@ from pathlib import Path
 
 import pytest
 from conftest import StartService
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.app import Service
 from contextwm.cli import main
 from contextwm_client import Client
-from stale_conversations import ITEMS, QUERY, STALE, vector_models, write_stale_data
+from stale_conversations import (
+    ITEMS,
+    QUERY,
+    STALE,
+    WatchedEmbedder,
+    vector_models,
+    write_stale_data,
+)
 
 BATCH = 8
 
@@ -31,9 +39,14 @@ def data_dir(tmp_path: Path, start_service: StartService) -> Path:
 
 
 @pytest.fixture
-def service(data_dir: Path, start_service: StartService) -> Service:
+def watched(embedder: SentenceTransformerEmbedder) -> WatchedEmbedder:
+    return WatchedEmbedder(embedder, "in default/b)")
+
+
+@pytest.fixture
+def service(data_dir: Path, start_service: StartService, watched: WatchedEmbedder) -> Service:
     """A server with the bundled model on that data."""
-    return start_service(data_dir=data_dir, indexer_batch_size=BATCH)
+    return start_service(data_dir=data_dir, indexer_batch_size=BATCH, model=watched)
 
 
 def test_reembed_prints_progress_and_a_summary(
@@ -51,7 +64,7 @@ def test_reembed_prints_progress_and_a_summary(
     lines = err.splitlines()
     assert lines[0].endswith(f"0/1 conversations, 0/{ITEMS} items (0.0 items/s)")
     assert f"1/1 conversations, {ITEMS}/{ITEMS} items" in lines[-1]
-    assert out.startswith(f"re-embedded 1 conversations ({ITEMS} items) with all-MiniLM-L6-v2")
+    assert out.startswith(f"re-embedded 1 conversation ({ITEMS} items) with all-MiniLM-L6-v2")
 
     assert main(["--target", address, "reembed"]) == 0  # the default namespace
     out, _ = capsys.readouterr()
@@ -68,12 +81,16 @@ def test_reembed_prints_progress_and_a_summary(
 
 
 def test_ctrl_c_stops_the_reembed_and_a_rerun_resumes(
-    service: Service, data_dir: Path, capsys: pytest.CaptureFixture[str]
+    service: Service,
+    data_dir: Path,
+    watched: WatchedEmbedder,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     address = f"127.0.0.1:{service.port}"
     command = [sys.executable, "-m", "contextwm", "--target", address, "reembed", "--all"]
     lines: queue.Queue[str] = queue.Queue()
-    # "a" gets done; the run then waits for b's lock, so Ctrl-C comes before it could finish.
+    # "a" gets done; the run then holds a batch of "b" it cannot store while the test holds
+    # b's lock, and Ctrl-C comes.
     with service.engine.holding("default", "b"):
         process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
         stderr = process.stderr
@@ -82,6 +99,7 @@ def test_ctrl_c_stops_the_reembed_and_a_rerun_resumes(
         reader.start()
         while " 1/4 conversations" not in (line := lines.get(timeout=120)):
             assert "conversations" in line, line
+        assert watched.seen.wait(60)
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == 130
     reader.join(60)
@@ -96,4 +114,6 @@ def test_ctrl_c_stops_the_reembed_and_a_rerun_resumes(
     assert re.match(r"re-embedding with all-MiniLM-L6-v2: 0/3 conversations, 0/\d+ items", first)
     assert "3/3 conversations" in last and ", ops/d" in last
     assert out.startswith("re-embedded 3 conversations")
+    # The batch of "b" in hand when it was cancelled was kept.
+    assert re.search(r"; \d+ items embedded by an earlier run kept$", out.strip()), out
     assert vector_models(data_dir) == {"all-MiniLM-L6-v2": len(STALE) * ITEMS}

@@ -68,14 +68,19 @@ def summary(p: ReembedProgress, seconds: float, scope: str) -> str:
     if p.conversations_total == 0:
         return f"nothing to re-embed: every conversation of {scope} uses {p.model}"
     reused = (
-        f"; {p.items_reused} items were embedded by an earlier run and kept"
+        f"; {_count(p.items_reused, 'item')} embedded by an earlier run kept"
         if p.items_reused
         else ""
     )
     return (
-        f"re-embedded {p.conversations_done} conversations ({p.items_done} items) with"
-        f" {p.model} in {seconds:.1f} s ({p.items_per_second:.1f} items/s){reused}"
+        f"re-embedded {_count(p.conversations_done, 'conversation')}"
+        f" ({_count(p.items_done, 'item')}) with {p.model} in {seconds:.1f} s"
+        f" ({p.items_per_second:.1f} items/s){reused}"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class _ProgressLine:

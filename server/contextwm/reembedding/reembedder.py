@@ -94,8 +94,10 @@ class Reembedder:
                     self._stopped(tally)
                     return
             log.info(
-                "re-embedded %d conversations (%d items) with %s",
+                "re-embedded %s: %d of %d conversations done, %d items embedded with %s",
+                scope.describe(),
                 tally.conversations_done,
+                tally.conversations_total,
                 tally.items_done,
                 self._model,
             )
