@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,14 @@ def start_service(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iter
     """Starts real servers on loopback port 0 with a fresh SQLite file; stops them afterwards.
 
     Keyword arguments override ServerSettings fields (conversation=..., limits=...), except
-    `model`, an Embedder instance to use instead of the shared one.
+    `model`, an Embedder instance to use instead of the shared one, and `clock`, the wall
+    clock the server reads.
     """
     started: list[Service] = []
 
-    def start(*, model: Embedder | None = None, **overrides: Any) -> Service:
+    def start(
+        *, model: Embedder | None = None, clock: Callable[[], float] = time.time, **overrides: Any
+    ) -> Service:
         data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
         # The shared model embeds in-process here: a child process per server would load the
         # model again for every test (the subprocess tests cover the child process).
@@ -45,7 +49,7 @@ def start_service(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iter
             ServerSettings(port=0, data_dir=data_dir, grace_seconds=1.0, indexer_process=False),
             **overrides,
         )
-        service = Service.start(settings, embedder=model or embedder)
+        service = Service.start(settings, embedder=model or embedder, clock=clock)
         started.append(service)
         return service
 

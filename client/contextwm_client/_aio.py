@@ -20,10 +20,12 @@ from contextwm_client._convert import (
     from_proto_active_context,
     from_proto_append_batch_response,
     from_proto_append_response,
+    from_proto_apply_retention_response,
     from_proto_checkpoint,
     from_proto_compact_response,
     from_proto_conversation,
     from_proto_enhanced_context,
+    from_proto_get_stats_response,
     from_proto_item,
     from_proto_list_checkpoints_response,
     from_proto_list_context_edits_response,
@@ -56,7 +58,9 @@ from contextwm_client._types import (
     Page,
     ReembedProgress,
     RestoreResult,
+    RetentionReport,
     SearchResult,
+    StatsResult,
     TruncateResult,
     Usage,
 )
@@ -931,6 +935,43 @@ class AsyncClient:
                 return
             page_token = page.next_page_token
 
+    # ------------------------------------------------------------ operations
+
+    async def apply_retention(
+        self,
+        conversation_id: str | None = None,
+        *,
+        dry_run: bool = False,
+        every_namespace: bool = False,
+        namespace: str | None = None,
+    ) -> RetentionReport:
+        """Applies the retention policies now (the server also does so periodically).
+
+        Removes archived items older than a policy's maximum age or beyond its maximum
+        count, and whole conversations inactive for longer than it allows. Window items,
+        the active context and what a checkpoint restore would bring back stay.
+
+        Args:
+            conversation_id: One conversation; None: every conversation of the namespace.
+            dry_run: Remove nothing; report what a run now would remove.
+            every_namespace: Every conversation of every namespace (give neither
+                conversation_id nor namespace).
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            Per conversation that lost items or went whole, what it lost and why.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: every_namespace with a conversation or namespace, or a bad
+                name.
+            ContextWMError: Any other failure of the call.
+        """
+        scope = "" if every_namespace and namespace is None else self._ns(namespace)
+        request = _requests.apply_retention(scope, conversation_id or "", every_namespace, dry_run)
+        response = await self._invoke(self._stub.ApplyRetention, request)
+        return from_proto_apply_retention_response(response)
+
     def watch(
         self,
         conversation_id: str,
@@ -970,6 +1011,46 @@ class AsyncClient:
         except grpc.RpcError as exc:  # the call fails on reading, but be sure
             raise map_rpc_error(exc) from exc
         return AsyncEventStream(call, after_event_id)
+
+    # ------------------------------------------------------------ statistics
+
+    async def get_stats(
+        self,
+        conversation_id: str | None = None,
+        *,
+        all_namespaces: bool = False,
+        page_size: int = 100,
+        page_token: str = "",
+        namespace: str | None = None,
+    ) -> StatsResult:
+        """Reads what the store holds: items and tokens by state, vectors, index bytes and
+        item times, per conversation (one page) and in total for the scope.
+
+        The scope is one conversation, the namespace's conversations, or every namespace's.
+        Every page carries the totals of the whole scope.
+
+        Args:
+            conversation_id: One conversation of the namespace; None for all of them.
+            all_namespaces: Every namespace's conversations, ordered by namespace, then id.
+            page_size: Conversations per page, 1..1000.
+            page_token: The previous page's next_page_token; empty for the first page.
+            namespace: Namespace; None uses the client's (none with all_namespaces).
+
+        Returns:
+            The page of conversations and the scope's totals.
+
+        Raises:
+            NotFoundError: conversation_id names no conversation.
+            InvalidArgumentError: Bad page size or token, or all_namespaces with a
+                conversation_id or a namespace.
+            ContextWMError: Any other failure of the call.
+        """
+        # Across namespaces the client's own namespace is not sent: the scope names none.
+        ns = "" if all_namespaces and namespace is None else self._ns(namespace)
+        request = _requests.get_stats(
+            ns, conversation_id or "", all_namespaces, page_size, page_token
+        )
+        return from_proto_get_stats_response(await self._invoke(self._stub.GetStats, request))
 
     # ------------------------------------------------------------ operations
 

@@ -33,7 +33,9 @@ from contextwm_client._types import (
     ContextEdit,
     ContributorPiece,
     Conversation,
+    ConversationRetention,
     ConversationSettings,
+    ConversationStats,
     EnhancedContext,
     Event,
     FileRef,
@@ -44,10 +46,15 @@ from contextwm_client._types import (
     Page,
     ReembedProgress,
     RestoreResult,
+    RetentionPolicy,
+    RetentionReport,
     ScoredItem,
     ScoreParts,
     ScoringWeights,
     SearchResult,
+    StateStats,
+    StatsResult,
+    StoreStats,
     TimeRange,
     TokenAccount,
     TruncateResult,
@@ -492,6 +499,8 @@ def to_proto_conversation_settings(value: ConversationSettings) -> pb.Conversati
     )
     if value.weights is not None:
         message.weights.CopyFrom(to_proto_scoring_weights(value.weights))
+    if value.retention is not None:
+        message.retention.CopyFrom(to_proto_retention_policy(value.retention))
     return message
 
 
@@ -527,6 +536,7 @@ def from_proto_conversation_settings(message: pb.ConversationSettings) -> Conver
         workspace_root=_optional(m, "workspace_root", m.workspace_root),
         category_budgets=tuple(from_proto_category_budget(b) for b in m.category_budgets) or None,
         contributor_weights=from_proto_contributor_weights(m.contributor_weights) or None,
+        retention=from_proto_retention_policy(m.retention) if m.HasField("retention") else None,
     )
 
 
@@ -767,6 +777,58 @@ def from_proto_truncate_response(message: pb.TruncateResponse) -> TruncateResult
     )
 
 
+def to_proto_retention_policy(value: RetentionPolicy) -> pb.RetentionPolicy:
+    """Converts a retention policy to its message; None fields stay unset (the wider
+    policy's)."""
+    return pb.RetentionPolicy(
+        max_age_seconds=value.max_age_seconds,
+        max_archived_items=value.max_archived_items,
+        inactive_seconds=value.inactive_seconds,
+        remove_pinned=value.remove_pinned,
+    )
+
+
+def from_proto_retention_policy(message: pb.RetentionPolicy) -> RetentionPolicy:
+    """Converts a RetentionPolicy message to a policy; unset fields become None."""
+    m = message
+    return RetentionPolicy(
+        max_age_seconds=_optional(m, "max_age_seconds", m.max_age_seconds),
+        max_archived_items=_optional(m, "max_archived_items", m.max_archived_items),
+        inactive_seconds=_optional(m, "inactive_seconds", m.inactive_seconds),
+        remove_pinned=_optional(m, "remove_pinned", m.remove_pinned),
+    )
+
+
+def from_proto_conversation_retention(
+    message: pb.ConversationRetention,
+) -> ConversationRetention:
+    """Converts a ConversationRetention message to what one conversation lost."""
+    return ConversationRetention(
+        namespace=message.namespace,
+        conversation_id=message.conversation_id,
+        policy=from_proto_retention_policy(message.policy),
+        conversation_removed=message.conversation_removed,
+        removed_by_age=message.removed_by_age,
+        removed_by_count=message.removed_by_count,
+        removed_by_inactivity=message.removed_by_inactivity,
+        seqs=tuple(message.seqs),
+        more_seqs=message.more_seqs,
+    )
+
+
+def from_proto_apply_retention_response(
+    message: pb.ApplyRetentionResponse,
+) -> RetentionReport:
+    """Converts an ApplyRetentionResponse to the outcome of a retention run."""
+    return RetentionReport(
+        dry_run=message.dry_run,
+        conversations=tuple(from_proto_conversation_retention(c) for c in message.conversations),
+        conversations_checked=message.conversations_checked,
+        items_removed=message.items_removed,
+        conversations_removed=message.conversations_removed,
+    )
+
+
 def from_proto_checkpoint(message: pb.Checkpoint) -> Checkpoint:
     """Converts a Checkpoint message to a Checkpoint."""
     return Checkpoint(
@@ -840,6 +902,56 @@ def from_proto_event(message: pb.Event) -> Event:
         else None,
         reverted_items=checkpoint_event.reverted_items if checkpoint_event is not None else 0,
         missed=message.missed if payload == "missed" else 0,
+    )
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def from_proto_state_stats(message: pb.StateStats) -> StateStats:
+    """Converts a StateStats message to StateStats."""
+    return StateStats(items=message.items, tokens=message.tokens)
+
+
+def from_proto_store_stats(message: pb.StoreStats) -> StoreStats:
+    """Converts a StoreStats message to StoreStats; unset item times become None."""
+    m = message
+    return StoreStats(
+        items=m.items,
+        tokens=m.tokens,
+        window=from_proto_state_stats(m.window),
+        archived=from_proto_state_stats(m.archived),
+        compacted=from_proto_state_stats(m.compacted),
+        reverted=from_proto_state_stats(m.reverted),
+        vectors=m.vectors,
+        missing_vectors=m.missing_vectors,
+        index_bytes=m.index_bytes,
+        oldest_item_at=from_proto_timestamp(m.oldest_item_at)
+        if m.HasField("oldest_item_at")
+        else None,
+        newest_item_at=from_proto_timestamp(m.newest_item_at)
+        if m.HasField("newest_item_at")
+        else None,
+    )
+
+
+def from_proto_conversation_stats(message: pb.ConversationStats) -> ConversationStats:
+    """Converts a ConversationStats message to ConversationStats."""
+    return ConversationStats(
+        namespace=message.namespace,
+        conversation_id=message.conversation_id,
+        stats=from_proto_store_stats(message.stats),
+    )
+
+
+def from_proto_get_stats_response(message: pb.GetStatsResponse) -> StatsResult:
+    """Converts a GetStatsResponse to a StatsResult."""
+    return StatsResult(
+        conversations=tuple(from_proto_conversation_stats(c) for c in message.conversations),
+        total=from_proto_store_stats(message.total),
+        conversation_count=message.conversation_count,
+        next_page_token=message.next_page_token,
+        model=message.model,
     )
 
 

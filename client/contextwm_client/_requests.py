@@ -57,6 +57,23 @@ def list_conversations(
     )
 
 
+def get_stats(
+    namespace: str,
+    conversation_id: str,
+    all_namespaces: bool,
+    page_size: int,
+    page_token: str,
+) -> pb.GetStatsRequest:
+    """Builds a GetStatsRequest."""
+    return pb.GetStatsRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        all_namespaces=all_namespaces,
+        page_size=page_size,
+        page_token=page_token,
+    )
+
+
 def update_conversation(
     namespace: str, conversation_id: str, settings: ConversationSettings
 ) -> pb.UpdateConversationRequest:
@@ -329,6 +346,18 @@ def create_checkpoint(
 def list_checkpoints(namespace: str, conversation_id: str) -> pb.ListCheckpointsRequest:
     """Builds a ListCheckpointsRequest."""
     return pb.ListCheckpointsRequest(namespace=namespace, conversation_id=conversation_id)
+
+
+def apply_retention(
+    namespace: str, conversation_id: str, all_namespaces: bool, dry_run: bool
+) -> pb.ApplyRetentionRequest:
+    """Builds an ApplyRetentionRequest (the server checks the scope)."""
+    return pb.ApplyRetentionRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        all_namespaces=all_namespaces,
+        dry_run=dry_run,
+    )
 
 
 def restore_checkpoint(

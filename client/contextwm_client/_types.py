@@ -250,6 +250,28 @@ class CategoryOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """What the server removes by itself. None takes the wider policy's (a conversation's
+    its namespace's, a namespace's the server default's); 0 switches a limit off.
+
+    Window items, the active context (items from the last compaction on) and what a
+    checkpoint restore would bring back are never removed by the item limits.
+
+    Attributes:
+        max_age_seconds: Archived and compacted items whose timestamp is older than this
+            (against the server's clock) are removed.
+        max_archived_items: Beyond this many archived and compacted items, the oldest go.
+        inactive_seconds: A conversation with no append for this long is removed whole.
+        remove_pinned: Whether the item limits may remove pinned items (default False).
+    """
+
+    max_age_seconds: float | None = None
+    max_archived_items: int | None = None
+    inactive_seconds: float | None = None
+    remove_pinned: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ConversationSettings:
     """Per-conversation settings. None means the server default (or unchanged on update).
 
@@ -276,6 +298,8 @@ class ConversationSettings:
             one off). Read back: all four types.
         recent_min_items: The newest window items every enhanced context keeps whatever the
             query, as long as they take at most a quarter of the budget (0..1000).
+        retention: The conversation's own retention policy; each field set overrides its
+            namespace's. Read back: only the fields the conversation set.
     """
 
     window_max_tokens: int | None = None
@@ -299,6 +323,7 @@ class ConversationSettings:
     category_budgets: tuple[CategoryBudget, ...] | None = None
     contributor_weights: Mapping[str, float] | None = None
     recent_min_items: int | None = None
+    retention: RetentionPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -779,6 +804,52 @@ class TruncateResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationRetention:
+    """What retention removed from one conversation (or would, in a dry run).
+
+    Attributes:
+        namespace: The conversation's namespace.
+        conversation_id: The conversation.
+        policy: The policy that applied, every field set (0: off).
+        conversation_removed: It was inactive and went whole.
+        removed_by_age: Items older than the policy's maximum age.
+        removed_by_count: Items beyond its maximum of archived items, oldest first.
+        removed_by_inactivity: Items that went with the whole conversation.
+        seqs: The seqs removed by age or count, ascending, at most 100.
+        more_seqs: How many more were removed than `seqs` lists.
+    """
+
+    namespace: str
+    conversation_id: str
+    policy: RetentionPolicy
+    conversation_removed: bool
+    removed_by_age: int
+    removed_by_count: int
+    removed_by_inactivity: int
+    seqs: tuple[int, ...]
+    more_seqs: int
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionReport:
+    """The outcome of applying retention policies.
+
+    Attributes:
+        dry_run: Nothing was removed; the figures say what a run would remove.
+        conversations: The conversations that lost items or went whole, by namespace and id.
+        conversations_checked: How many conversations the run looked at.
+        items_removed: Items removed in all, those of whole conversations included.
+        conversations_removed: Whole conversations removed.
+    """
+
+    dry_run: bool
+    conversations: tuple[ConversationRetention, ...]
+    conversations_checked: int
+    items_removed: int
+    conversations_removed: int
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     """A named checkpoint.
 
@@ -868,6 +939,88 @@ class Event:
     checkpoint: Checkpoint | None = None
     reverted_items: int = 0
     missed: int = 0
+
+
+# ---------------------------------------------------------------- statistics
+
+
+@dataclass(frozen=True, slots=True)
+class StateStats:
+    """The items in one state.
+
+    Attributes:
+        items: How many.
+        tokens: Their summed token counts.
+    """
+
+    items: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """What the store holds for one conversation, or for a whole scope.
+
+    Attributes:
+        items: Items in every state.
+        tokens: Their summed token counts.
+        window: Items in the window.
+        archived: Items evicted to the archive.
+        compacted: Items behind a compaction.
+        reverted: Items added after a checkpoint that was restored.
+        vectors: Items with a vector of the server's embedding model (`StatsResult.model`).
+        missing_vectors: Items still waiting for it (dense search does not see them yet).
+        index_bytes: Size on disk of the FAISS index files as last saved (they are written
+            every `index_save_seconds` and at shutdown; 0 before a first save).
+        oldest_item_at: The oldest item's timestamp (UTC), None without items.
+        newest_item_at: The newest item's timestamp (UTC), None without items.
+    """
+
+    items: int
+    tokens: int
+    window: StateStats
+    archived: StateStats
+    compacted: StateStats
+    reverted: StateStats
+    vectors: int
+    missing_vectors: int
+    index_bytes: int
+    oldest_item_at: datetime | None
+    newest_item_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationStats:
+    """One conversation's figures.
+
+    Attributes:
+        namespace: Its namespace.
+        conversation_id: Its id.
+        stats: What the store holds for it.
+    """
+
+    namespace: str
+    conversation_id: str
+    stats: StoreStats
+
+
+@dataclass(frozen=True, slots=True)
+class StatsResult:
+    """One page of a scope's conversations with the figures of the whole scope.
+
+    Attributes:
+        conversations: This page's conversations, ordered by namespace, then id.
+        total: Every conversation of the scope together, not just this page.
+        conversation_count: Conversations in the scope, those without items included.
+        next_page_token: Pass to the next call to continue; empty on the last page.
+        model: The embedding model the vectors are counted for.
+    """
+
+    conversations: tuple[ConversationStats, ...]
+    total: StoreStats
+    conversation_count: int
+    next_page_token: str
+    model: str
 
 
 @dataclass(frozen=True, slots=True)

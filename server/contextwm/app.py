@@ -4,20 +4,25 @@ from the settings, then reports ready."""
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.sqlite import SqliteStore
-from contextwm.adapters.tokens_bpe import token_counter
+from contextwm.adapters.tokens_bpe import ShortCountCache, token_counter
 from contextwm.adapters.workspace import Workspaces
 from contextwm.conversations.engine import ContextEngine
 from contextwm.datadir.layout import DataDir
 from contextwm.datadir.lock import DataDirLock
 from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
+from contextwm.observability import Metrics
 from contextwm.ports.embedder import Embedder
 from contextwm.reembedding.reembedder import Reembedder
+from contextwm.retention.apply import Retention
+from contextwm.retention.task import RetentionTask
 from contextwm.settings import ServerSettings
 from contextwm.transport.server import GrpcServer
 
@@ -49,26 +54,42 @@ class Service:
     reembedder: Reembedder
     # The indexer's embedder when it runs in a child process (settings.indexer_process).
     batch_embedder: ProcessEmbedder | None = None
+    metrics: Metrics | None = None  # when settings.metrics_port is set
+    # The background run of retention (None when retention_interval_seconds is 0).
+    retention_task: RetentionTask | None = None
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port serving /metrics (the one bound when metrics_port was 0); None when off."""
+        return self.metrics.port if self.metrics is not None else None
 
     @classmethod
-    def start(cls, settings: ServerSettings, *, embedder: Embedder | None = None) -> Service:
-        """Listens, then builds everything and reports ready: `listen(settings).load(embedder)`.
+    def start(
+        cls,
+        settings: ServerSettings,
+        *,
+        embedder: Embedder | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> Service:
+        """Listens, then builds everything and reports ready: `listen(settings).load(...)`.
 
         Args:
             settings: the server settings.
             embedder: an already loaded embedder to share (tests load the model once).
+            clock: the wall clock (tests move it on to age items and conversations).
 
         Raises:
             DataDirInUse: another server runs on the data directory.
             UnusableStore: the store file is damaged or missing where it should be; nothing
                 was written to it.
         """
-        return cls.listen(settings).load(embedder)
+        return cls.listen(settings).load(embedder, clock)
 
     @classmethod
     def listen(cls, settings: ServerSettings) -> Listening:
-        """Takes the data directory, checks its store, then binds and starts the gRPC server:
-        health probes answer from here on, while the model loads (see `Listening.load`).
+        """Takes the data directory, checks its store, then binds the metrics port (if
+        enabled) and starts the gRPC server: health probes answer from here on, while the
+        model loads (see `Listening.load`).
 
         Raises:
             DataDirInUse: another server runs on the data directory.
@@ -79,11 +100,16 @@ class Service:
         data = DataDir(settings.data_dir)
         data.root.mkdir(parents=True, exist_ok=True)
         lock = DataDirLock.take(data)
+        metrics = None
         try:
             # First, before anything listens or the model loads: a refusal comes at once.
             refuse_unusable(data)
+            if settings.metrics_port is not None:
+                metrics = Metrics.start(settings.metrics_host, settings.metrics_port)
             server = GrpcServer(
-                workers=settings.workers, max_message_bytes=settings.max_message_bytes
+                workers=settings.workers,
+                max_message_bytes=settings.max_message_bytes,
+                observe=metrics.observe_call if metrics is not None else None,
             )
             address = (
                 f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
@@ -91,16 +117,20 @@ class Service:
             port = server.bind(address)
             server.start()
         except BaseException:
+            if metrics is not None:
+                metrics.stop()
             lock.release()
             raise
         where = address if settings.socket else f"{settings.host}:{port}"
         log.info(
             "contextwm listening on %s (data in %s); loading the model", where, settings.data_dir
         )
-        return Listening(settings, data, lock, server, port)
+        return Listening(settings, data, lock, server, port, metrics)
 
     @classmethod
-    def _build(cls, listening: Listening, embedder: Embedder | None) -> Service:
+    def _build(
+        cls, listening: Listening, embedder: Embedder | None, clock: Callable[[], float]
+    ) -> Service:
         import faiss
 
         settings, data = listening.settings, listening.data
@@ -126,10 +156,13 @@ class Service:
                 defaults=settings.conversation,
                 limits=settings.limits,
                 index_wait_seconds=settings.index_wait_seconds,
+                clock=clock,
                 models=settings.models,
                 event_retention_seconds=settings.event_retention_seconds,
                 workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
+                retention=settings.retention,
             )
+            engine.caches["token_counts"] = ShortCountCache()
             if batch_embedder is not None:
                 batch_embedder.ready()
                 if batch_embedder.model_name != embedder.model_name:
@@ -160,7 +193,13 @@ class Service:
                 data.index_dir(model), embedder.dimension, create=False
             ),
         )
+        retention_task = None
+        if settings.retention_interval_seconds > 0:
+            retention_task = RetentionTask(Retention(engine), settings.retention_interval_seconds)
+            retention_task.start()
         listening.server.serve(engine, reembedder)
+        if listening.metrics is not None:
+            listening.metrics.watch(engine, indexer.stats)
         log.info("contextwm ready")
         return cls(
             settings,
@@ -172,18 +211,25 @@ class Service:
             listening.lock,
             reembedder,
             batch_embedder,
+            listening.metrics,
+            retention_task,
         )
 
     def stop(self, grace: float | None = None) -> None:
         """Stops a re-embed after its batch in hand, drains calls in flight, stops the
-        indexer, saves indexes, closes the store, and lets go of the data directory."""
+        indexer, saves indexes, closes the store, closes the metrics port (last: the drain can
+        be watched), and lets go of the data directory."""
         # First: a re-embed may run for long, and would hold the grace period to the end.
         self.reembedder.stop()
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
+        if self.retention_task is not None:
+            self.retention_task.stop()
         self.indexer.stop()
         if self.batch_embedder is not None:
             self.batch_embedder.close()
         self.store.close()
+        if self.metrics is not None:
+            self.metrics.stop()
         self.lock.release()
 
 
@@ -198,15 +244,20 @@ class Listening:
     lock: DataDirLock
     server: GrpcServer
     port: int
+    metrics: Metrics | None = None
 
-    def load(self, embedder: Embedder | None = None) -> Service:
-        """Loads the model, opens the store, starts the indexer, then reports ready.
+    def load(
+        self, embedder: Embedder | None = None, clock: Callable[[], float] = time.time
+    ) -> Service:
+        """Loads the model, opens the store, starts the indexer and the retention task, then
+        reports ready.
 
         Args:
             embedder: an already loaded embedder to share (tests load the model once).
+            clock: the wall clock.
         """
         try:
-            return Service._build(self, embedder)
+            return Service._build(self, embedder, clock)
         except BaseException:
             self.abandon()
             raise
@@ -214,4 +265,6 @@ class Listening:
     def abandon(self) -> None:
         """Stops listening and lets go of the data directory, without serving."""
         self.server.stop(0)
+        if self.metrics is not None:
+            self.metrics.stop()
         self.lock.release()

@@ -50,12 +50,13 @@ def _leaves(value: Any, path: Setting) -> Iterator[tuple[Setting, Any]]:
 
 
 def _not_a_setting(path: Setting) -> bool:
-    # A model's name is the key of its table; a conversation's own workspace_root is set per
-    # conversation only (the server-wide one is the top-level workspace_root).
-    return (path[0] == "models" and path[-1] == "name") or path == (
-        "conversation",
-        "workspace_root",
-    )
+    # A model's name is the key of its table; a conversation's own workspace_root and
+    # retention are set per conversation only (the server-wide ones are the top-level
+    # workspace_root and the retention tables).
+    return (path[0] == "models" and path[-1] == "name") or path in {
+        ("conversation", "workspace_root"),
+        ("conversation", "retention"),
+    }
 
 
 def given(values: Mapping[str, Any], path: Setting = ()) -> Iterator[Setting]:

@@ -28,6 +28,8 @@ FLAGS = {
     "log_level": "--log-level",
     "embedder": "--embedder",
     "workspace_root": "--workspace",
+    "metrics_host": "--metrics-host",
+    "metrics_port": "--metrics-port",
 }
 
 
@@ -52,6 +54,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder", choices=["minilm", "hashing"], help="minilm (default) or hashing (tests only)"
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve Prometheus metrics at http://HOST:PORT/metrics; 0 picks a port (default off)",
+    )
+    parser.add_argument("--metrics-host", help="address of the metrics port (default 127.0.0.1)")
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ environment (CONTEXTWM_*), then command-line flags; passed down through construc
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contextwm.conversations.validation import Limits
+from contextwm.conversations.validation import Limits, namespace_of
 from contextwm.domain.categories import BudgetPatch, Category, ContributorType
 from contextwm.domain.conversations import (
     ConversationSettings,
@@ -20,6 +21,7 @@ from contextwm.domain.conversations import (
     apply_patch,
 )
 from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.retention import RetentionPolicies, RetentionPolicy, check_policy
 from contextwm.domain.usage import ModelSpec
 
 ENV_PREFIX = "CONTEXTWM_"
@@ -57,10 +59,25 @@ class ServerSettings:
     # none, and the directories a conversation's own workspace_root may lie under.
     workspace_root: str = ""
     workspace_allowed_roots: tuple[str, ...] = ()
+    # Prometheus metrics over HTTP at /metrics; off unless a port is given (0 picks one).
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = None
+    # How often the background run applies the retention policies (0: never), and the
+    # policies: [retention.default] and [retention.namespaces."<name>"].
+    retention_interval_seconds: float = 600.0
+    retention: RetentionPolicies = field(default_factory=RetentionPolicies)
+
+
+# The tables of ServerSettings, merged by functions of their own.
+_TABLES = frozenset({"conversation", "limits", "models", "retention"})
 
 
 class SettingsError(ValueError):
     """A setting that cannot be used; the message names it and where it came from."""
+
+
+# The type of a setting that is unset (None) by default, where it is not a string.
+_UNSET_TYPES: dict[str, type] = {"metrics_port": int}
 
 
 def _coerce(name: str, value: Any, target: Any, source: str) -> Any:
@@ -91,6 +108,7 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
     conversation: dict[str, Any] = {}
     limits: dict[str, Any] = {}
     models = dict(settings.models)
+    retention = settings.retention
     for key, value in values.items():
         if key == "conversation" and isinstance(value, Mapping):
             conversation.update(value)
@@ -98,13 +116,11 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
             limits.update(value)
         elif key == "models" and isinstance(value, Mapping):
             models.update(_models(value, models, source))
-        elif key in ServerSettings.__dataclass_fields__ and key not in {
-            "conversation",
-            "limits",
-            "models",
-        }:
+        elif key == "retention" and isinstance(value, Mapping):
+            retention = _retention(retention, value, source)
+        elif key in ServerSettings.__dataclass_fields__ and key not in _TABLES:
             current = getattr(settings, key)
-            target = type(current) if current is not None else str
+            target = type(current) if current is not None else _UNSET_TYPES.get(key, str)
             top[key] = _coerce(key, value, target, source)
         else:
             raise SettingsError(f"{source}: unknown setting {key!r}")
@@ -121,8 +137,67 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
     if conversation:
         new_conversation = _conversation(new_conversation, conversation, source)
     return dataclasses.replace(
-        settings, **top, limits=new_limits, conversation=new_conversation, models=models
+        settings,
+        **top,
+        limits=new_limits,
+        conversation=new_conversation,
+        models=models,
+        retention=retention,
     )
+
+
+_POLICY_TYPES: Mapping[str, type] = {
+    "max_age_seconds": float,
+    "max_archived_items": int,
+    "inactive_seconds": float,
+    "remove_pinned": bool,
+}
+
+
+def _retention(
+    base: RetentionPolicies, values: Mapping[str, Any], source: str
+) -> RetentionPolicies:
+    """The [retention.default] and [retention.namespaces."<name>"] tables; a later source
+    may change single fields of a policy."""
+    unknown = set(values) - {"default", "namespaces"}
+    if unknown:
+        raise SettingsError(
+            f"{source}: unknown setting retention.{min(unknown)} (the tables are"
+            ' retention.default and retention.namespaces."<name>")'
+        )
+    default = base.default
+    if "default" in values:
+        default = _policy(base.default, values["default"], "retention.default", source)
+    namespaces = dict(base.namespaces)
+    tables = values.get("namespaces", {})
+    if not isinstance(tables, Mapping):
+        raise SettingsError(f'{source}: retention.namespaces must hold tables ."<name>"')
+    for name, table in tables.items():
+        where = f'retention.namespaces."{name}"'
+        try:
+            namespace_of(name)
+        except InvalidArgument as exc:
+            raise SettingsError(f"{source}: {where}: {exc.message}") from None
+        namespaces[name] = _policy(namespaces.get(name, RetentionPolicy()), table, where, source)
+    return RetentionPolicies(default, namespaces)
+
+
+def _policy(base: RetentionPolicy, table: Any, where: str, source: str) -> RetentionPolicy:
+    """One policy table: each field coerced and checked, over the fields of base."""
+    if not isinstance(table, Mapping):
+        raise SettingsError(f"{source}: {where} must be a table of {', '.join(_POLICY_TYPES)}")
+    unknown = set(table) - set(_POLICY_TYPES)
+    if unknown:
+        raise SettingsError(
+            f"{source}: unknown setting {where}.{min(unknown)} (known: {', '.join(_POLICY_TYPES)})"
+        )
+    fields = {k: _coerce(f"{where}.{k}", v, _POLICY_TYPES[k], source) for k, v in table.items()}
+    policy = RetentionPolicy(**fields)
+    try:
+        check_policy(policy, where)
+    except InvalidArgument as exc:
+        raise SettingsError(f"{source}: {exc.message}") from None
+    return policy.over(base)
 
 
 def _models(
@@ -170,6 +245,11 @@ def _conversation(
         elif k == "workspace_root":
             raise SettingsError(
                 f"{source}: conversation.workspace_root: set the server's workspace_root instead"
+            )
+        elif k == "retention":
+            raise SettingsError(
+                f"{source}: conversation.retention: set the [retention.default] table instead"
+                " (a conversation's own policy is set at create or update time)"
             )
         elif k == "category_budgets" and isinstance(v, Mapping):
             patch[k] = _category_budgets(v, source)
@@ -325,6 +405,13 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
         raise SettingsError("indexer_niceness must be between 0 and 19")
     if not 0 < settings.indexer_busy_duty <= 1:
         raise SettingsError("indexer_busy_duty must be more than 0 and at most 1")
+    if settings.metrics_port is not None and not 0 <= settings.metrics_port <= 65535:
+        raise SettingsError("metrics_port must be between 0 and 65535 (0 picks a free port)")
+    interval = settings.retention_interval_seconds
+    if not (math.isfinite(interval) and interval >= 0):
+        raise SettingsError(
+            f"retention_interval_seconds must be 0 (no background run) or more, got {interval!r}"
+        )
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):

@@ -2,12 +2,13 @@
 (nothing is imported).
 
 The domain imports nothing else of ours and the ports only the domain; the feature packages
-and ports never import grpc, the transport, the client or the adapters, and each feature
-imports only the features it is allowed to, never another package's private names; the
-transport never touches SQLite, FAISS or the adapters; within the service only the transport
-imports grpc (the cli package, which hosts the client commands, excepted); the datadir
-package, which checks data directories offline, imports no feature package; the client never
-imports the service package.
+and ports never import grpc, the transport, the client, the adapters or the metrics (only the
+observability package imports prometheus_client), and each feature imports only the features
+it is allowed to, never another package's private names; the transport never touches
+SQLite, FAISS or the adapters; within the service only the transport imports grpc (the cli
+package, which hosts the client commands, excepted); the datadir package, which checks data
+directories offline, imports no feature package; the client never imports the service
+package.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ CORE = (
     "conversations",
     "indexing",
     "reembedding",
+    "retention",
 )
 
 
@@ -84,13 +86,29 @@ def test_the_packages_exist() -> None:
         assert len(modules(SERVER / package)) >= 2, package
     assert len(modules(SERVER / "ports")) >= 4
     assert len(modules(SERVER / "transport")) >= 2
+    assert len(modules(SERVER / "observability")) >= 3
     assert len(modules(CLIENT)) >= 4
 
 
 @pytest.mark.parametrize("layer", [*CORE, "ports"])
 def test_core_and_ports_import_no_transport_client_or_adapters(layer: str) -> None:
-    forbidden = ("grpc", "contextwm.transport", "contextwm_client", "contextwm.adapters")
+    forbidden = (
+        "grpc",
+        "contextwm.transport",
+        "contextwm_client",
+        "contextwm.adapters",
+        "contextwm.observability",
+        "prometheus_client",
+    )
     assert violations(modules(SERVER / layer), forbidden) == []
+
+
+def test_only_the_observability_package_imports_prometheus_client() -> None:
+    # The metrics are an adapter: the core keeps plain counters, which the observability
+    # package reads at scrape time; the transport hands it each call through a callback.
+    others = [p for p in modules(SERVER) if p.relative_to(SERVER).parts[0] != "observability"]
+    assert violations(others, ("prometheus_client",)) == []
+    assert violations(modules(SERVER / "observability"), ("prometheus_client",))
 
 
 def ours(name: str) -> str | None:
@@ -150,6 +168,7 @@ ALLOWED = {
     "retrieval": {"conversations", "window"},
     "budgets": {"retrieval", "conversations", "window"},
     "reembedding": {"conversations"},
+    "retention": {"conversations"},
 }
 
 

@@ -34,6 +34,7 @@ from contextwm_client import (
     ContextWMError,
     ContributorPiece,
     Conversation,
+    ConversationRetention,
     ConversationSettings,
     DeadlineExceededError,
     EnhancedContext,
@@ -49,6 +50,8 @@ from contextwm_client import (
     Page,
     RequestCancelledError,
     RestoreResult,
+    RetentionPolicy,
+    RetentionReport,
     ScoredItem,
     ScoreParts,
     ScoringWeights,
@@ -110,6 +113,12 @@ FULL_SETTINGS = ConversationSettings(
     workspace_root="/srv/work/repo",
     category_budgets=BUDGETS,
     contributor_weights=CONTRIBUTOR_WEIGHTS,
+    retention=RetentionPolicy(
+        max_age_seconds=2592000.0,
+        max_archived_items=500,
+        inactive_seconds=7776000.0,
+        remove_pinned=True,
+    ),
 )
 # Zero values that are *set* must survive as 0/False, not turn into None.
 ZERO_SETTINGS = ConversationSettings(
@@ -130,6 +139,7 @@ ZERO_SETTINGS = ConversationSettings(
     workspace_root="",
     category_budgets=(CategoryBudget("system_output", share=0.0, min_share=0.0, max_share=0.0),),
     contributor_weights={"codebase_map": 0.0},
+    retention=RetentionPolicy(0.0, 0, 0.0, False),
 )
 WINDOW = WindowStats(item_count=4, token_count=900, token_limit=8000, item_limit=100)
 
@@ -1115,6 +1125,8 @@ PB_SETTINGS_LOOP = pb.ConversationSettings(
         pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_PROJECT_DOCS, weight=0.5),
         pb.ContributorWeight(type=pb.CONTRIBUTOR_TYPE_RETRIEVAL, weight=0.0),
     ],
+    # Only some fields set: the others are the namespace's, and read back as None.
+    retention=pb.RetentionPolicy(max_age_seconds=86400.0, max_archived_items=0),
 )
 PB_TOKENS = pb.TokenAccount(
     budget=1, total=2, recent=3, history=4, query=5, recent_omitted=6, encoding="e", system=8
@@ -1291,6 +1303,53 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
                 CategoryBudget("context", max_share=0.5),
             ),
             contributor_weights={"project_docs": 0.5, "retrieval": 0.0},
+            retention=RetentionPolicy(max_age_seconds=86400.0, max_archived_items=0),
+        ),
+    ),
+    (
+        pb.ApplyRetentionResponse(
+            dry_run=True,
+            conversations=[
+                pb.ConversationRetention(
+                    namespace="team",
+                    conversation_id="c",
+                    policy=pb.RetentionPolicy(
+                        max_age_seconds=60.0,
+                        max_archived_items=3,
+                        inactive_seconds=0.0,
+                        remove_pinned=False,
+                    ),
+                    conversation_removed=True,
+                    removed_by_age=1,
+                    removed_by_count=2,
+                    removed_by_inactivity=3,
+                    seqs=[4, 5],
+                    more_seqs=6,
+                )
+            ],
+            conversations_checked=7,
+            items_removed=8,
+            conversations_removed=9,
+        ),
+        convert.from_proto_apply_retention_response,
+        RetentionReport(
+            dry_run=True,
+            conversations=(
+                ConversationRetention(
+                    namespace="team",
+                    conversation_id="c",
+                    policy=RetentionPolicy(60.0, 3, 0.0, False),
+                    conversation_removed=True,
+                    removed_by_age=1,
+                    removed_by_count=2,
+                    removed_by_inactivity=3,
+                    seqs=(4, 5),
+                    more_seqs=6,
+                ),
+            ),
+            conversations_checked=7,
+            items_removed=8,
+            conversations_removed=9,
         ),
     ),
     (
@@ -1502,6 +1561,26 @@ def test_agent_loop_request_builders() -> None:
     assert requests.watch("ns", "c", 9) == pb.WatchRequest(
         namespace="ns", conversation_id="c", after_event_id=9
     )
+    assert requests.apply_retention("ns", "", False, True) == pb.ApplyRetentionRequest(
+        namespace="ns", dry_run=True
+    )
+
+
+def test_apply_retention_sends_its_scope() -> None:
+    report = pb.ApplyRetentionResponse(conversations_checked=2)
+    client, stub = fake_client({"ApplyRetention": [report] * 4})
+    with client:
+        assert client.apply_retention().conversations_checked == 2
+        client.apply_retention("c", dry_run=True)
+        client.apply_retention(every_namespace=True)
+        client.apply_retention(namespace="other", every_namespace=True)  # the server refuses
+    sent = [request for _, request, _ in stub.calls]
+    assert sent == [
+        pb.ApplyRetentionRequest(namespace="team"),
+        pb.ApplyRetentionRequest(namespace="team", conversation_id="c", dry_run=True),
+        pb.ApplyRetentionRequest(all_namespaces=True),
+        pb.ApplyRetentionRequest(namespace="other", all_namespaces=True),
+    ]
 
 
 # ---------------------------------------------------------------- agent loop: client methods

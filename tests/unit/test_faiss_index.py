@@ -6,6 +6,7 @@ be obviously right, so agreement on random data is evidence that FAISS is used c
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -297,6 +298,25 @@ def test_saving_recreates_a_deleted_directory(tmp_path: Path) -> None:
     files.save(1, files.new().snapshot())
     loaded = files.load(1)
     assert loaded is not None and loaded.size == 0
+
+
+def test_sizes_are_the_saved_files_by_key(tmp_path: Path) -> None:
+    files = FaissIndexFiles(tmp_path / "idx", DIM)
+    assert files.sizes() == {}
+    index = files.new()
+    index.add([1, 2, 3], unit(np.random.default_rng(2), 3))
+    files.save(7, index.snapshot())
+    files.save(12, files.new().snapshot())
+    # A save cut short leaves its temporary file; other files are not indexes.
+    (tmp_path / "idx" / "9.faiss.tmp").write_bytes(b"partial")
+    (tmp_path / "idx" / "notes.faiss").write_bytes(b"not ours")
+    sizes = files.sizes()
+    assert sizes == {k: (tmp_path / "idx" / f"{k}.faiss").stat().st_size for k in (7, 12)}
+    assert sizes[7] > sizes[12] > 0
+    files.delete(7)
+    assert set(files.sizes()) == {12}
+    shutil.rmtree(tmp_path / "idx")  # deleted while the server runs
+    assert files.sizes() == {}
 
 
 def test_wrong_dimension_loads_as_none(tmp_path: Path) -> None:

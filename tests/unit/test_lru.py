@@ -15,3 +15,14 @@ def test_the_least_recently_used_goes_first() -> None:
     cache.put("a", 10)  # replacing refreshes too
     cache.put("d", 4)
     assert (cache.get("a"), cache.get("c"), cache.get("d")) == (10, None, 4)
+
+
+def test_lookups_are_counted_as_hits_and_misses() -> None:
+    cache: Lru[str, int] = Lru(1)
+    cache.put("a", 1)
+    cache.get("a")
+    cache.get("b")
+    cache.put("b", 2)  # pushes "a" out
+    cache.get("a")
+    cache.get("b")
+    assert (cache.hits, cache.misses) == (2, 2)

@@ -1,6 +1,6 @@
 """The store's side of re-embedding: which model a conversation's vectors come from, the
 indexer's pending items leaving stale conversations out, the walk over a conversation's
-unembedded items, the switch to the new model, and the migration of version-2 files."""
+unembedded items, the switch to the new model, and the migration of older files."""
 
 from __future__ import annotations
 
@@ -140,10 +140,10 @@ def test_stale_conversations_by_namespace(store: SqliteStore) -> None:
     assert store.stale_conversations(NEW, "z") == []
 
 
-def test_a_version_2_file_learns_each_conversations_model_from_its_vectors(path: Path) -> None:
+def test_a_version_3_file_learns_each_conversations_model_from_its_vectors(path: Path) -> None:
     store = SqliteStore(path)
     mixed = conversation(store, "mixed", 3)
-    embed(store, NEW, mixed, range(1, 2))  # a version-2 server re-embedding silently
+    embed(store, NEW, mixed, range(1, 2))  # an older server re-embedding silently
     embed(store, OLD, mixed, range(2, 4))
     old = conversation(store, "old", 2)
     embed(store, OLD, old, range(2, 3))  # its first item waits for a vector
@@ -151,7 +151,7 @@ def test_a_version_2_file_learns_each_conversations_model_from_its_vectors(path:
     store.close()
     db = sqlite3.connect(path)
     db.execute("ALTER TABLE conversations DROP COLUMN embed_model")
-    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     db.commit()
     db.close()
     store = SqliteStore(path)
@@ -165,4 +165,4 @@ def test_a_version_2_file_learns_each_conversations_model_from_its_vectors(path:
     finally:
         store.close()
     version = sqlite3.connect(path).execute("SELECT value FROM meta").fetchone()[0]
-    assert version == str(SCHEMA_VERSION) == "3"
+    assert version == str(SCHEMA_VERSION) == "4"

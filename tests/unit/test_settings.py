@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from contextwm.domain.retention import RetentionPolicy
 from contextwm.settings import ServerSettings, SettingsError, load_settings
 
 
@@ -43,6 +44,18 @@ def test_environment_values_are_coerced() -> None:
     s = load_settings(None, env)
     assert s.port == 5 and s.data_dir == Path("/tmp/x") and s.index_wait_seconds == 0.25
     assert s.socket == "/run/cwm.sock"
+
+
+def test_metrics_are_off_by_default_and_take_a_port_from_any_source(tmp_path: Path) -> None:
+    assert ServerSettings().metrics_port is None
+    env = {"CONTEXTWM_METRICS_PORT": "0", "CONTEXTWM_METRICS_HOST": "0.0.0.0"}
+    s = load_settings(toml(tmp_path, "metrics_port = 9100\n"), env)
+    assert (s.metrics_port, s.metrics_host) == (0, "0.0.0.0")
+    assert load_settings(None, env, {"metrics_port": 9200}).metrics_port == 9200
+    with pytest.raises(SettingsError, match="metrics_port"):
+        load_settings(None, {"CONTEXTWM_METRICS_PORT": "70000"})
+    with pytest.raises(SettingsError, match="metrics_port = 'on' is not a valid int"):
+        load_settings(None, {"CONTEXTWM_METRICS_PORT": "on"})
 
 
 def test_nested_environment_limits() -> None:
@@ -212,3 +225,52 @@ def test_models_table(tmp_path: Path) -> None:
 def test_bad_models_raise_naming_them(tmp_path: Path, text: str, named: str) -> None:
     with pytest.raises(SettingsError, match=re.escape(named)):
         load_settings(toml(tmp_path, text))
+
+
+def test_retention_tables(tmp_path: Path) -> None:
+    config = toml(
+        tmp_path,
+        "retention_interval_seconds = 60\n"
+        "[retention.default]\nmax_age_seconds = 2592000\ninactive_seconds = 7776000\n"
+        '[retention.namespaces."team-a"]\nmax_archived_items = 500\nremove_pinned = true\n',
+    )
+    env = {"CONTEXTWM_RETENTION__DEFAULT__MAX_AGE_SECONDS": "86400"}
+    s = load_settings(config, env)
+    assert s.retention_interval_seconds == 60.0
+    assert s.retention.default == RetentionPolicy(
+        max_age_seconds=86400.0, inactive_seconds=7_776_000.0
+    )
+    # A namespace's table holds only the fields it sets; the default fills in the others.
+    assert s.retention.namespaces["team-a"] == RetentionPolicy(
+        max_archived_items=500, remove_pinned=True
+    )
+    assert s.retention.for_namespace("team-a") == RetentionPolicy(86400.0, 500, 7_776_000.0, True)
+    assert load_settings().retention.for_namespace("team-a").is_off
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "named"),
+    [
+        ("[retention.default]\nmax_age_seconds = -1\n", {}, "retention.default.max_age_seconds"),
+        ("", {"CONTEXTWM_RETENTION__DEFAULT__INACTIVE_SECONDS": "soon"}, "inactive_seconds"),
+        ("[retention.default]\nmax_age = 5\n", {}, "unknown setting retention.default.max_age"),
+        ("[retention.weekly]\nmax_age_seconds = 5\n", {}, "unknown setting retention.weekly"),
+        (
+            '[retention.namespaces."team a"]\nmax_age_seconds = 5\n',
+            {},
+            "retention.namespaces.\"team a\": invalid namespace 'team a'",
+        ),
+        (
+            '[retention.namespaces."t"]\nmax_archived_items = -3\n',
+            {},
+            'retention.namespaces."t".max_archived_items must be between 0',
+        ),
+        ("[conversation.retention]\nmax_age_seconds = 5\n", {}, "set the [retention.default]"),
+        ("retention_interval_seconds = -1\n", {}, "retention_interval_seconds must be 0"),
+    ],
+)
+def test_bad_retention_settings_raise_naming_them(
+    tmp_path: Path, text: str, env: dict[str, str], named: str
+) -> None:
+    with pytest.raises(SettingsError, match=re.escape(named)):
+        load_settings(toml(tmp_path, text), env)

@@ -15,8 +15,9 @@ from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.sqlite.schema import SCHEMA_VERSION
 from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.facts import Fact, FactKind
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
-from contextwm.ports.store import TermPostings
+from contextwm.ports.store import ArchivedRow, RemovedRows, TermPostings
 from contextwm.retrieval.ranking import bm25, matched_idf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -512,6 +513,33 @@ def test_deleted_conversation_leaves_nothing_for_a_successor(store: SqliteStore)
     assert search(store, new_key, "something") == [1]
 
 
+def test_remove_items_takes_archived_items_with_their_words_vectors_and_facts(
+    store: SqliteStore, path: Path
+) -> None:
+    key = new_conversation(store)
+    items = [make_item(s, f"walrus {s}") for s in range(1, 6)]
+    facts = [Fact(FactKind.COMMAND, "make deploy", 2), Fact(FactKind.COMMAND, "make test", 5)]
+    store.commit_append(key, items, [None] * 5, [], 1000, "general", facts=facts)
+    add(store, key, [], evicted=[1, 2, 3])
+    store.put_vectors(MODEL, [(key, s) for s in range(1, 6)], unit_vectors(5))
+    assert store.archived_rows(key, MODEL, [3, 2, 9]) == [
+        ArchivedRow(2, T0 + 2, False, True),
+        ArchivedRow(3, T0 + 3, False, True),
+    ]
+    # Seq 4 is in the window: it stays whatever the caller asks.
+    assert store.remove_items(key, [2, 3, 4]) == RemovedRows(count=2, tokens=6)
+    assert [i.seq for i in store.list_items(key, 0, 10, ())] == [1, 4, 5]
+    assert raw_count(path, "SELECT count(*) FROM vectors") == 3
+    assert sorted(search(store, key, "walrus")) == [1, 4, 5]
+    assert raw_count(path, "SELECT count(*) FROM items_fts") == 3
+    assert [f.seq for f in store.facts(key)] == [5]
+    assert raw_count(path, "SELECT count(*) FROM facts") == 1
+    assert raw_count(path, "SELECT removed_items FROM conversations WHERE id = ?", key) == 2
+    assert [r.seq for r in store.archived_rows(key, MODEL)] == [1]
+    counts = store.counts(key, MODEL)
+    assert (counts.total, counts.archived, counts.tokens) == (3, 1, 9)
+
+
 # ---------------------------------------------------------------- vectors
 
 
@@ -667,6 +695,30 @@ def test_a_version_1_file_is_migrated_in_place(path: Path) -> None:
         store.close()
     version = sqlite3.connect(path).execute("SELECT value FROM meta").fetchone()[0]
     assert version == str(SCHEMA_VERSION)
+
+
+def test_a_version_2_file_is_migrated_and_its_activity_read_from_its_items(path: Path) -> None:
+    store = SqliteStore(path)
+    key = new_conversation(store)
+    add(store, key, [make_item(1, "before retention", ts=T0 + 500)])
+    store.close()
+    # What version 2 wrote: no retention columns.
+    db = sqlite3.connect(path)
+    for column in ("last_append_at", "removed_items"):
+        db.execute(f"ALTER TABLE conversations DROP COLUMN {column}")
+    db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    try:
+        # No append time recorded: the newest of creation and the newest item stands in.
+        assert store.last_active(key) == T0 + 500
+        store.commit_append(key, [make_item(2)], [None], [], 8000, "general", appended_at=T0 + 9)
+        assert store.last_active(key) == T0 + 9  # items may carry older or newer timestamps
+        store.commit_append(key, [], [], [1], 8000, "general")  # an eviction is no append
+        assert store.last_active(key) == T0 + 9
+    finally:
+        store.close()
 
 
 def test_a_newer_file_is_refused(path: Path) -> None:

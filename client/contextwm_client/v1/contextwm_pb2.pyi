@@ -6,7 +6,8 @@ The wire contract of contextwm: a context window manager for LLM agents.
 
 Vocabulary (see README): a conversation is a stream of items; its window is the
 bounded active part; items evicted from the window go to the archive, where they
-stay stored and searchable. Nothing is deleted except by DeleteConversation.
+stay stored and searchable. Nothing is deleted except by DeleteConversation and by
+retention policies (ApplyRetention, and the server's periodic run of it).
 
 Client-supplied vocabularies (roles, importance flags, file reference kinds) are
 strings, validated by the server, so that grpcurl and JSON users can type them:
@@ -297,6 +298,7 @@ class ConversationSettings(_message.Message):
     CATEGORY_BUDGETS_FIELD_NUMBER: _builtins.int
     CONTRIBUTOR_WEIGHTS_FIELD_NUMBER: _builtins.int
     RECENT_MIN_ITEMS_FIELD_NUMBER: _builtins.int
+    RETENTION_FIELD_NUMBER: _builtins.int
     window_max_tokens: _builtins.int
     """Window token limit (default 8000)."""
     window_max_items: _builtins.int
@@ -362,6 +364,12 @@ class ConversationSettings(_message.Message):
     def contributor_weights(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContributorWeight]:
         """Contributor weights, 0..1 (0 switches one off); read back, all four."""
 
+    @_builtins.property
+    def retention(self) -> Global___RetentionPolicy:
+        """The conversation's own retention policy: each field set here overrides its namespace's
+        (server settings). Read back, only the fields the conversation set.
+        """
+
     def __init__(
         self,
         *,
@@ -386,10 +394,11 @@ class ConversationSettings(_message.Message):
         category_budgets: _abc.Iterable[Global___CategoryBudget] | None = ...,
         contributor_weights: _abc.Iterable[Global___ContributorWeight] | None = ...,
         recent_min_items: _builtins.int | None = ...,
+        retention: Global___RetentionPolicy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "retention", b"retention", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "category_budgets", b"category_budgets", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "contributor_weights", b"contributor_weights", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "category_budgets", b"category_budgets", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "contributor_weights", b"contributor_weights", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "retention", b"retention", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__adaptive_window: _TypeAlias = _typing.Literal["adaptive_window"]  # noqa: Y015
     _WhichOneofArgType__adaptive_window: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window"]  # noqa: Y015
@@ -2737,6 +2746,203 @@ class Event(_message.Message):
 Global___Event: _TypeAlias = Event  # noqa: Y015
 
 @_typing.final
+class GetStatsRequest(_message.Message):
+    """---------------------------------------------------------------- statistics"""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    ALL_NAMESPACES_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """Tenant scope; empty means "default". Leave it empty with all_namespaces."""
+    conversation_id: _builtins.str
+    """One conversation of the namespace; empty: every conversation of the scope."""
+    all_namespaces: _builtins.bool
+    """Every namespace. Not with namespace or conversation_id."""
+    page_size: _builtins.int
+    """Conversations per page: 1..1000, default 100. The totals cover the whole scope anyway."""
+    page_token: _builtins.str
+    """From a previous response's next_page_token, for the same scope. Not with
+    conversation_id.
+    """
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        all_namespaces: _builtins.bool = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_namespaces", b"all_namespaces", "conversation_id", b"conversation_id", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatsRequest: _TypeAlias = GetStatsRequest  # noqa: Y015
+
+@_typing.final
+class StateStats(_message.Message):
+    """The items in one state and their summed token counts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    items: _builtins.int
+    tokens: _builtins.int
+    def __init__(
+        self,
+        *,
+        items: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StateStats: _TypeAlias = StateStats  # noqa: Y015
+
+@_typing.final
+class StoreStats(_message.Message):
+    """What the store holds for one conversation, or for a whole scope."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    WINDOW_FIELD_NUMBER: _builtins.int
+    ARCHIVED_FIELD_NUMBER: _builtins.int
+    COMPACTED_FIELD_NUMBER: _builtins.int
+    REVERTED_FIELD_NUMBER: _builtins.int
+    VECTORS_FIELD_NUMBER: _builtins.int
+    MISSING_VECTORS_FIELD_NUMBER: _builtins.int
+    INDEX_BYTES_FIELD_NUMBER: _builtins.int
+    OLDEST_ITEM_AT_FIELD_NUMBER: _builtins.int
+    NEWEST_ITEM_AT_FIELD_NUMBER: _builtins.int
+    items: _builtins.int
+    tokens: _builtins.int
+    """Summed token counts of every item, in every state."""
+    vectors: _builtins.int
+    """Items that have a vector of the server's current embedding model (response's model)."""
+    missing_vectors: _builtins.int
+    """Items still waiting for that vector: dense search does not see them yet."""
+    index_bytes: _builtins.int
+    """Size on disk of the conversations' FAISS index files (the vectors of archived and
+    compacted items), as last saved: indexes are built when a conversation is first
+    searched and written every index_save_seconds and at shutdown, so this lags the store
+    and is 0 for a conversation whose index was never saved.
+    """
+    @_builtins.property
+    def window(self) -> Global___StateStats: ...
+    @_builtins.property
+    def archived(self) -> Global___StateStats: ...
+    @_builtins.property
+    def compacted(self) -> Global___StateStats: ...
+    @_builtins.property
+    def reverted(self) -> Global___StateStats: ...
+    @_builtins.property
+    def oldest_item_at(self) -> _timestamp_pb2.Timestamp:
+        """The items' own timestamps (the conversation's clock); unset when there are no items."""
+
+    @_builtins.property
+    def newest_item_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        items: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+        window: Global___StateStats | None = ...,
+        archived: Global___StateStats | None = ...,
+        compacted: Global___StateStats | None = ...,
+        reverted: Global___StateStats | None = ...,
+        vectors: _builtins.int = ...,
+        missing_vectors: _builtins.int = ...,
+        index_bytes: _builtins.int = ...,
+        oldest_item_at: _timestamp_pb2.Timestamp | None = ...,
+        newest_item_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["archived", b"archived", "compacted", b"compacted", "newest_item_at", b"newest_item_at", "oldest_item_at", b"oldest_item_at", "reverted", b"reverted", "window", b"window"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archived", b"archived", "compacted", b"compacted", "index_bytes", b"index_bytes", "items", b"items", "missing_vectors", b"missing_vectors", "newest_item_at", b"newest_item_at", "oldest_item_at", b"oldest_item_at", "reverted", b"reverted", "tokens", b"tokens", "vectors", b"vectors", "window", b"window"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoreStats: _TypeAlias = StoreStats  # noqa: Y015
+
+@_typing.final
+class ConversationStats(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    STATS_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    @_builtins.property
+    def stats(self) -> Global___StoreStats: ...
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        stats: Global___StoreStats | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["stats", b"stats"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "namespace", b"namespace", "stats", b"stats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConversationStats: _TypeAlias = ConversationStats  # noqa: Y015
+
+@_typing.final
+class GetStatsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONVERSATIONS_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    CONVERSATION_COUNT_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    conversation_count: _builtins.int
+    """Conversations in the scope, those without items included."""
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    model: _builtins.str
+    """The embedding model the vector counts are for."""
+    @_builtins.property
+    def conversations(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConversationStats]:
+        """This page's conversations, ordered by namespace, then conversation id."""
+
+    @_builtins.property
+    def total(self) -> Global___StoreStats:
+        """Every conversation of the scope together, not just this page."""
+
+    def __init__(
+        self,
+        *,
+        conversations: _abc.Iterable[Global___ConversationStats] | None = ...,
+        total: Global___StoreStats | None = ...,
+        conversation_count: _builtins.int = ...,
+        next_page_token: _builtins.str = ...,
+        model: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["total", b"total"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_count", b"conversation_count", "conversations", b"conversations", "model", b"model", "next_page_token", b"next_page_token", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetStatsResponse: _TypeAlias = GetStatsResponse  # noqa: Y015
+
+@_typing.final
 class ReembedRequest(_message.Message):
     """---------------------------------------------------------------- re-embedding
 
@@ -2828,3 +3034,187 @@ class ReembedProgress(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReembedProgress: _TypeAlias = ReembedProgress  # noqa: Y015
+
+@_typing.final
+class RetentionPolicy(_message.Message):
+    """---------------------------------------------------------------- retention
+
+    What the server removes by itself. Unset fields take the wider policy's (a conversation's
+    its namespace's, a namespace's the server default's); 0 switches a limit off.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MAX_AGE_SECONDS_FIELD_NUMBER: _builtins.int
+    MAX_ARCHIVED_ITEMS_FIELD_NUMBER: _builtins.int
+    INACTIVE_SECONDS_FIELD_NUMBER: _builtins.int
+    REMOVE_PINNED_FIELD_NUMBER: _builtins.int
+    max_age_seconds: _builtins.float
+    """Archived and compacted items whose timestamp is older than this (against the server's
+    clock) are removed.
+    """
+    max_archived_items: _builtins.int
+    """Beyond this many archived and compacted items, the oldest (by timestamp) are removed."""
+    inactive_seconds: _builtins.float
+    """A conversation with no append for this long is removed whole, as DeleteConversation
+    does.
+    """
+    remove_pinned: _builtins.bool
+    """Whether the item limits may remove pinned items (default false)."""
+    def __init__(
+        self,
+        *,
+        max_age_seconds: _builtins.float | None = ...,
+        max_archived_items: _builtins.int | None = ...,
+        inactive_seconds: _builtins.float | None = ...,
+        remove_pinned: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_inactive_seconds", b"_inactive_seconds", "_max_age_seconds", b"_max_age_seconds", "_max_archived_items", b"_max_archived_items", "_remove_pinned", b"_remove_pinned", "inactive_seconds", b"inactive_seconds", "max_age_seconds", b"max_age_seconds", "max_archived_items", b"max_archived_items", "remove_pinned", b"remove_pinned"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_inactive_seconds", b"_inactive_seconds", "_max_age_seconds", b"_max_age_seconds", "_max_archived_items", b"_max_archived_items", "_remove_pinned", b"_remove_pinned", "inactive_seconds", b"inactive_seconds", "max_age_seconds", b"max_age_seconds", "max_archived_items", b"max_archived_items", "remove_pinned", b"remove_pinned"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__inactive_seconds: _TypeAlias = _typing.Literal["inactive_seconds"]  # noqa: Y015
+    _WhichOneofArgType__inactive_seconds: _TypeAlias = _typing.Literal["_inactive_seconds", b"_inactive_seconds"]  # noqa: Y015
+    _WhichOneofReturnType__max_age_seconds: _TypeAlias = _typing.Literal["max_age_seconds"]  # noqa: Y015
+    _WhichOneofArgType__max_age_seconds: _TypeAlias = _typing.Literal["_max_age_seconds", b"_max_age_seconds"]  # noqa: Y015
+    _WhichOneofReturnType__max_archived_items: _TypeAlias = _typing.Literal["max_archived_items"]  # noqa: Y015
+    _WhichOneofArgType__max_archived_items: _TypeAlias = _typing.Literal["_max_archived_items", b"_max_archived_items"]  # noqa: Y015
+    _WhichOneofReturnType__remove_pinned: _TypeAlias = _typing.Literal["remove_pinned"]  # noqa: Y015
+    _WhichOneofArgType__remove_pinned: _TypeAlias = _typing.Literal["_remove_pinned", b"_remove_pinned"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__inactive_seconds) -> _WhichOneofReturnType__inactive_seconds | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_age_seconds) -> _WhichOneofReturnType__max_age_seconds | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_archived_items) -> _WhichOneofReturnType__max_archived_items | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__remove_pinned) -> _WhichOneofReturnType__remove_pinned | None: ...
+
+Global___RetentionPolicy: _TypeAlias = RetentionPolicy  # noqa: Y015
+
+@_typing.final
+class ApplyRetentionRequest(_message.Message):
+    """The item limits never remove window items, the active context (items from the last
+    compaction on) or what a checkpoint restore would bring back; nor items still waiting for
+    their vector (a later run does).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    ALL_NAMESPACES_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace (empty: default); must be empty with all_namespaces."""
+    conversation_id: _builtins.str
+    """One conversation of the namespace; empty: every conversation of it."""
+    all_namespaces: _builtins.bool
+    """Every conversation of every namespace."""
+    dry_run: _builtins.bool
+    """Report what would be removed, and remove nothing."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        all_namespaces: _builtins.bool = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_namespaces", b"all_namespaces", "conversation_id", b"conversation_id", "dry_run", b"dry_run", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApplyRetentionRequest: _TypeAlias = ApplyRetentionRequest  # noqa: Y015
+
+@_typing.final
+class ConversationRetention(_message.Message):
+    """What one conversation lost (or would lose, in a dry run)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    POLICY_FIELD_NUMBER: _builtins.int
+    CONVERSATION_REMOVED_FIELD_NUMBER: _builtins.int
+    REMOVED_BY_AGE_FIELD_NUMBER: _builtins.int
+    REMOVED_BY_COUNT_FIELD_NUMBER: _builtins.int
+    REMOVED_BY_INACTIVITY_FIELD_NUMBER: _builtins.int
+    SEQS_FIELD_NUMBER: _builtins.int
+    MORE_SEQS_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    conversation_removed: _builtins.bool
+    """It was inactive and went whole, with removed_by_inactivity items."""
+    removed_by_age: _builtins.int
+    removed_by_count: _builtins.int
+    removed_by_inactivity: _builtins.int
+    more_seqs: _builtins.int
+    @_builtins.property
+    def policy(self) -> Global___RetentionPolicy:
+        """The policy that applied, every field set (0: off)."""
+
+    @_builtins.property
+    def seqs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The seqs of the items removed by age or count, ascending, at most 100; more_seqs counts
+        the rest.
+        """
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        policy: Global___RetentionPolicy | None = ...,
+        conversation_removed: _builtins.bool = ...,
+        removed_by_age: _builtins.int = ...,
+        removed_by_count: _builtins.int = ...,
+        removed_by_inactivity: _builtins.int = ...,
+        seqs: _abc.Iterable[_builtins.int] | None = ...,
+        more_seqs: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["policy", b"policy"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "conversation_removed", b"conversation_removed", "more_seqs", b"more_seqs", "namespace", b"namespace", "policy", b"policy", "removed_by_age", b"removed_by_age", "removed_by_count", b"removed_by_count", "removed_by_inactivity", b"removed_by_inactivity", "seqs", b"seqs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConversationRetention: _TypeAlias = ConversationRetention  # noqa: Y015
+
+@_typing.final
+class ApplyRetentionResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_CHECKED_FIELD_NUMBER: _builtins.int
+    ITEMS_REMOVED_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_REMOVED_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    conversations_checked: _builtins.int
+    """How many conversations the run looked at."""
+    items_removed: _builtins.int
+    """Items removed in all, whole conversations' included."""
+    conversations_removed: _builtins.int
+    @_builtins.property
+    def conversations(self) -> _containers.RepeatedCompositeFieldContainer[Global___ConversationRetention]:
+        """The conversations that lost items or went whole, by namespace and id."""
+
+    def __init__(
+        self,
+        *,
+        dry_run: _builtins.bool = ...,
+        conversations: _abc.Iterable[Global___ConversationRetention] | None = ...,
+        conversations_checked: _builtins.int = ...,
+        items_removed: _builtins.int = ...,
+        conversations_removed: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversations", b"conversations", "conversations_checked", b"conversations_checked", "conversations_removed", b"conversations_removed", "dry_run", b"dry_run", "items_removed", b"items_removed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApplyRetentionResponse: _TypeAlias = ApplyRetentionResponse  # noqa: Y015

@@ -141,10 +141,20 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
                 _registered_method=True)
+        self.GetStats = channel.unary_unary(
+                '/contextwm.v1.ContextService/GetStats',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
+                _registered_method=True)
         self.Reembed = channel.unary_stream(
                 '/contextwm.v1.ContextService/Reembed',
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.FromString,
+                _registered_method=True)
+        self.ApplyRetention = channel.unary_unary(
+                '/contextwm.v1.ContextService/ApplyRetention',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
                 _registered_method=True)
 
 
@@ -309,18 +319,37 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Reembed(self, request, context):
+    def GetStats(self, request, context):
         """---- operations: bulk import, statistics, re-embedding, retention.
 
         @import-rpc
 
-        @stats-rpc
+        What the store holds: per conversation (paged, ordered by namespace then conversation
+        id) and in total for the whole scope: items and tokens by state, vectors, index file
+        sizes, the oldest and newest item times. The scope is one conversation
+        (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+        conversation_id that does not exist; figures are read from one snapshot of the store.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
-        Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+    def Reembed(self, request, context):
+        """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
         namespace) with the server's embedding model: those whose stored vectors come from
         another model, on which dense search is refused. Streams progress; a cancelled run stops
         after the batch in hand and a later run resumes where it stopped. One run at a time:
         FAILED_PRECONDITION while another is running.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApplyRetention(self, request, context):
+        """Applies retention policies to one conversation, a namespace or every namespace:
+        removes archived items older than the policy's age or beyond its count, and whole
+        conversations inactive for longer than it allows. With dry_run, changes nothing and
+        reports what a run would remove.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -434,10 +463,20 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Event.SerializeToString,
             ),
+            'GetStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStats,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.SerializeToString,
+            ),
             'Reembed': grpc.unary_stream_rpc_method_handler(
                     servicer.Reembed,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.SerializeToString,
+            ),
+            'ApplyRetention': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyRetention,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1019,6 +1058,33 @@ class ContextService:
             _registered_method=True)
 
     @staticmethod
+    def GetStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/GetStats',
+            contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def Reembed(request,
             target,
             options=(),
@@ -1035,6 +1101,33 @@ class ContextService:
             '/contextwm.v1.ContextService/Reembed',
             contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyRetention(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ApplyRetention',
+            contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,7 +6,8 @@ The wire contract of contextwm: a context window manager for LLM agents.
 
 Vocabulary (see README): a conversation is a stream of items; its window is the
 bounded active part; items evicted from the window go to the archive, where they
-stay stored and searchable. Nothing is deleted except by DeleteConversation.
+stay stored and searchable. Nothing is deleted except by DeleteConversation and by
+retention policies (ApplyRetention, and the server's periodic run of it).
 
 Client-supplied vocabularies (roles, importance flags, file reference kinds) are
 strings, validated by the server, so that grpcurl and JSON users can type them:
@@ -104,14 +105,27 @@ class ContextServiceStub:
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
-    Reembed: _grpc.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]
-    """@stats-rpc
+    GetStats: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]
+    """@import-rpc
 
-    Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+    What the store holds: per conversation (paged, ordered by namespace then conversation
+    id) and in total for the whole scope: items and tokens by state, vectors, index file
+    sizes, the oldest and newest item times. The scope is one conversation
+    (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+    conversation_id that does not exist; figures are read from one snapshot of the store.
+    """
+    Reembed: _grpc.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]
+    """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
     namespace) with the server's embedding model: those whose stored vectors come from
     another model, on which dense search is refused. Streams progress; a cancelled run stops
     after the batch in hand and a later run resumes where it stopped. One run at a time:
     FAILED_PRECONDITION while another is running.
+    """
+    ApplyRetention: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]
+    """Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
     """
 
 @_typing.type_check_only
@@ -178,14 +192,27 @@ class ContextServiceAsyncStub(ContextServiceStub):
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
-    Reembed: _aio.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]  # type: ignore[assignment]
-    """@stats-rpc
+    GetStats: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]  # type: ignore[assignment]
+    """@import-rpc
 
-    Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+    What the store holds: per conversation (paged, ordered by namespace then conversation
+    id) and in total for the whole scope: items and tokens by state, vectors, index file
+    sizes, the oldest and newest item times. The scope is one conversation
+    (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+    conversation_id that does not exist; figures are read from one snapshot of the store.
+    """
+    Reembed: _aio.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]  # type: ignore[assignment]
+    """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
     namespace) with the server's embedding model: those whose stored vectors come from
     another model, on which dense search is refused. Streams progress; a cancelled run stops
     after the batch in hand and a later run resumes where it stopped. One run at a time:
     FAILED_PRECONDITION while another is running.
+    """
+    ApplyRetention: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]  # type: ignore[assignment]
+    """Applies retention policies to one conversation, a namespace or every namespace:
+    removes archived items older than the policy's age or beyond its count, and whole
+    conversations inactive for longer than it allows. With dry_run, changes nothing and
+    reports what a run would remove.
     """
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -377,18 +404,43 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
     @_abc_1.abstractmethod
+    def GetStats(
+        self,
+        request: _contextwm_pb2.GetStatsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.GetStatsResponse, _abc.Awaitable[_contextwm_pb2.GetStatsResponse]]:
+        """@import-rpc
+
+        What the store holds: per conversation (paged, ordered by namespace then conversation
+        id) and in total for the whole scope: items and tokens by state, vectors, index file
+        sizes, the oldest and newest item times. The scope is one conversation
+        (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
+        conversation_id that does not exist; figures are read from one snapshot of the store.
+        """
+
+    @_abc_1.abstractmethod
     def Reembed(
         self,
         request: _contextwm_pb2.ReembedRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.ReembedProgress], _abc.AsyncIterator[_contextwm_pb2.ReembedProgress]]:
-        """@stats-rpc
-
-        Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+        """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
         namespace) with the server's embedding model: those whose stored vectors come from
         another model, on which dense search is refused. Streams progress; a cancelled run stops
         after the batch in hand and a later run resumes where it stopped. One run at a time:
         FAILED_PRECONDITION while another is running.
+        """
+
+    @_abc_1.abstractmethod
+    def ApplyRetention(
+        self,
+        request: _contextwm_pb2.ApplyRetentionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ApplyRetentionResponse, _abc.Awaitable[_contextwm_pb2.ApplyRetentionResponse]]:
+        """Applies retention policies to one conversation, a namespace or every namespace:
+        removes archived items older than the policy's age or beyond its count, and whole
+        conversations inactive for longer than it allows. With dry_run, changes nothing and
+        reports what a run would remove.
         """
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -214,3 +214,19 @@ class FaissIndexFiles:
 
     def delete(self, key: int) -> None:
         self._path(key).unlink(missing_ok=True)
+
+    def sizes(self) -> dict[int, int]:
+        # One directory listing, not a stat per conversation: a scope can hold thousands.
+        found: dict[int, int] = {}
+        try:
+            entries = list(os.scandir(self._dir))
+        except FileNotFoundError:  # deleted while the server runs: back at the next save
+            return found
+        for entry in entries:
+            stem, dot, suffix = entry.name.partition(".")
+            if dot and suffix == "faiss" and stem.isdecimal():
+                try:
+                    found[int(stem)] = entry.stat().st_size
+                except FileNotFoundError:  # deleted since the listing
+                    continue
+        return found

@@ -61,6 +61,19 @@ def pieces(text: str, size: int = _PIECE) -> list[str]:
     return out
 
 
+class ShortCountCache:
+    """The lookups of the short-text count cache (a CacheCounts), which every encoding's
+    counter in the process shares."""
+
+    @property
+    def hits(self) -> int:
+        return BpeTokenCounter._count_short.cache_info().hits
+
+    @property
+    def misses(self) -> int:
+        return BpeTokenCounter._count_short.cache_info().misses
+
+
 @functools.cache
 def token_counter(encoding: str) -> BpeTokenCounter:
     """The shared counter of an encoding (the tables load once per process)."""

@@ -74,6 +74,8 @@ class CategoryContexts:
         self.workspace_of = engine.workspace_of
         self._salience = SalienceCache(engine.embedder)
         self._pieces = PieceCache(1024)
+        engine.caches["contributor_embeddings"] = self._salience
+        engine.caches["contributor_pieces"] = self._pieces
 
     def get_context(
         self,

@@ -73,6 +73,14 @@ class SalienceCache:
         self._embedder = embedder
         self._vectors: Lru[bytes, Vector] = Lru(max_entries)
 
+    @property
+    def hits(self) -> int:
+        return self._vectors.hits
+
+    @property
+    def misses(self) -> int:
+        return self._vectors.misses
+
     def saliences(self, texts: Sequence[str], query: Vector | None) -> list[float]:
         """Each text's cosine similarity to query, clamped to 0..1 (0 without a query)."""
         if query is None or not texts:

@@ -11,8 +11,10 @@ so `contextwm search ...` starts fast and works without them.
     parser         the argparse grammar and the value parsers (budgets, weights, K=V, times)
     conversations  append, pin, unpin, create, update, get, list, delete, items
     retrieval      context, search
+    stats          stats
     agent_loop     usage, active, compact, truncate, checkpoint(s), restore, edits, watch
     reembed        reembed
+    retention      retention
     render         text lines and blocks, and JSON
 """
 

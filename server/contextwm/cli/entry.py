@@ -52,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_check(args)
     handler: cli_parser.Handler = args.handler
     try:
-        with Client(args.target, namespace=args.namespace) as client:
+        namespace = args.namespace or cli_parser.DEFAULT_NAMESPACE
+        with Client(args.target, namespace=namespace) as client:
             return handler(client, args)
     except ContextWMError as exc:
         print(f"error: {exc.code}: {exc.details}", file=sys.stderr)

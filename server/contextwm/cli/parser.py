@@ -18,9 +18,10 @@ from contextwm_client import (
     TruncationStrategy,
 )
 
-from contextwm.cli import agent_loop, conversations, reembed, retrieval
+from contextwm.cli import agent_loop, conversations, reembed, retention, retrieval, stats
 
 DEFAULT_TARGET = "127.0.0.1:50051"
+DEFAULT_NAMESPACE = "default"
 TARGET_ENV = "CONTEXTWM_TARGET"
 ITEM_STATES: tuple[ItemState, ...] = get_args(ItemState)
 TRUNCATE_STRATEGIES: tuple[TruncationStrategy, ...] = get_args(TruncationStrategy)
@@ -60,7 +61,8 @@ def build_parser(
         default=default_target,
         help=f"server address, host:port or unix:/path (default ${TARGET_ENV} or {DEFAULT_TARGET})",
     )
-    parser.add_argument("--namespace", default="default", help="tenant scope (default: default)")
+    # No default here: `retention` tells a namespace given from none (then: every one).
+    parser.add_argument("--namespace", help=f"tenant scope (default: {DEFAULT_NAMESPACE})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
@@ -146,6 +148,23 @@ def build_parser(
     sub.add_argument("conversation")
     sub.add_argument("--state", dest="states", action="append", default=[], choices=ITEM_STATES)
 
+    sub = command(
+        "stats",
+        stats.stats,
+        "show what the store holds: items by state, tokens, vectors, index sizes, item times",
+    )
+    sub.add_argument(
+        "conversation", nargs="?", help="one conversation; omitted: every one of the namespace"
+    )
+    sub.add_argument(
+        "--all-namespaces", action="store_true", help="every conversation of every namespace"
+    )
+    sub.add_argument("--json", action="store_true", help="print the figures as JSON")
+    # Also taken after the command (`contextwm stats --namespace NS`); SUPPRESS keeps the
+    # value given before it, or the default, when they are not.
+    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="as before the command")
+    sub.add_argument("--target", default=argparse.SUPPRESS, help="as before the command")
+
     # ---- the agent loop
     def loop_command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
         sub = command(name, handler, help_text)
@@ -199,6 +218,21 @@ def build_parser(
     )
 
     # ---- operations
+    sub = command(
+        "retention",
+        retention.retention,
+        "apply the retention policies now: to every namespace, one namespace, or one conversation",
+    )
+    sub.add_argument("conversation", nargs="?", help="one conversation; omitted: all of them")
+    # Also accepted before the command, as for every command; here it reads naturally.
+    sub.add_argument(
+        "--namespace",
+        default=argparse.SUPPRESS,
+        help="one namespace; omitted (here and before the command): every namespace",
+    )
+    sub.add_argument("--dry-run", action="store_true", help="remove nothing; say what would go")
+    sub.add_argument("--json", action="store_true", help="print the result as JSON")
+
     sub = command(
         "reembed",
         reembed.reembed,

@@ -48,11 +48,12 @@ def reembed(client: Client, args: argparse.Namespace) -> int:
 
 
 def _scope(args: argparse.Namespace) -> str:
+    namespace = f"namespace {args.namespace}" if args.namespace else "the default namespace"
     if args.all:
         return "every namespace"
     if args.conversation:
-        return f"conversation {args.conversation} of namespace {args.namespace}"
-    return f"namespace {args.namespace}"
+        return f"conversation {args.conversation} of {namespace}"
+    return namespace
 
 
 def progress_line(p: ReembedProgress) -> str:

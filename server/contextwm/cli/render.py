@@ -19,6 +19,8 @@ from contextwm_client import (
     Event,
     Item,
     ScoredItem,
+    StatsResult,
+    StoreStats,
     Usage,
     WindowStats,
 )
@@ -235,6 +237,86 @@ def event_line(event: Event) -> str:
     else:
         detail = "-"
     return f"{event.id}\t{event.created_at.isoformat()}\t{event.kind}\t{detail}"
+
+
+_STATS_COLUMNS = (
+    "conversation",
+    "items",
+    "window",
+    "archived",
+    "compacted",
+    "reverted",
+    "tokens",
+    "vectors",
+    "missing",
+    "index",
+    "oldest",
+    "newest",
+)
+
+
+def stats_table(result: StatsResult, *, namespaces: bool, total: bool) -> list[str]:
+    """The lines of a table of the scope's conversations and, if total, its totals.
+
+    Args:
+        result: Every conversation of the scope, with the scope's totals.
+        namespaces: Name each conversation with its namespace (namespace/id).
+        total: End with the row of the totals.
+    """
+    rows = [
+        _stats_row(
+            f"{c.namespace}/{c.conversation_id}" if namespaces else c.conversation_id, c.stats
+        )
+        for c in result.conversations
+    ]
+    if total:
+        count = result.conversation_count
+        plural = "" if count == 1 else "s"
+        rows.append(_stats_row(f"total ({count} conversation{plural})", result.total))
+    table = [list(_STATS_COLUMNS), *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(_STATS_COLUMNS))]
+    # Names and times read from the left, counts and sizes line up on the right.
+    left = {0, len(_STATS_COLUMNS) - 2, len(_STATS_COLUMNS) - 1}
+    lines = [
+        "  ".join(
+            cell.ljust(width) if i in left else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in table
+    ]
+    return [*lines, f"vectors of {result.model}; index: FAISS files as last saved; times in UTC"]
+
+
+def _stats_row(name: str, stats: StoreStats) -> list[str]:
+    def when(moment: datetime | None) -> str:
+        return moment.strftime("%Y-%m-%d %H:%M") if moment else "-"
+
+    return [
+        name,
+        f"{stats.items:,}",
+        f"{stats.window.items:,}",
+        f"{stats.archived.items:,}",
+        f"{stats.compacted.items:,}",
+        f"{stats.reverted.items:,}",
+        f"{stats.tokens:,}",
+        f"{stats.vectors:,}",
+        f"{stats.missing_vectors:,}",
+        human_bytes(stats.index_bytes),
+        when(stats.oldest_item_at),
+        when(stats.newest_item_at),
+    ]
+
+
+def human_bytes(count: int) -> str:
+    """A size in binary units: 512 -> "512 B", 1536 -> "1.5 KiB"."""
+    if count < 1024:
+        return f"{count} B"
+    size = float(count)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        size /= 1024
+        if size < 1024 or unit == "TiB":
+            break
+    return f"{size:.1f} {unit}"
 
 
 def to_json(value: Any, *, indent: int | None = 2) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
+from contextwm.conversations.tally import Tally
 from contextwm.conversations.unit_of_work import Change, UnitOfWork
 from contextwm.conversations.validation import (
     Limits,
@@ -79,6 +80,8 @@ class Appends:
         self.on_append: Callable[[], None] = lambda: None
         # What the indexer paces itself by: time spent appending.
         self.busy = BusyMeter()
+        # Items evicted from a window into the archive since the server started.
+        self.evicted = Tally()
 
     def append(
         self, namespace: str, conversation_id: str, items: Sequence[NewItem]
@@ -207,10 +210,12 @@ class Appends:
                 facts=facts,
                 edits=superseded.edits,
                 events=events,
+                appended_at=now,
             )
         )
         rt.last_edit += len(superseded.edits)
         self.vectors.archive(rt, evicted)
+        self.evicted.add(len(evicted))
         rt.pending += len(new)
         rt.total += len(new)
         rt.tokens += sum(i.token_count for i in new)
@@ -252,6 +257,7 @@ class Appends:
             change.touch()
             self.store.commit_append(rt.key, [], [], evicted, rt.token_limit, rt.state.value)
             self.vectors.archive(rt, evicted)
+            self.evicted.add(len(evicted))
         return evicted
 
 

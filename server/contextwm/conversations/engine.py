@@ -1,6 +1,6 @@
 """The context engine: what the service's features share. It builds the conversation
 runtimes, the unit of work, appends and vectors over one store, and manages conversations
-themselves (create, read, list, update settings, delete, pin items).
+themselves (create, read, list, update settings, delete, pin items, statistics).
 
 The store is the truth: a change is applied to memory and committed in one transaction
 inside a unit of work, which puts memory back to the store's state when anything fails, so
@@ -17,8 +17,11 @@ from dataclasses import dataclass
 
 from contextwm.conversations.appends import AppendOutcome, Appends
 from contextwm.conversations.events import EventHub
+from contextwm.conversations.removals import RemovalCounters, Removals
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
+from contextwm.conversations.stats import Stats
+from contextwm.conversations.totals import LoadedTotals, loaded_totals
 from contextwm.conversations.unit_of_work import Change, UnitOfWork
 from contextwm.conversations.validation import (
     Limits,
@@ -37,8 +40,10 @@ from contextwm.domain.conversations import (
 )
 from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied
 from contextwm.domain.items import Flag, Item, ItemState, NewItem
+from contextwm.domain.retention import RetentionPolicies
 from contextwm.domain.usage import Models
 from contextwm.llm_context.usage import check_model
+from contextwm.ports.caches import CacheCounts
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import ConversationRecord, Store
 from contextwm.ports.tokens import TokenCounter
@@ -75,6 +80,7 @@ class ContextEngine:
         models: Models | None = None,
         event_retention_seconds: float = 3600.0,
         workspaces: Workspaces | None = None,
+        retention: RetentionPolicies | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -87,6 +93,9 @@ class ContextEngine:
         self.events = EventHub()
         self.event_retention_seconds = event_retention_seconds
         self.workspaces = workspaces
+        # The namespaces' retention policies, and what retention removed so far.
+        self.retention_policies = retention or RetentionPolicies()
+        self.retention_counters = RemovalCounters()
         model = embedder.model_name
         self.runtimes = Runtimes(store, counters, model, self.defaults, clock)
         self.work = UnitOfWork(self.runtimes, self.events, clock)
@@ -104,11 +113,15 @@ class ContextEngine:
             clock=clock,
             workspace_of=self.workspace_of,
         )
+        self.stats = Stats(store, index_files, model, self.limits)
         # Readers waiting for vectors, whom the indexer serves first.
         self.vector_waiters = self.vectors.waiters
-        # Called after a conversation's items are deleted (the indexer rescans for pending
-        # items: the store may hand the freed ids out again).
+        # Called after a conversation or some of its items are deleted (the indexer rescans
+        # for pending items: the store may hand the freed ids out again).
         self.on_delete: Callable[[], None] = lambda: None
+        # The caches whose hits and misses the metrics report, by name; features add theirs.
+        self.caches: dict[str, CacheCounts] = {"conversations": self.runtimes}
+        self.removals = Removals(store, self.vectors, lambda: self.on_delete())
 
     # ------------------------------------------------------------ runtimes
 
@@ -153,6 +166,10 @@ class ContextEngine:
 
     def save_indexes(self, rested: float = 0.0) -> int:
         return self.vectors.save_indexes(rested)
+
+    def totals(self) -> LoadedTotals:
+        """Window fill, archive, pending vectors and index sizes of the loaded conversations."""
+        return loaded_totals(self.runtimes.loaded())
 
     def workspace_of(self, settings: ConversationSettings) -> Workspace | None:
         """The conversation's workspace (its own root or the server's default), if any.

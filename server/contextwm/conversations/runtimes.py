@@ -43,6 +43,10 @@ class Runtimes:
         self._by_key: dict[int, ConversationRuntime] = {}
         # Also serialises creating a conversation with loading it.
         self.lock = threading.Lock()
+        # Lookups that found the runtime in memory, and those that went to the store (a
+        # CacheCounts for the metrics); counted under self.lock.
+        self.hits = 0
+        self.misses = 0
 
     def get(
         self, namespace: str, conversation_id: str, *, create: bool = False
@@ -57,7 +61,9 @@ class Runtimes:
         with self.lock:
             rt = self._by_name.get((ns, conversation_id))
             if rt is not None:
+                self.hits += 1
                 return rt
+            self.misses += 1
             record = self.store.get_conversation(ns, conversation_id)
             if record is None:
                 if not create:

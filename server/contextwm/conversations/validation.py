@@ -158,6 +158,36 @@ def page_token_seq(token: str) -> int:
         return 0
     # str.isdigit() would accept "²" and other Unicode digits that int() rejects.
     if not _PAGE_TOKEN.fullmatch(token) or int(token) > INT64_MAX:
-        shown = token if len(token) <= 40 else f"{token[:40]}... ({len(token)} characters)"
-        raise InvalidArgument(f"invalid page_token {shown!r}: pass next_page_token unchanged")
+        raise _bad_page_token(token)
     return int(token)
+
+
+def conversation_page_token(namespace: str, conversation_id: str) -> str:
+    """The token of a listing across namespaces that resumes after this conversation."""
+    return f"{namespace}/{conversation_id}"
+
+
+def page_token_conversation(token: str) -> tuple[str, str]:
+    """The (namespace, conversation id) a conversation_page_token resumes after; ("", "")
+    for the first page. A namespace has no "/", so the first one ends it.
+
+    Raises:
+        InvalidArgument: for a token no listing returned.
+    """
+    if not token:
+        return "", ""
+    namespace, slash, conversation_id = token.partition("/")
+    valid = (
+        slash
+        and _NAMESPACE.match(namespace)  # as namespace_of checks it: every stored one passes
+        and 0 < len(conversation_id) <= 200
+        and not _CONTROL.search(conversation_id)
+    )
+    if not valid:
+        raise _bad_page_token(token)
+    return namespace, conversation_id
+
+
+def _bad_page_token(token: str) -> InvalidArgument:
+    shown = token if len(token) <= 40 else f"{token[:40]}... ({len(token)} characters)"
+    return InvalidArgument(f"invalid page_token {shown!r}: pass next_page_token unchanged")

@@ -146,10 +146,14 @@ def _check_conversation(c: ConversationFigures, report: Report, verbose: bool) -
         report.problem(subject, f"items in unknown states {unknown}")
     if c.items:
         assert c.first_seq is not None and c.top_seq is not None
-        if c.first_seq != 1 or c.top_seq - c.first_seq + 1 != c.items:
+        # Retention removes archived items, never the newest: with those it removed, the
+        # items still fill 1..top.
+        if c.first_seq < 1 or c.items + c.removed != c.top_seq:
+            removed = f" and the {c.removed} retention removed" if c.removed else ""
             report.problem(
                 subject,
-                f"its {c.items} items have seqs {c.first_seq}..{c.top_seq}: items are missing",
+                f"its {c.items} items{removed} have seqs {c.first_seq}..{c.top_seq}: items"
+                " are missing",
             )
         if c.top_seq > c.last_seq:
             report.problem(
@@ -180,7 +184,8 @@ def _check_conversation(c: ConversationFigures, report: Report, verbose: bool) -
         vectors = ", ".join(f"{n} {model}" for model, n in sorted(c.vectors.items()))
         report.line(
             f"{c.namespace}/{c.conversation_id} (key {c.key}): {c.items} items"
-            f" ({states or 'none'}), last seq {c.last_seq}, window {window} items and"
+            f" ({states or 'none'}{f', {c.removed} removed' if c.removed else ''}),"
+            f" last seq {c.last_seq}, window {window} items and"
             f" {c.window_tokens} tokens,"
             f" vectors: {vectors or 'none'}"
         )

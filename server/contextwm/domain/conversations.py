@@ -21,6 +21,7 @@ from contextwm.domain.categories import (
 from contextwm.domain.checks import check_range
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import FLAG_BY_NAME, ROLES, Flag, flag_names
+from contextwm.domain.retention import RetentionPolicy, check_policy
 
 ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 
@@ -100,6 +101,8 @@ class ConversationSettings:
     contributor_weights: Mapping[ContributorType, float] = field(
         default_factory=lambda: DEFAULT_CONTRIBUTOR_WEIGHTS
     )
+    # The conversation's own retention fields; unset ones are its namespace's.
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +138,11 @@ class SettingsPatch:
     workspace_root: str | None = None
     category_budgets: Mapping[Category, BudgetPatch] | None = None
     contributor_weights: Mapping[ContributorType, float] | None = None
+    retention: RetentionPolicy | None = None
 
 
 # Patched field by field rather than replaced.
-_MERGED = frozenset({"weights", "category_budgets", "contributor_weights"})
+_MERGED = frozenset({"weights", "category_budgets", "contributor_weights", "retention"})
 
 
 def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> ConversationSettings:
@@ -195,6 +199,9 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
                 merged.contributor_weights, patch.contributor_weights
             ),
         )
+    if patch.retention is not None:
+        check_policy(patch.retention, "retention")
+        merged = dataclasses.replace(merged, retention=patch.retention.over(merged.retention))
     return merged
 
 

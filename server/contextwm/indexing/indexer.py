@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from contextwm.conversations.engine import ContextEngine
 from contextwm.indexing.pacing import BUSY_SHARE, pause_after
+from contextwm.indexing.stats import EmbeddingStats
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import PendingVector
 
@@ -63,6 +64,7 @@ class Indexer:
         # appended after it may lie behind the cursor.
         self._rescan = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-indexer", daemon=True)
+        self.stats = EmbeddingStats()
         engine.appends.on_append = self._wake.set
         engine.vector_waiters.on_wait = self._reader_waits.set
         engine.on_delete = self._rescan.set
@@ -93,7 +95,11 @@ class Indexer:
             if not pending:
                 return 0
             self._cursor = pending[-1].item_id
+        began = time.perf_counter()
         vectors = self._embedder.embed([p.text for p in pending])
+        # Counted before the vectors are applied: once a reader sees its items embedded, the
+        # metrics count them too.
+        self.stats.record(len(pending), time.perf_counter() - began)
         by_conversation: dict[int, list[int]] = defaultdict(list)
         for row, p in enumerate(pending):
             by_conversation[p.conversation_key].append(row)

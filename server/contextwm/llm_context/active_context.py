@@ -141,6 +141,20 @@ class ActiveContext:
                 self._replaced.pop(seq, None)
             self._recompute()
 
+    def drop(self, seqs: Iterable[int]) -> None:
+        """Forgets items removed from the store (by retention), in O(n).
+
+        Args:
+            seqs: the removed items; those not in the view are ignored.
+        """
+        gone = {s for s in seqs if s in self._position}
+        if gone:
+            self.reset(
+                [e for e in self._entries if e.seq not in gone],
+                self._truncated - gone,
+                [r for s, r in self._replaced.items() if s not in gone],
+            )
+
     def replace(self, replacement: Replacement) -> None:
         """Shows a duplicate-read notice instead of an item (it wins over masking).
 

@@ -14,6 +14,7 @@ from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
 from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
+from contextwm.domain.stats import ScopeStats, StatsScope
 from contextwm.domain.usage import Reported
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.history_store import HistoryStore
@@ -68,6 +69,30 @@ class PendingVector:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationActivity:
+    """A conversation and when it was last appended to (its creation, before any append)."""
+
+    record: ConversationRecord
+    last_active: float
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedRow:
+    """An archived or compacted item, as retention judges it."""
+
+    seq: int
+    timestamp: float
+    pinned: bool
+    embedded: bool  # has a vector of the current model: the index holds it
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedRows:
+    count: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class StaleConversation:
     """A conversation whose stored vectors come from another model than the server's."""
 
@@ -110,6 +135,15 @@ class Store(HistoryStore, Protocol):
 
     def counts(self, key: int, model: str) -> ItemCounts: ...
 
+    def stats(
+        self, scope: StatsScope, model: str, after: tuple[str, str], limit: int
+    ) -> ScopeStats:
+        """From one snapshot of the store: up to limit conversations of the scope after
+        `after` (namespace, conversation id; ("", "") for the first), in that order, with
+        their figures, the whole scope's figures, and the keys of all its conversations.
+        Vectors are counted for model; index bytes are left at 0."""
+        ...
+
     def clock_bounds(self, key: int) -> tuple[float | None, float | None]:
         """Timestamps of the conversation's oldest and newest items."""
         ...
@@ -128,9 +162,11 @@ class Store(HistoryStore, Protocol):
         facts: Sequence[Fact] = (),
         edits: Sequence[ContextEdit] = (),
         events: Sequence[Event] = (),
+        appended_at: float | None = None,
     ) -> None:
         """Inserts items, archives the evicted seqs and records the items' facts, context
-        edits and events, in one transaction."""
+        edits and events, in one transaction; appended_at (None: not an append) is when the
+        conversation was last appended to, which retention's inactivity is measured from."""
         ...
 
     def commit_compaction(
@@ -198,6 +234,27 @@ class Store(HistoryStore, Protocol):
     ) -> dict[str, TermPostings]:
         """For each term, the conversation's items that contain it: how many (counts gives
         those the caller knows already), and the row ids of the first limit of them."""
+        ...
+
+    def conversation_activity(self, namespace: str | None) -> list[ConversationActivity]:
+        """The conversations of a namespace (None: of all), by namespace and id, with when
+        each was last appended to."""
+        ...
+
+    def last_active(self, key: int) -> float | None:
+        """When the conversation was last appended to (None: no such conversation)."""
+        ...
+
+    def archived_rows(
+        self, key: int, model: str, seqs: Sequence[int] | None = None
+    ) -> list[ArchivedRow]:
+        """The archived and compacted items (among seqs, when given), in seq order."""
+        ...
+
+    def remove_items(self, key: int, seqs: Sequence[int]) -> RemovedRows:
+        """Deletes those of these items that are archived or compacted, with their full-text
+        rows, vectors and facts, and counts them on the conversation (its seqs then have
+        gaps), in one transaction."""
         ...
 
     def row_items(

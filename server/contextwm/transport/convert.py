@@ -63,6 +63,10 @@ from contextwm.transport.convert_budgets import (
     to_proto_budgets,
     to_proto_contributor_weights,
 )
+from contextwm.transport.convert_retention import (
+    from_proto_retention_policy,
+    to_proto_retention_policy,
+)
 
 V = TypeVar("V")
 
@@ -142,6 +146,9 @@ def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
         workspace_root=opt("workspace_root", msg.workspace_root),
         category_budgets=from_proto_budget_patches(msg.category_budgets),
         contributor_weights=from_proto_contributor_weights(msg.contributor_weights),
+        retention=(
+            from_proto_retention_policy(msg.retention) if msg.HasField("retention") else None
+        ),
     )
 
 
@@ -173,6 +180,7 @@ def to_proto_settings(s: ConversationSettings) -> pb.ConversationSettings:
         workspace_root=s.workspace_root,
         category_budgets=to_proto_budgets(s.category_budgets),
         contributor_weights=to_proto_contributor_weights(s.contributor_weights),
+        retention=to_proto_retention_policy(s.retention),
     )
 
 

@@ -1,5 +1,5 @@
 """Server interceptors: domain errors to statuses (the one place), unparsable requests to
-INVALID_ARGUMENT, and a log line per request."""
+INVALID_ARGUMENT, and a log line and an observation (for the metrics) per request."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ from contextwm.domain.errors import ContextWMError, DeadlineExceeded
 log = logging.getLogger("contextwm.requests")
 # Our service's methods; the library's (health, reflection) are left alone.
 SERVICE_PREFIX = "contextwm.v1.ContextService/"
+
+# Told of every finished ContextService call: the method's name ("Append"), its status
+# code's name ("OK", "NOT_FOUND", ...) and the seconds it took.
+CallObserver = Callable[[str, str, float], None]
 
 
 class _Unparsable:
@@ -81,6 +85,29 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
+def _reporter(method: str, observe: CallObserver | None) -> Callable[[str, float], None]:
+    """Reports a finished call of method: a debug log line, and the observer if any."""
+    name = method.rpartition("/")[2]
+
+    def report(outcome: str, start: float) -> None:
+        seconds = time.perf_counter() - start
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s %.1f ms", method, outcome, seconds * 1e3)
+        if observe is not None:
+            observe(name, outcome, seconds)
+
+    return report
+
+
+def _as_answered(outcome: str, context: grpc.ServicerContext) -> str:
+    """The status the client got: a call that ended without an error after the client
+    stopped waiting (gone, out of time, or cut by shutdown) was answered by gRPC, not by us."""
+    if outcome != "OK" or context.is_active():
+        return outcome
+    left = context.time_remaining()
+    return "DEADLINE_EXCEEDED" if left is not None and left <= 0 else "CANCELLED"
+
+
 # Status messages travel in a header, percent-encoded (a non-ASCII byte takes 3), and one
 # over gRPC's 8 KiB metadata limit never reaches the client, who sees RESOURCE_EXHAUSTED
 # "Stream removed" instead: messages that quote a huge bad value are cut well below it.
@@ -105,8 +132,11 @@ def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> No
 
 
 class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
-    """Maps ContextWMError to its status and anything else to INTERNAL, and logs each call at
-    debug level with its duration and outcome."""
+    """Maps ContextWMError to its status and anything else to INTERNAL, and reports each call
+    with its duration and outcome: a debug log line, and to the observer if any."""
+
+    def __init__(self, observe: CallObserver | None = None) -> None:
+        self._observe = observe
 
     def intercept_service(
         self,
@@ -119,19 +149,21 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         method: str = handler_call_details.method
         if not method.startswith(f"/{SERVICE_PREFIX}"):
             return handler
+        report = _reporter(method, self._observe)
         if handler.response_streaming:
             stream: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.unary_stream  # type: ignore[assignment]
             return grpc.unary_stream_rpc_method_handler(
-                _streaming(stream, method),
+                _streaming(stream, method, report),
                 request_deserializer=_tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         inner: Callable[[Any, grpc.ServicerContext], Any] = handler.unary_unary  # type: ignore[assignment]
 
         def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
-            if isinstance(request, _Unparsable):
-                _refuse_unparsable(context, request, method)  # aborts: raises
             start = time.perf_counter()
+            if isinstance(request, _Unparsable):
+                report("INVALID_ARGUMENT", start)
+                _refuse_unparsable(context, request, method)  # aborts: raises
             outcome = "OK"
             try:
                 with deadlines.caller_deadline(context.time_remaining()):
@@ -148,8 +180,7 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 outcome = "INTERNAL"
                 _abort(context, exc, method)
             finally:
-                if log.isEnabledFor(logging.DEBUG):
-                    log.debug("%s %s %.1f ms", method, outcome, _ms(start))
+                report(_as_answered(outcome, context), start)
             return None  # unreachable: abort raises
 
         return grpc.unary_unary_rpc_method_handler(
@@ -160,14 +191,17 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
 
 
 def _streaming(
-    inner: Callable[[Any, grpc.ServicerContext], Iterator[Any]], method: str
+    inner: Callable[[Any, grpc.ServicerContext], Iterator[Any]],
+    method: str,
+    report: Callable[[str, float], None],
 ) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
-    """The same mapping for a server-streaming call (logged when the stream ends)."""
+    """The same mapping for a server-streaming call (reported when the stream ends)."""
 
     def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        if isinstance(request, _Unparsable):
-            _refuse_unparsable(context, request, method)  # aborts: raises
         start = time.perf_counter()
+        if isinstance(request, _Unparsable):
+            report("INVALID_ARGUMENT", start)
+            _refuse_unparsable(context, request, method)  # aborts: raises
         outcome = "OK"
         try:
             with deadlines.caller_deadline(context.time_remaining()):
@@ -184,7 +218,6 @@ def _streaming(
             outcome = "INTERNAL"
             _abort(context, exc, method)
         finally:
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug("%s %s %.1f ms", method, outcome, _ms(start))
+            report(_as_answered(outcome, context), start)
 
     return wrapped

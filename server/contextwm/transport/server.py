@@ -15,8 +15,9 @@ from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.reembedding.reembedder import Reembedder
+from contextwm.retention.apply import Retention
 from contextwm.retrieval.retriever import Retriever
-from contextwm.transport.interceptors import ErrorInterceptor
+from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
 from contextwm.transport.servicer import ContextServicer
 
@@ -39,10 +40,15 @@ class GrpcServer:
     answers, ContextService calls are refused UNAVAILABLE), then `serve` once the engine is
     built (ready)."""
 
-    def __init__(self, *, workers: int, max_message_bytes: int) -> None:
+    def __init__(
+        self, *, workers: int, max_message_bytes: int, observe: CallObserver | None = None
+    ) -> None:
+        """Args:
+        observe: told of every finished ContextService call (the metrics), if given.
+        """
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contextwm-rpc"),
-            interceptors=[ErrorInterceptor()],
+            interceptors=[ErrorInterceptor(observe)],
             options=[
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.max_send_message_length", max_message_bytes),
@@ -91,6 +97,7 @@ class GrpcServer:
                 retriever,
                 CategoryContexts(engine, retriever),
                 AgentLoop(engine),
+                Retention(engine),
                 reembedder,
             )
         )

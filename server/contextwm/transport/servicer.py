@@ -12,15 +12,20 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES
 from contextwm.reembedding.reembedder import Reembedder
+from contextwm.retention.apply import Retention
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_loop import AgentLoopRpcs
 from contextwm.transport.servicer_reembed import ReembedRpcs
+from contextwm.transport.servicer_retention import RetentionRpcs
+from contextwm.transport.servicer_stats import StatsRpcs
 
 
-class ContextServicer(AgentLoopRpcs, ReembedRpcs, pb_grpc.ContextServiceServicer):
+class ContextServicer(
+    AgentLoopRpcs, RetentionRpcs, StatsRpcs, ReembedRpcs, pb_grpc.ContextServiceServicer
+):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
     def __init__(
@@ -29,12 +34,14 @@ class ContextServicer(AgentLoopRpcs, ReembedRpcs, pb_grpc.ContextServiceServicer
         retriever: Retriever,
         categories: CategoryContexts,
         loop: AgentLoop,
+        retention: Retention,
         reembedder: Reembedder,
     ) -> None:
         self._engine = engine
         self._retriever = retriever
         self._categories = categories
         self._loop = loop
+        self._retention = retention
         self._reembedder = reembedder
 
     def CreateConversation(

@@ -11,6 +11,7 @@ from typing import Any
 from contextwm.domain.categories import Category, CategoryBudget, ContributorType
 from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
+from contextwm.domain.retention import RetentionPolicy
 from contextwm.domain.usage import Reported
 from contextwm.ports.store import ConversationRecord
 
@@ -33,7 +34,7 @@ def settings_to_json(settings: ConversationSettings) -> str:
     data: dict[str, Any] = {
         f.name: getattr(settings, f.name)
         for f in dataclasses.fields(settings)
-        if f.name not in ("weights", "category_budgets", "contributor_weights")
+        if f.name not in ("weights", "category_budgets", "contributor_weights", "retention")
     }
     data["category_budgets"] = {
         str(c): [b.share, b.min_share, b.max_share] for c, b in settings.category_budgets.items()
@@ -45,6 +46,7 @@ def settings_to_json(settings: ConversationSettings) -> str:
         "importance": dict(settings.weights.importance),
         "role": dict(settings.weights.role),
     }
+    data["retention"] = dataclasses.asdict(settings.retention)
     return json.dumps(data, sort_keys=True)
 
 
@@ -68,6 +70,10 @@ def settings_from_json(text: str) -> ConversationSettings:
         data["contributor_weights"] = MappingProxyType(
             {ContributorType(t): w for t, w in contributors.items()}
         )
+    # Rows written before retention existed have none: the namespace's policy applies.
+    retention = data.pop("retention", None)
+    if retention is not None:
+        data["retention"] = RetentionPolicy(**retention)
     known = {f.name for f in dataclasses.fields(ConversationSettings)}
     return ConversationSettings(weights=weights, **{k: v for k, v in data.items() if k in known})
 

@@ -96,6 +96,7 @@ class ItemTables(Database):
         facts: Sequence[Fact] = (),
         edits: Sequence[ContextEdit] = (),
         events: Sequence[Event] = (),
+        appended_at: float | None = None,
     ) -> None:
         with self._transaction() as db:
             insert_items(db, key, items, idempotency_keys)
@@ -104,8 +105,16 @@ class ItemTables(Database):
             # One UPDATE of the conversation row per append, the event counter included.
             db.execute(
                 "UPDATE conversations SET last_seq = max(last_seq, ?), token_limit = ?, state = ?,"
-                " last_event = max(last_event, ?) WHERE id = ?",
-                (last_seq, token_limit, state, events[-1].number if events else 0, key),
+                " last_event = max(last_event, ?), last_append_at = coalesce(?, last_append_at)"
+                " WHERE id = ?",
+                (
+                    last_seq,
+                    token_limit,
+                    state,
+                    events[-1].number if events else 0,
+                    appended_at,
+                    key,
+                ),
             )
             write_facts(db, key, facts)
             write_edits(db, key, edits)

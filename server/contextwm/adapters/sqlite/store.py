@@ -10,6 +10,8 @@ from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
 from contextwm.adapters.sqlite.reembedding import ReembedTables
+from contextwm.adapters.sqlite.retention import RetentionTables
+from contextwm.adapters.sqlite.stats import StatsTables
 from contextwm.adapters.sqlite.vectors import VectorTables
 
 
@@ -21,6 +23,8 @@ class SqliteStore(
     HistoryTables,
     CheckpointTables,
     EventTables,
+    StatsTables,
+    RetentionTables,
     ReembedTables,
 ):
     """The Store port on one SQLite file: each base owns the tables of one job and shares

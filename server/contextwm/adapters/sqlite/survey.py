@@ -36,6 +36,7 @@ class ConversationFigures:
     top_seq: int | None
     window_tokens: int
     vectors: Mapping[str, int]  # model -> items that have a vector of it
+    removed: int = 0  # items retention removed: gaps in the seqs
 
 
 class StoreSurvey:
@@ -102,9 +103,12 @@ class StoreSurvey:
             " GROUP BY i.conv, v.model"
         ):
             vectors[key][model] = count
-        for key, namespace, conversation_id, settings, last_seq, token_limit in db.execute(
-            "SELECT id, namespace, conversation_id, settings, last_seq, token_limit"
-            " FROM conversations ORDER BY namespace, conversation_id"
+        columns = {r[1] for r in db.execute("PRAGMA table_info(conversations)")}
+        # Files older than retention have no such column, and no removed items.
+        removed = "removed_items" if "removed_items" in columns else "0"
+        for key, namespace, conversation_id, settings, last_seq, token_limit, gone in db.execute(
+            "SELECT id, namespace, conversation_id, settings, last_seq, token_limit,"
+            f" {removed} FROM conversations ORDER BY namespace, conversation_id"
         ):
             try:
                 decoded, error = settings_from_json(settings), ""
@@ -125,6 +129,7 @@ class StoreSurvey:
                 top_seq=top,
                 window_tokens=window_tokens.get(key, 0),
                 vectors=vectors.get(key, {}),
+                removed=gone,
             )
 
     def archived_ids(self, key: int, model: str) -> npt.NDArray[np.int64]:

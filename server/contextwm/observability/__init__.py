@@ -1,0 +1,7 @@
+"""Prometheus metrics: each Service's own registry, served over HTTP on a port of its own.
+An adapter: it reads the plain counters the core keeps; nothing else imports
+prometheus_client."""
+
+from contextwm.observability.metrics import Metrics
+
+__all__ = ["Metrics"]

@@ -1,0 +1,150 @@
+"""The service's state read at scrape time: window fill, archive, indexes, embedding and
+caches, from the plain counters the engine and the indexer keep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.totals import LoadedTotals
+from contextwm.indexing.stats import EmbeddingStats, EmbeddingTotals
+
+# Batch sizes are small integers (indexer_batch_size, 32 by default), kept exactly by the
+# indexer: these bounds only group them for the histogram.
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# Index vectors are float32.
+BYTES_PER_DIMENSION = 4
+
+CACHES_HELP = (
+    "by cache: conversations (found in memory, else loaded from the store), token_counts"
+    " (token counts of short texts, shared by the process), contributor_embeddings (vectors"
+    " of workspace files and docs), contributor_pieces (contributors rendered and trimmed)."
+)
+
+
+class ServiceCollector(Collector):
+    """Reads the engine's and the indexer's counters at each scrape; costs nothing between."""
+
+    def __init__(self, engine: ContextEngine, embedding: EmbeddingStats) -> None:
+        self._engine = engine
+        self._embedding = embedding
+
+    def gauges(self, loaded: LoadedTotals) -> list[tuple[str, str, float]]:
+        """(name, help, value) of every gauge."""
+        index_bytes = loaded.index_vectors * self._engine.embedder.dimension * BYTES_PER_DIMENSION
+        return [
+            (
+                "contextwm_loaded_conversations",
+                "Conversations held in memory (each loads on first use after a start); the"
+                " window, archive and queue figures sum over these.",
+                loaded.conversations,
+            ),
+            ("contextwm_window_items", "Items in the windows.", loaded.window_items),
+            (
+                "contextwm_window_limit_items",
+                "The windows' item limits, summed: window_items over this is the fill by items.",
+                loaded.window_item_limit,
+            ),
+            ("contextwm_window_tokens", "Tokens in the windows.", loaded.window_tokens),
+            (
+                "contextwm_window_limit_tokens",
+                "The windows' current token limits, summed: window_tokens over this is the"
+                " fill by tokens.",
+                loaded.window_token_limit,
+            ),
+            (
+                "contextwm_archived_items",
+                "Items in the archives (out of their window, still searchable).",
+                loaded.archived_items,
+            ),
+            (
+                "contextwm_index_vectors",
+                "Vectors in the archive indexes loaded in memory (an index loads at its"
+                " conversation's first search).",
+                loaded.index_vectors,
+            ),
+            (
+                "contextwm_index_bytes",
+                "Bytes the vectors of the loaded indexes take (4 per dimension).",
+                index_bytes,
+            ),
+            (
+                "contextwm_embedding_queue_items",
+                "Items waiting for their vector: appended, not embedded yet.",
+                loaded.pending_vectors,
+            ),
+        ]
+
+    def counters(self, embedded: EmbeddingTotals) -> list[tuple[str, str, float]]:
+        """(name without _total, help, value) of every counter the core keeps; a new one is
+        one more line here."""
+        engine = self._engine
+        return [
+            (
+                "contextwm_evicted_items",
+                "Items evicted from a window into the archive.",
+                engine.appends.evicted.value,
+            ),
+            (
+                "contextwm_retention_removed_items",
+                "Archived items removed by the retention policies.",
+                engine.retention_counters.items_removed,
+            ),
+            (
+                "contextwm_retention_removed_conversations",
+                "Conversations removed whole by the retention policies (inactivity).",
+                engine.retention_counters.conversations_removed,
+            ),
+            ("contextwm_embedded_items", "Items the indexer embedded.", embedded.items),
+            (
+                "contextwm_embedding_seconds",
+                "Seconds the indexer spent embedding; rate(contextwm_embedded_items_total)"
+                " over rate(contextwm_embedding_seconds_total) is its items per second.",
+                embedded.seconds,
+            ),
+        ]
+
+    def collect(self) -> Iterator[Metric]:
+        embedded = self._embedding.totals()
+        for name, text, value in self.gauges(self._engine.totals()):
+            yield GaugeMetricFamily(name, text, value=value)
+        for name, text, value in self.counters(embedded):
+            yield CounterMetricFamily(name, text, value=value)
+        yield _batch_histogram(embedded)
+        hits = CounterMetricFamily(
+            "contextwm_cache_hits",
+            "Cache lookups that found their value, " + CACHES_HELP,
+            labels=["cache"],
+        )
+        misses = CounterMetricFamily(
+            "contextwm_cache_misses",
+            "Cache lookups that had to compute or load their value, " + CACHES_HELP,
+            labels=["cache"],
+        )
+        for name, cache in sorted(self._engine.caches.items()):
+            hits.add_metric([name], cache.hits)
+            misses.add_metric([name], cache.misses)
+        yield hits
+        yield misses
+
+
+def _batch_histogram(embedded: EmbeddingTotals) -> HistogramMetricFamily:
+    buckets = [
+        (str(float(bound)), sum(n for size, n in embedded.batches.items() if size <= bound))
+        for bound in BATCH_BUCKETS
+    ]
+    buckets.append(("+Inf", sum(embedded.batches.values())))
+    return HistogramMetricFamily(
+        "contextwm_embedding_batch_items",
+        "Items per batch the indexer embedded.",
+        buckets=buckets,
+        sum_value=embedded.items,
+    )

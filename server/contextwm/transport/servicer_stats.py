@@ -1,0 +1,28 @@
+"""The statistics RPC of ContextService: what the store holds. Mixed into the servicer; no
+business logic here."""
+
+from __future__ import annotations
+
+import grpc
+from contextwm_client.v1 import contextwm_pb2 as pb
+
+from contextwm.conversations.engine import ContextEngine
+from contextwm.transport.convert_stats import to_proto_get_stats_response
+
+
+class StatsRpcs:
+    """Needs self._engine, set by the servicer."""
+
+    _engine: ContextEngine
+
+    def GetStats(
+        self, request: pb.GetStatsRequest, context: grpc.ServicerContext
+    ) -> pb.GetStatsResponse:
+        page = self._engine.stats.get(
+            request.namespace,
+            request.conversation_id,
+            all_namespaces=request.all_namespaces,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        return to_proto_get_stats_response(page)
