@@ -9,7 +9,7 @@ a test regenerates _aio.py and fails on any difference.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -34,6 +34,7 @@ from contextwm_client._convert import (
     from_proto_list_context_edits_response,
     from_proto_list_conversations_response,
     from_proto_list_items_response,
+    from_proto_reembed_progress,
     from_proto_restore_checkpoint_response,
     from_proto_search_response,
     from_proto_truncate_response,
@@ -41,7 +42,7 @@ from contextwm_client._convert import (
 )
 from contextwm_client._deprecation import renamed_argument, warn_renamed
 from contextwm_client._exceptions import UnavailableError, map_rpc_error
-from contextwm_client._streams import EventStream
+from contextwm_client._streams import EventStream, cancel
 from contextwm_client._types import (
     ActiveContext,
     ActiveEntry,
@@ -60,6 +61,7 @@ from contextwm_client._types import (
     Item,
     NewItem,
     Page,
+    ReembedProgress,
     RestoreResult,
     RetentionReport,
     SearchResult,
@@ -1099,3 +1101,54 @@ class Client:
             ns, conversation_id or "", all_namespaces, page_size, page_token
         )
         return from_proto_get_stats_response(self._invoke(self._stub.GetStats, request))
+
+    # ------------------------------------------------------------ operations
+
+    def reembed(
+        self,
+        conversation_id: str | None = None,
+        *,
+        all_namespaces: bool = False,
+        timeout: float | None = None,
+        namespace: str | None = None,
+    ) -> Generator[ReembedProgress, None, None]:
+        """Re-embeds stale conversations with the server's embedding model, reporting progress.
+
+        A conversation is stale when its stored vectors come from another model than the
+        server's (the server's embedding model changed): dense and hybrid search on it are
+        refused with FailedPreconditionError until it is re-embedded. The server keeps serving
+        meanwhile. To stop early, close the iterator: `iterator.close()`
+        (an exception such as Ctrl-C while iterating closes it too). The call is cancelled,
+        the server stops after the batch in hand, and a later call resumes where it stopped.
+        Unlike the other methods, a re-embed has no deadline unless one is given: the
+        client's timeout does not apply.
+
+        Args:
+            conversation_id: One conversation; None: every conversation of the namespace.
+            all_namespaces: Every conversation of every namespace (then name neither a
+                conversation nor a namespace).
+            timeout: Deadline of the whole run in seconds; None runs until it is done.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            A generator of `ReembedProgress`: the plan first (nothing done yet),
+            then a report after every batch and every conversation; the last one has
+            `finished` set.
+
+        Raises:
+            NotFoundError: No such conversation (raised during iteration).
+            FailedPreconditionError: Another re-embed is running (raised during iteration).
+            InvalidArgumentError: all_namespaces with a conversation or namespace.
+            UnavailableError: The server is shutting down: run it again once it is back.
+            ContextWMError: Any other failure (raised during iteration).
+        """
+        ns = "" if all_namespaces and namespace is None else self._ns(namespace)
+        request = _requests.reembed(ns, conversation_id, all_namespaces)
+        call = self._stub.Reembed(request, timeout=timeout, metadata=self._metadata or None)
+        try:
+            for message in call:
+                yield from_proto_reembed_progress(message)
+        except grpc.RpcError as exc:
+            raise map_rpc_error(exc) from exc
+        finally:
+            cancel(call)  # a run left early stops on the server too (no-op once it ended)

@@ -46,6 +46,7 @@ from contextwm_client._types import (
     NewItem,
     Optimisations,
     Page,
+    ReembedProgress,
     RestoreResult,
     RetentionPolicy,
     RetentionReport,
@@ -967,4 +968,20 @@ def from_proto_get_stats_response(message: pb.GetStatsResponse) -> StatsResult:
         conversation_count=message.conversation_count,
         next_page_token=message.next_page_token,
         model=message.model,
+    )
+
+
+def from_proto_reembed_progress(message: pb.ReembedProgress) -> ReembedProgress:
+    """Converts a ReembedProgress message to a ReembedProgress."""
+    return ReembedProgress(
+        model=message.model,
+        conversations_done=message.conversations_done,
+        conversations_total=message.conversations_total,
+        items_done=message.items_done,
+        items_total=message.items_total,
+        items_reused=message.items_reused,
+        items_per_second=message.items_per_second,
+        namespace=message.namespace,
+        conversation_id=message.conversation_id,
+        finished=message.finished,
     )

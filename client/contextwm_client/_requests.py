@@ -408,3 +408,10 @@ def watch(namespace: str, conversation_id: str, after_event_id: int) -> pb.Watch
     return pb.WatchRequest(
         namespace=namespace, conversation_id=conversation_id, after_event_id=after_event_id
     )
+
+
+def reembed(namespace: str, conversation_id: str | None, all_namespaces: bool) -> pb.ReembedRequest:
+    """Builds a ReembedRequest (the server checks the scope)."""
+    return pb.ReembedRequest(
+        namespace=namespace, conversation_id=conversation_id or "", all_namespaces=all_namespaces
+    )

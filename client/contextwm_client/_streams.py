@@ -35,6 +35,18 @@ class _AsyncStreamCall(Protocol):
     def cancel(self) -> bool: ...
 
 
+class _Cancellable(Protocol):
+    """A sync or asyncio streaming call, as far as `cancel` needs it."""
+
+    def cancel(self) -> bool: ...
+
+
+def cancel(call: _Cancellable) -> None:
+    """Cancels a streaming call, sync or asyncio (a no-op once it has ended); typed here
+    because grpc's stubs leave the sync call's cancel untyped."""
+    call.cancel()
+
+
 class EventStream:
     """A conversation's events as they happen, from `Client.watch`.
 

@@ -1076,3 +1076,34 @@ class StatsResult:
     conversation_count: int
     next_page_token: str
     model: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedProgress:
+    """Progress of a re-embed, from `Client.reembed`.
+
+    Attributes:
+        model: The server's embedding model, which the stale conversations are brought to.
+        conversations_done: Stale conversations of the scope finished so far.
+        conversations_total: Stale conversations of the scope.
+        items_done: Items this run has embedded.
+        items_total: Items that were missing a vector of the model (items appended to a
+            stale conversation during the run count too).
+        items_reused: Items that already had one when the run began (an earlier run that was
+            stopped embedded them): not embedded again.
+        items_per_second: items_done per second so far.
+        namespace: The namespace of the conversation being re-embedded ("" before the first).
+        conversation_id: The conversation being re-embedded (the last one once finished).
+        finished: Set on the last report: every conversation of the scope is current.
+    """
+
+    model: str
+    conversations_done: int
+    conversations_total: int
+    items_done: int
+    items_total: int
+    items_reused: int
+    items_per_second: float
+    namespace: str
+    conversation_id: str
+    finished: bool

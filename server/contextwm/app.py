@@ -20,6 +20,7 @@ from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
 from contextwm.observability import Metrics
 from contextwm.ports.embedder import Embedder
+from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retention.task import RetentionTask
 from contextwm.settings import ServerSettings
@@ -50,6 +51,7 @@ class Service:
     server: GrpcServer
     port: int
     lock: DataDirLock
+    reembedder: Reembedder
     # The indexer's embedder when it runs in a child process (settings.indexer_process).
     batch_embedder: ProcessEmbedder | None = None
     metrics: Metrics | None = None  # when settings.metrics_port is set
@@ -182,11 +184,20 @@ class Service:
             busy_duty=settings.indexer_busy_duty,
         )
         indexer.start()
+        reembedder = Reembedder(
+            engine,
+            batch_embedder or embedder,
+            batch_size=settings.indexer_batch_size,
+            # Only to delete files: the other model's dimension does not matter.
+            index_files_of=lambda model: FaissIndexFiles(
+                data.index_dir(model), embedder.dimension, create=False
+            ),
+        )
         retention_task = None
         if settings.retention_interval_seconds > 0:
             retention_task = RetentionTask(Retention(engine), settings.retention_interval_seconds)
             retention_task.start()
-        listening.server.serve(engine, batch_embedder)
+        listening.server.serve(engine, reembedder, batch_embedder)
         if listening.metrics is not None:
             listening.metrics.watch(engine, indexer.stats)
         log.info("contextwm ready")
@@ -198,14 +209,18 @@ class Service:
             listening.server,
             listening.port,
             listening.lock,
+            reembedder,
             batch_embedder,
             listening.metrics,
             retention_task,
         )
 
     def stop(self, grace: float | None = None) -> None:
-        """Drains calls in flight, stops the indexer, saves indexes, closes the store, closes
-        the metrics port (last: the drain can be watched), and lets go of the data directory."""
+        """Stops a re-embed after its batch in hand, drains calls in flight, stops the
+        indexer, saves indexes, closes the store, closes the metrics port (last: the drain can
+        be watched), and lets go of the data directory."""
+        # First: a re-embed may run for long, and would hold the grace period to the end.
+        self.reembedder.stop()
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
         if self.retention_task is not None:
             self.retention_task.stop()

@@ -75,6 +75,7 @@ CORE = (
     "agent_loop",
     "conversations",
     "indexing",
+    "reembedding",
     "retention",
 )
 
@@ -166,6 +167,7 @@ ALLOWED = {
     "agent_loop": {"conversations", "llm_context", "window"},
     "retrieval": {"conversations", "window"},
     "budgets": {"retrieval", "conversations", "window"},
+    "reembedding": {"conversations"},
     "retention": {"conversations"},
 }
 

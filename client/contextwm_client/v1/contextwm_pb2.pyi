@@ -3076,6 +3076,99 @@ class GetStatsResponse(_message.Message):
 Global___GetStatsResponse: _TypeAlias = GetStatsResponse  # noqa: Y015
 
 @_typing.final
+class ReembedRequest(_message.Message):
+    """---------------------------------------------------------------- re-embedding
+
+    Which conversations to re-embed: conversation_id in namespace, else every conversation of
+    namespace, or with all_namespaces every conversation of every namespace (namespace and
+    conversation_id empty then). Only stale conversations are re-embedded.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    ALL_NAMESPACES_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    all_namespaces: _builtins.bool
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        all_namespaces: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_namespaces", b"all_namespaces", "conversation_id", b"conversation_id", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReembedRequest: _TypeAlias = ReembedRequest  # noqa: Y015
+
+@_typing.final
+class ReembedProgress(_message.Message):
+    """A run's progress: the plan first (nothing done yet), a report after every batch and every
+    conversation, and a last one with finished set (the only one when nothing is stale).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODEL_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_DONE_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_TOTAL_FIELD_NUMBER: _builtins.int
+    ITEMS_DONE_FIELD_NUMBER: _builtins.int
+    ITEMS_TOTAL_FIELD_NUMBER: _builtins.int
+    ITEMS_REUSED_FIELD_NUMBER: _builtins.int
+    ITEMS_PER_SECOND_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    FINISHED_FIELD_NUMBER: _builtins.int
+    model: _builtins.str
+    """The model the server embeds with, which the stale conversations are brought to."""
+    conversations_done: _builtins.int
+    """Stale conversations in the scope, and those finished (re-embedded, or deleted meanwhile)."""
+    conversations_total: _builtins.int
+    items_done: _builtins.int
+    """Items embedded by this run, of those missing a vector of the model (items appended to a
+    stale conversation during the run are added to the total).
+    """
+    items_total: _builtins.int
+    items_reused: _builtins.int
+    """Items of these conversations that already had a vector of the model when the run began
+    (embedded by an earlier run that was interrupted): not embedded again.
+    """
+    items_per_second: _builtins.float
+    """items_done per second of the run so far."""
+    namespace: _builtins.str
+    """The conversation being re-embedded (the last one once finished)."""
+    conversation_id: _builtins.str
+    finished: _builtins.bool
+    """Set on the last message: every conversation of the scope is current."""
+    def __init__(
+        self,
+        *,
+        model: _builtins.str = ...,
+        conversations_done: _builtins.int = ...,
+        conversations_total: _builtins.int = ...,
+        items_done: _builtins.int = ...,
+        items_total: _builtins.int = ...,
+        items_reused: _builtins.int = ...,
+        items_per_second: _builtins.float = ...,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        finished: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "conversations_done", b"conversations_done", "conversations_total", b"conversations_total", "finished", b"finished", "items_done", b"items_done", "items_per_second", b"items_per_second", "items_reused", b"items_reused", "items_total", b"items_total", "model", b"model", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReembedProgress: _TypeAlias = ReembedProgress  # noqa: Y015
+
+@_typing.final
 class RetentionPolicy(_message.Message):
     """---------------------------------------------------------------- retention
 

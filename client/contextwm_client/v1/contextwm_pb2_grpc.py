@@ -151,6 +151,11 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
+        self.Reembed = channel.unary_stream(
+                '/contextwm.v1.ContextService/Reembed',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.FromString,
+                _registered_method=True)
         self.ApplyRetention = channel.unary_unary(
                 '/contextwm.v1.ContextService/ApplyRetention',
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
@@ -346,10 +351,19 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def ApplyRetention(self, request, context):
-        """@reembed-rpc
+    def Reembed(self, request, context):
+        """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+        namespace) with the server's embedding model: those whose stored vectors come from
+        another model, on which dense search is refused. Streams progress; a cancelled run stops
+        after the batch in hand and a later run resumes where it stopped. One run at a time:
+        FAILED_PRECONDITION while another is running.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
-        Applies retention policies to one conversation, a namespace or every namespace:
+    def ApplyRetention(self, request, context):
+        """Applies retention policies to one conversation, a namespace or every namespace:
         removes archived items older than the policy's age or beyond its count, and whole
         conversations inactive for longer than it allows. With dry_run, changes nothing and
         reports what a run would remove.
@@ -475,6 +489,11 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'Reembed': grpc.unary_stream_rpc_method_handler(
+                    servicer.Reembed,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.SerializeToString,
             ),
             'ApplyRetention': grpc.unary_unary_rpc_method_handler(
                     servicer.ApplyRetention,
@@ -1104,6 +1123,33 @@ class ContextService:
             '/contextwm.v1.ContextService/GetStats',
             contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reembed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/contextwm.v1.ContextService/Reembed',
+            contextwm_dot_v1_dot_contextwm__pb2.ReembedRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ReembedProgress.FromString,
             options,
             channel_credentials,
             insecure,

@@ -124,10 +124,15 @@ class ContextServiceStub:
     (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
     conversation_id that does not exist; figures are read from one snapshot of the store.
     """
+    Reembed: _grpc.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]
+    """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+    namespace) with the server's embedding model: those whose stored vectors come from
+    another model, on which dense search is refused. Streams progress; a cancelled run stops
+    after the batch in hand and a later run resumes where it stopped. One run at a time:
+    FAILED_PRECONDITION while another is running.
+    """
     ApplyRetention: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]
-    """@reembed-rpc
-
-    Applies retention policies to one conversation, a namespace or every namespace:
+    """Applies retention policies to one conversation, a namespace or every namespace:
     removes archived items older than the policy's age or beyond its count, and whole
     conversations inactive for longer than it allows. With dry_run, changes nothing and
     reports what a run would remove.
@@ -216,10 +221,15 @@ class ContextServiceAsyncStub(ContextServiceStub):
     (conversation_id), one namespace, or every namespace (all_namespaces). NOT_FOUND for a
     conversation_id that does not exist; figures are read from one snapshot of the store.
     """
+    Reembed: _aio.UnaryStreamMultiCallable[_contextwm_pb2.ReembedRequest, _contextwm_pb2.ReembedProgress]  # type: ignore[assignment]
+    """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+    namespace) with the server's embedding model: those whose stored vectors come from
+    another model, on which dense search is refused. Streams progress; a cancelled run stops
+    after the batch in hand and a later run resumes where it stopped. One run at a time:
+    FAILED_PRECONDITION while another is running.
+    """
     ApplyRetention: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ApplyRetentionRequest, _contextwm_pb2.ApplyRetentionResponse]  # type: ignore[assignment]
-    """@reembed-rpc
-
-    Applies retention policies to one conversation, a namespace or every namespace:
+    """Applies retention policies to one conversation, a namespace or every namespace:
     removes archived items older than the policy's age or beyond its count, and whole
     conversations inactive for longer than it allows. With dry_run, changes nothing and
     reports what a run would remove.
@@ -445,14 +455,25 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
     @_abc_1.abstractmethod
+    def Reembed(
+        self,
+        request: _contextwm_pb2.ReembedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.ReembedProgress], _abc.AsyncIterator[_contextwm_pb2.ReembedProgress]]:
+        """Re-embeds the stale conversations of a scope (one conversation, a namespace, or every
+        namespace) with the server's embedding model: those whose stored vectors come from
+        another model, on which dense search is refused. Streams progress; a cancelled run stops
+        after the batch in hand and a later run resumes where it stopped. One run at a time:
+        FAILED_PRECONDITION while another is running.
+        """
+
+    @_abc_1.abstractmethod
     def ApplyRetention(
         self,
         request: _contextwm_pb2.ApplyRetentionRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_contextwm_pb2.ApplyRetentionResponse, _abc.Awaitable[_contextwm_pb2.ApplyRetentionResponse]]:
-        """@reembed-rpc
-
-        Applies retention policies to one conversation, a namespace or every namespace:
+        """Applies retention policies to one conversation, a namespace or every namespace:
         removes archived items older than the policy's age or beyond its count, and whole
         conversations inactive for longer than it allows. With dry_run, changes nothing and
         reports what a run would remove.

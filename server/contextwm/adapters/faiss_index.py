@@ -182,8 +182,11 @@ def verify_checksum(path: Path) -> None:
 class FaissIndexFiles:
     """VectorIndexFiles in a directory: one `<conversation key>.faiss` file each."""
 
-    def __init__(self, directory: Path, dimension: int) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+    def __init__(self, directory: Path, dimension: int, *, create: bool = True) -> None:
+        """create=False leaves a missing directory alone (another model's, whose files are
+        only deleted)."""
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
         self._dim = dimension
 

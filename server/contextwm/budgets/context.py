@@ -21,6 +21,7 @@ from contextwm.budgets.contributors import (
     WorkspaceContributors,
     share_caps,
 )
+from contextwm.conversations.embedding_model import require_current
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.categories import (
@@ -91,9 +92,12 @@ class CategoryContexts:
             FailedPrecondition: files named without a workspace; a system prompt larger
                 than the whole budget.
             PermissionDenied: a named file outside the workspace.
+            FailedPrecondition: dense or hybrid mode on a conversation whose vectors come
+                from another model.
         """
         check_context_request(request, self.retriever.limits)
         rt = self.retriever.runtimes.get(namespace, conversation_id)
+        require_current([rt], self.retriever.ranker.model_name, request.mode)
         settings = rt.record.settings
         budgets = patch_budgets(settings.category_budgets, asked.budgets)
         weights = patch_contributor_weights(settings.contributor_weights, asked.contributor_weights)

@@ -13,6 +13,7 @@ so `contextwm search ...` starts fast and works without them.
     retrieval      context, search
     stats          stats
     agent_loop     usage, active, compact, truncate, checkpoint(s), restore, edits, watch
+    reembed        reembed
     retention      retention
     render         text lines and blocks, and JSON
 """

@@ -18,7 +18,7 @@ from contextwm_client import (
     TruncationStrategy,
 )
 
-from contextwm.cli import agent_loop, conversations, retention, retrieval, stats
+from contextwm.cli import agent_loop, conversations, reembed, retention, retrieval, stats
 from contextwm.cli.importing.command import default_state_dir, run_import
 from contextwm.cli.importing.sources import FIELDS, FORMATS
 
@@ -236,6 +236,20 @@ def build_parser(
     )
     sub.add_argument("--dry-run", action="store_true", help="remove nothing; say what would go")
     sub.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    sub = command(
+        "reembed",
+        reembed.reembed,
+        "re-embed conversations whose vectors come from another embedding model than the"
+        " server's (dense search on them is refused until then); Ctrl-C stops, a re-run resumes",
+    )
+    sub.add_argument(
+        "conversation", nargs="?", help="one conversation; omitted: the whole namespace"
+    )
+    # Also after the command (`contextwm reembed --namespace NS`); unset keeps the global one.
+    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="the namespace")
+    sub.add_argument("--all", action="store_true", help="every conversation of every namespace")
+    sub.add_argument("--json", action="store_true", help="print each progress report as JSON")
 
     # Its arguments come from contextwm.serve, added by the entry point only when it runs.
     serve = commands.add_parser("serve", help="run the contextwm server")

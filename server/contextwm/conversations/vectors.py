@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from contextwm.conversations.activity import VectorWaiters
+from contextwm.conversations.embedding_model import stale_model
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.domain import deadlines
@@ -85,8 +86,8 @@ class Vectors:
         Raises:
             DeadlineExceeded: the caller's deadline passed first.
         """
-        if rt.pending == 0:
-            return
+        if rt.pending == 0 or stale_model(rt, self.model_name) is not None:
+            return  # (a stale conversation's items wait for a re-embed, not the indexer)
         deadline = time.monotonic() + self.wait_seconds
         with self.waiters.waiting(rt.key), rt.indexed:
             while rt.pending > 0 and not rt.deleted:

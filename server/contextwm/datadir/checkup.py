@@ -204,7 +204,9 @@ def _summarise(figures: list[ConversationFigures], widths: dict[str, int], repor
             report.note(
                 "store",
                 f"{items - embedded} items in {waiting} conversations have no vector of"
-                f" {model} yet: a server using that model embeds them when it runs",
+                f" {model} yet: a server using that model embeds them when it runs (those of"
+                " conversations whose vectors come from another model, once `contextwm reembed`"
+                " is run)",
             )
 
 

@@ -46,6 +46,8 @@ class ConversationRecord:
     active_start: int = 0
     reported: Reported | None = None
     last_event: int = 0
+    # The embedding model its stored vectors come from; None until it has any.
+    embed_model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,16 @@ class ArchivedRow:
 class RemovedRows:
     count: int
     tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StaleConversation:
+    """A conversation whose stored vectors come from another model than the server's."""
+
+    key: int
+    namespace: str
+    conversation_id: str
+    model: str  # the model its vectors come from
 
 
 class Store(HistoryStore, Protocol):
@@ -265,4 +277,23 @@ class Store(HistoryStore, Protocol):
     ) -> dict[int, tuple[int, int]]:
         """Of these rows (from term_postings), those in these states matching flt: their
         (seq, token count) by row id."""
+        ...
+
+    # ---- re-embedding after a change of model
+
+    def stale_conversations(self, model: str, namespace: str | None) -> list[StaleConversation]:
+        """Conversations whose vectors come from another model than model, of one namespace
+        (None: every namespace), by namespace and id."""
+        ...
+
+    def unembedded_items(
+        self, key: int, model: str, after_seq: int, limit: int
+    ) -> list[PendingVector]:
+        """One conversation's items after after_seq without a vector of model, in seq order,
+        whatever model its other vectors come from."""
+        ...
+
+    def finish_reembed(self, key: int, model: str) -> int:
+        """Drops the conversation's vectors of other models and records that its vectors come
+        from model, in one transaction; returns how many vectors were dropped."""
         ...

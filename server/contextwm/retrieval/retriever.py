@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from contextwm.conversations.embedding_model import require_current
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.items import ItemState, ScoredItem, ScoreParts
@@ -48,9 +49,12 @@ class Retriever:
         Raises:
             InvalidArgument: bad options, or a budget that cannot hold the query.
             NotFound: no such conversation.
+            FailedPrecondition: dense or hybrid mode on a conversation whose vectors come
+                from another model (see conversations.embedding_model).
         """
         check_context_request(request, self.limits)
         rt = self.runtimes.get(namespace, conversation_id)
+        require_current([rt], self.ranker.model_name, request.mode)
         self.vectors.wait_indexed(rt)
         settings = rt.record.settings
         counter = self.counters(settings.encoding)
@@ -111,6 +115,8 @@ class Retriever:
 
         Raises:
             InvalidArgument: bad options. NotFound: a named conversation that does not exist.
+            FailedPrecondition: dense or hybrid mode over a conversation whose vectors come
+                from another model.
         """
         return search(
             self.runtimes, self.vectors, self.ranker, self.reader, self.limits, namespace, request

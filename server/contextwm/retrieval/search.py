@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextwm.conversations.embedding_model import require_current
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.conversations.validation import Limits, namespace_of
 from contextwm.conversations.vectors import Vectors
@@ -27,6 +28,8 @@ def search(
 
     Raises:
         InvalidArgument: bad options. NotFound: a named conversation that does not exist.
+        FailedPrecondition: dense or hybrid mode over a conversation whose vectors come from
+            another model (all of them are checked before any is searched).
     """
     ns = namespace_of(namespace)
     check_search_request(request, limits)
@@ -34,6 +37,7 @@ def search(
         searched = [runtimes.get(ns, request.conversation_id)]
     else:
         searched = [runtimes.get(ns, cid) for _, cid in runtimes.store.conversation_keys(ns)]
+    require_current(searched, ranker.model_name, request.mode)
     states = (
         (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
         if request.include_window

@@ -16,6 +16,7 @@ from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.imports import Imports
 from contextwm.ports.embedder import Embedder
+from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retrieval.retriever import Retriever
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
@@ -88,8 +89,14 @@ class GrpcServer:
         """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
 
-    def serve(self, engine: ContextEngine, batch_embedder: Embedder | None = None) -> None:
-        """Hands ContextService calls to the engine, and reports ready.
+    def serve(
+        self,
+        engine: ContextEngine,
+        reembedder: Reembedder,
+        batch_embedder: Embedder | None = None,
+    ) -> None:
+        """Hands ContextService calls to the engine (re-embedding to reembedder), and reports
+        ready.
 
         Args:
             batch_embedder: embeds imported chunks (the engine's embedder when None).
@@ -103,6 +110,7 @@ class GrpcServer:
                 AgentLoop(engine),
                 Imports(engine.appends, batch_embedder or engine.embedder),
                 Retention(engine),
+                reembedder,
             )
         )
         self._engine = engine

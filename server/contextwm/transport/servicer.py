@@ -12,6 +12,7 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.imports import Imports
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES
+from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
 from contextwm.retrieval.retriever import Retriever
@@ -19,12 +20,18 @@ from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_import import ImportRpcs
 from contextwm.transport.servicer_loop import AgentLoopRpcs
+from contextwm.transport.servicer_reembed import ReembedRpcs
 from contextwm.transport.servicer_retention import RetentionRpcs
 from contextwm.transport.servicer_stats import StatsRpcs
 
 
 class ContextServicer(
-    AgentLoopRpcs, ImportRpcs, RetentionRpcs, StatsRpcs, pb_grpc.ContextServiceServicer
+    AgentLoopRpcs,
+    ImportRpcs,
+    ReembedRpcs,
+    RetentionRpcs,
+    StatsRpcs,
+    pb_grpc.ContextServiceServicer,
 ):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
 
@@ -36,6 +43,7 @@ class ContextServicer(
         loop: AgentLoop,
         imports: Imports,
         retention: Retention,
+        reembedder: Reembedder,
     ) -> None:
         self._engine = engine
         self._imports = imports
@@ -43,6 +51,7 @@ class ContextServicer(
         self._categories = categories
         self._loop = loop
         self._retention = retention
+        self._reembedder = reembedder
 
     def CreateConversation(
         self, request: pb.CreateConversationRequest, context: grpc.ServicerContext

@@ -20,7 +20,7 @@ REVERTED = int(ItemState.REVERTED)
 
 CONVERSATION_COLUMNS = (
     "id, namespace, conversation_id, settings, created_at, last_seq, token_limit, state,"
-    " active_start, reported_tokens, reported_server_tokens, last_event"
+    " active_start, reported_tokens, reported_server_tokens, last_event, embed_model"
 )
 
 
@@ -109,6 +109,7 @@ def record_of(row: Sequence[Any]) -> ConversationRecord:
         active_start=row[8],
         reported=Reported(row[9], row[10]) if row[9] is not None else None,
         last_event=row[11],
+        embed_model=row[12],
     )
 
 

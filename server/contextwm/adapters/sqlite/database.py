@@ -17,6 +17,8 @@ from contextwm.adapters.sqlite.schema import (
     V2_COLUMNS,
     V2_TABLES,
     V3_COLUMNS,
+    V4_COLUMNS,
+    V4_FILL,
 )
 
 # The fewest bound parameters a SQLite build allows per statement (older builds: 999).
@@ -89,13 +91,15 @@ class Database:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
-            for table, column in (*V2_COLUMNS, *V3_COLUMNS):
+            for table, column in (*V2_COLUMNS, *V3_COLUMNS, *V4_COLUMNS):
                 present = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
                 if column.split()[0] not in present:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
             for statement in V2_TABLES.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            if version < 4:
+                db.execute(V4_FILL)
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),

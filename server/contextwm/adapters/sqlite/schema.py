@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -75,6 +75,21 @@ V3_COLUMNS = (
     ("conversations", "last_append_at REAL"),
     ("conversations", "removed_items INTEGER NOT NULL DEFAULT 0"),
 )
+
+# Version 4 (re-embedding): the embedding model a conversation's vectors come from (NULL: no
+# vectors yet). Recorded rather than read off the vectors table: an item holds one vector, so
+# a conversation half-way through a re-embed holds vectors of two models, and every dense
+# search asks.
+V4_COLUMNS = (("conversations", "embed_model TEXT"),)
+
+# An older file learns each conversation's model from its vectors: that of its oldest
+# embedded item (an older server re-embedded silently after a model change, oldest first).
+V4_FILL = """
+UPDATE conversations SET embed_model = (
+    SELECT v.model FROM items i JOIN vectors v ON v.item = i.id
+    WHERE i.conv = conversations.id ORDER BY i.seq LIMIT 1
+)
+"""
 
 V2_TABLES = """
 CREATE INDEX IF NOT EXISTS items_file ON items (conv, file_path) WHERE file_path IS NOT NULL;

@@ -9,6 +9,7 @@ from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
+from contextwm.adapters.sqlite.reembedding import ReembedTables
 from contextwm.adapters.sqlite.retention import RetentionTables
 from contextwm.adapters.sqlite.stats import StatsTables
 from contextwm.adapters.sqlite.vectors import VectorTables
@@ -24,6 +25,7 @@ class SqliteStore(
     EventTables,
     StatsTables,
     RetentionTables,
+    ReembedTables,
 ):
     """The Store port on one SQLite file: each base owns the tables of one job and shares
     the connections and transactions of Database, so that an append, its facts, edits and

@@ -18,21 +18,26 @@ class VectorTables(Database):
     """Item vectors as float32 blobs: pending ones for the indexer, stored ones for the index."""
 
     def pending_vectors(self, model: str, limit: int, after_id: int = 0) -> list[PendingVector]:
-        return self._pending(model, "i.id > ? ORDER BY i.id", after_id, limit)
+        return self._pending(model, "i.id > ?", "i.id", after_id, limit)
 
     def pending_vectors_of(self, model: str, key: int, limit: int) -> list[PendingVector]:
         # Newest first along the (conv, seq) index: what readers wait for is the newest.
-        return self._pending(model, "i.conv = ? ORDER BY i.seq DESC", key, limit)
+        return self._pending(model, "i.conv = ?", "i.seq DESC", key, limit)
 
-    def _pending(self, model: str, where: str, value: int, limit: int) -> list[PendingVector]:
-        """Items without a vector for model that meet `where` (one ? for value), in its order."""
+    def _pending(
+        self, model: str, where: str, order: str, value: int, limit: int
+    ) -> list[PendingVector]:
+        """Items without a vector for model that meet `where` (one ? for value), in `order`.
+        Items of conversations whose vectors come from another model are left out: they
+        wait for a re-embed (NOT EXISTS keeps items the outer loop, in the order asked)."""
         rows = (
             self._reader()
             .execute(
                 "SELECT i.id, i.conv, i.seq, i.content FROM items i"
                 " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
-                f" WHERE v.item IS NULL AND {where} LIMIT ?",
-                (model, value, limit),
+                f" WHERE v.item IS NULL AND {where} AND NOT EXISTS (SELECT 1 FROM conversations c"
+                f" WHERE c.id = i.conv AND c.embed_model != ?) ORDER BY {order} LIMIT ?",
+                (model, value, model, limit),
             )
             .fetchall()
         )
@@ -85,6 +90,13 @@ def write_vectors(
             (model, np.ascontiguousarray(vec, dtype=np.float32).tobytes(), key, seq)
             for (key, seq), vec in zip(rows, vectors, strict=True)
         ],
+    )
+    # A conversation's first vectors name its model. Vectors written into one whose vectors
+    # come from another model (a re-embed under way) leave it as it is: finish_reembed marks
+    # it once every item has one.
+    db.executemany(
+        "UPDATE conversations SET embed_model = ? WHERE id = ? AND embed_model IS NULL",
+        [(model, key) for key in sorted({key for key, _ in rows})],
     )
 
 
