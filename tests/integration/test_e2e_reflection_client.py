@@ -75,13 +75,16 @@ def test_reflection_lists_the_services_and_every_method_of_the_proto(
     listed = {m.name: m for m in reflection.service.methods}
     # The same methods as the proto file declares, in name and shape.
     declared = re.findall(
-        r"^\s*rpc (\w+)\((\w+)\) returns \((stream )?(\w+)\);", PROTO.read_text(), flags=re.M
+        r"^\s*rpc (\w+)\((stream )?(\w+)\) returns \((stream )?(\w+)\);",
+        PROTO.read_text(),
+        flags=re.M,
     )
     assert len(declared) == len(listed) > 20
-    for name, request, stream, response in declared:
+    for name, client_stream, request, stream, response in declared:
         method = listed[name]
         assert method.input_type.full_name == f"contextwm.v1.{request}"
         assert method.output_type.full_name == f"contextwm.v1.{response}"
+        assert method.client_streaming == bool(client_stream)
         assert method.server_streaming == bool(stream)
     # Built from the server's descriptors, not from stubs loaded in this process.
     request_class = reflection.message_class("Append")
