@@ -159,6 +159,7 @@ class Service:
                 clock=clock,
                 models=settings.models,
                 event_retention_seconds=settings.event_retention_seconds,
+                max_loaded_conversations=settings.max_loaded_conversations,
                 workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
                 retention=settings.retention,
             )

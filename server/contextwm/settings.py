@@ -47,6 +47,8 @@ class ServerSettings:
     # While appends keep the server busy, the indexer embeds this share of the time.
     indexer_busy_duty: float = 0.25
     index_save_seconds: float = 30.0
+    # Conversations kept in memory; beyond them, those idle for 30 s are unloaded.
+    max_loaded_conversations: int = 256
     grace_seconds: float = 10.0
     max_message_bytes: int = 64 * 1024 * 1024
     conversation: ConversationSettings = field(default_factory=ConversationSettings)
@@ -401,6 +403,8 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
         settings = _merge(settings, source.values, source.name)
     if settings.sqlite_synchronous not in {"NORMAL", "FULL"}:
         raise SettingsError("sqlite_synchronous must be NORMAL or FULL")
+    if settings.max_loaded_conversations < 1:
+        raise SettingsError("max_loaded_conversations must be at least 1")
     if not 0 <= settings.indexer_niceness <= 19:
         raise SettingsError("indexer_niceness must be between 0 and 19")
     if not 0 < settings.indexer_busy_duty <= 1:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
+from conftest import StartService
 from contextwm_client import Client, ConversationSettings, NewItem, ScoringWeights
 
 
@@ -86,3 +88,34 @@ def test_recency_uses_the_conversations_own_clock(client: Client) -> None:
     assert by_seq[4] == 1.0  # wall-clock recency would be ~0 for a 2019 item
     assert abs(by_seq[3] - 0.5) < 1e-9  # one half-life (a day) older
     assert abs(by_seq[2] - 0.25) < 1e-9
+
+
+def test_idle_conversations_leave_memory_and_come_back_the_same(
+    start_service: StartService,
+) -> None:
+    service = start_service(max_loaded_conversations=2)
+    service.engine.runtimes.unload_idle_seconds = 0.0
+    with Client(f"127.0.0.1:{service.port}") as client:
+        settings = ConversationSettings(window_max_items=4)
+        for c in range(5):
+            client.create_conversation(f"idle-{c}", settings=settings)
+            for n in range(9):
+                client.append(f"idle-{c}", f"conversation {c}, note {n} about the deploy")
+        before = {}
+        for c in range(5):
+            conv = f"idle-{c}"
+            while client.get_conversation(conv).pending_embeddings:  # pending keeps it loaded
+                time.sleep(0.05)
+            info = client.get_conversation(conv)
+            before[conv] = ([(i.seq, i.state) for i in client.iter_items(conv)], info.window)
+        deadline = time.monotonic() + 30
+        while len(service.engine.runtimes.loaded()) > 2:  # the indexer's housekeeping
+            assert time.monotonic() < deadline, "idle conversations were never unloaded"
+            time.sleep(0.05)
+        for conv, (items, window) in before.items():
+            assert [(i.seq, i.state) for i in client.iter_items(conv)] == items
+            assert client.get_conversation(conv).window == window
+            hits = client.search("deploy note", conversation_id=conv, mode="dense", top_k=3)
+            assert len(hits.hits) == 3
+        client.append("idle-0", "one more after the reload")
+        assert client.get_conversation("idle-0").total_items == 10

@@ -81,6 +81,7 @@ class ContextEngine:
         event_retention_seconds: float = 3600.0,
         workspaces: Workspaces | None = None,
         retention: RetentionPolicies | None = None,
+        max_loaded_conversations: int = 256,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -97,7 +98,9 @@ class ContextEngine:
         self.retention_policies = retention or RetentionPolicies()
         self.retention_counters = RemovalCounters()
         model = embedder.model_name
-        self.runtimes = Runtimes(store, counters, model, self.defaults, clock)
+        self.runtimes = Runtimes(
+            store, counters, model, self.defaults, clock, max_loaded=max_loaded_conversations
+        )
         self.work = UnitOfWork(self.runtimes, self.events, clock)
         self.vectors = Vectors(
             store, self.runtimes, index_files, model, wait_seconds=index_wait_seconds

@@ -60,6 +60,10 @@ class ConversationRuntime:
     index: VectorIndex | None = None
     index_dirty: bool = False
     deleted: bool = False
+    # Dropped from memory while idle (Runtimes.unload_idle): a new runtime serves it.
+    unloaded: bool = False
+    # time.monotonic() of the last lookup: what unloading goes by.
+    last_used: float = 0.0
     # time.monotonic() of the last search of the index: saving waits until it has rested.
     last_search: float = 0.0
     # How many items hold each common query term, and the item total when it was counted:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -12,7 +14,7 @@ from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import check_conversation_id, namespace_of
 from contextwm.domain.active import Replacement
 from contextwm.domain.conversations import ConversationSettings, ConversationState
-from contextwm.domain.errors import NotFound
+from contextwm.domain.errors import NotFound, Unavailable
 from contextwm.domain.history import EditKind
 from contextwm.llm_context.active_context import ActiveContext
 from contextwm.llm_context.ledger import Ledger
@@ -33,13 +35,24 @@ class Runtimes:
         model_name: str,
         defaults: ConversationSettings,
         clock: Callable[[], float],
+        *,
+        max_loaded: int = 256,
+        unload_idle_seconds: float = 30.0,
     ) -> None:
+        """Args:
+        max_loaded: runtimes kept in memory beyond which idle ones are unloaded (a window
+            with its vectors takes about 0.25 MB, an index 1.5 KB per archived item).
+        unload_idle_seconds: how long a runtime must have gone unused to be unloaded.
+        """
         self.store = store
+        self.max_loaded = max_loaded
+        self.unload_idle_seconds = unload_idle_seconds
         self.counters = counters
         self.model_name = model_name
         self.defaults = defaults
         self.clock = clock
-        self._by_name: dict[tuple[str, str], ConversationRuntime] = {}
+        # Least recently used first.
+        self._by_name: OrderedDict[tuple[str, str], ConversationRuntime] = OrderedDict()
         self._by_key: dict[int, ConversationRuntime] = {}
         # Also serialises creating a conversation with loading it.
         self.lock = threading.Lock()
@@ -62,6 +75,8 @@ class Runtimes:
             rt = self._by_name.get((ns, conversation_id))
             if rt is not None:
                 self.hits += 1
+                self._by_name.move_to_end((ns, conversation_id))
+                rt.last_used = time.monotonic()
                 return rt
             self.misses += 1
             record = self.store.get_conversation(ns, conversation_id)
@@ -74,6 +89,7 @@ class Runtimes:
                     ns, conversation_id, self.defaults, self.clock()
                 )
             rt = self._load(record)
+            rt.last_used = time.monotonic()
             self._by_name[(ns, conversation_id)] = rt
             self._by_key[rt.key] = rt
             return rt
@@ -97,7 +113,40 @@ class Runtimes:
         with rt.lock:
             if rt.deleted:
                 raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+            if rt.unloaded:  # only after it went unused for unload_idle_seconds
+                raise Unavailable(
+                    f"conversation {rt.record.conversation_id!r} was unloaded from memory"
+                    " during the call; retry it"
+                )
             yield rt
+
+    def unload_idle(self) -> int:
+        """Unloads the least recently used runtimes beyond max_loaded that have been idle
+        for unload_idle_seconds, have no embedding pending and no unsaved index; returns how
+        many. Memory stays bounded however many conversations a server sees; the store
+        holds everything a runtime is rebuilt from.
+
+        Call it from a thread that holds no runtime's lock (the indexer's housekeeping):
+        the locks are reentrant, so a held one would look free.
+        """
+        unloaded = 0
+        with self.lock:
+            excess = len(self._by_name) - self.max_loaded
+            idle_since = time.monotonic() - self.unload_idle_seconds
+            for name, rt in list(self._by_name.items()):
+                if excess <= 0 or rt.last_used > idle_since:
+                    break  # least recently used first: the rest are busier still
+                if rt.pending or rt.index_dirty or not rt.lock.acquire(blocking=False):
+                    continue
+                try:
+                    rt.unloaded = True
+                    del self._by_name[name]
+                    del self._by_key[rt.key]
+                finally:
+                    rt.lock.release()
+                excess -= 1
+                unloaded += 1
+        return unloaded
 
     def forget(self, rt: ConversationRuntime) -> None:
         """Drops a runtime from the registry: the next call loads the conversation afresh."""

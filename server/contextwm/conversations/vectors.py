@@ -16,6 +16,7 @@ from contextwm.conversations.embedding_model import stale_model
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.domain import deadlines
+from contextwm.domain.errors import NotFound
 from contextwm.ports.store import Store
 from contextwm.ports.vector_index import VectorIndex, VectorIndexFiles
 from contextwm.window.window import Vector, WindowEntry
@@ -50,14 +51,18 @@ class Vectors:
     def apply(self, key: int, seqs: Sequence[int], vectors: Vector) -> None:
         """Stores freshly computed vectors and puts them where they belong: on the window
         entry, or into the index for items already archived. Called by the indexer."""
-        rt = self.runtimes.by_key(key)
+        rt = self._runtime(key)
+        while rt is not None and rt.unloaded:  # between the lookup and the lock: look again
+            rt = self._runtime(key)
         if rt is None:
-            record = self.store.conversation_record(key)
-            if record is None:
-                return  # deleted meanwhile
-            rt = self.runtimes.get(record.namespace, record.conversation_id)
+            return  # deleted meanwhile
         with rt.lock:
             if rt.deleted:
+                return
+            if rt.unloaded:
+                # The store is what a reload reads: the vectors are not lost, only late in
+                # the memory of a runtime loaded before they were stored.
+                self.store.put_vectors(self.model_name, [(key, s) for s in seqs], vectors)
                 return
             self.store.put_vectors(self.model_name, [(key, s) for s in seqs], vectors)
             archived_ids: list[int] = []
@@ -78,6 +83,19 @@ class Vectors:
             rt.pending = max(0, rt.pending - len(seqs))
             if rt.pending == 0:
                 rt.indexed.notify_all()
+
+    def _runtime(self, key: int) -> ConversationRuntime | None:
+        """The conversation's runtime, loaded if need be; None once it is deleted."""
+        rt = self.runtimes.by_key(key)
+        if rt is not None:
+            return rt
+        record = self.store.conversation_record(key)
+        if record is None:
+            return None
+        try:
+            return self.runtimes.get(record.namespace, record.conversation_id)
+        except NotFound:
+            return None
 
     def wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: waits (bounded by wait_seconds) until the items

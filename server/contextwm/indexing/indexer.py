@@ -142,6 +142,8 @@ class Indexer:
                 if time.monotonic() - last_maintain > MAINTAIN_SECONDS:
                     last_maintain = time.monotonic()
                     self._engine.store.maintain()
+                    # Here: this thread holds no conversation's lock (see unload_idle).
+                    self._engine.runtimes.unload_idle()
                 if time.monotonic() - last_prune > PRUNE_SECONDS:
                     last_prune = time.monotonic()
                     self.prune_events()
