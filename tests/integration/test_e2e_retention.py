@@ -30,6 +30,7 @@ from contextwm_client import (
     NotFoundError,
     RetentionPolicy,
 )
+from metrics_scrape import Scrape
 
 DAY = 86400.0
 # Words that name one old item each, for lexical search.
@@ -171,6 +172,28 @@ def test_by_count_the_oldest_go_first(start_service: StartService, clock: Clock)
         assert report.conversations[0].removed_by_count == 6
         assert client.get_conversation("t").archived_items == 4
         assert index_matches_store(service, "t") == 4
+
+
+def test_removals_are_counted_in_the_metrics(start_service: StartService, clock: Clock) -> None:
+    service = start_service(
+        clock=clock,
+        retention=RetentionPolicies(Policy(max_archived_items=4, inactive_seconds=30 * DAY)),
+        retention_interval_seconds=0,
+        metrics_port=0,
+    )
+    assert service.metrics_port is not None
+    with Client(f"127.0.0.1:{service.port}") as client:
+        compacted_history(client, "t", clock)
+        client.apply_retention("t", dry_run=True)
+        before = Scrape(service.metrics_port)
+        assert before.value("contextwm_retention_removed_items_total") == 0
+        client.apply_retention("t")
+        clock.now += 31 * DAY  # nothing appended since: "t" goes whole
+        client.apply_retention("t")
+        after = Scrape(service.metrics_port)
+    # 6 of its 13 items by count, then the 7 left with the conversation.
+    assert after.value("contextwm_retention_removed_items_total") == 13
+    assert after.value("contextwm_retention_removed_conversations_total") == 1
 
 
 def test_window_and_active_context_items_stay(start_service: StartService, clock: Clock) -> None:
