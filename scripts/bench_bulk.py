@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             ],
         ],
     )
+    tenths = [server_mb[min(len(server_mb) - 1, len(server_mb) * k // 10)] for k in range(11)]
+    print("server RSS (MiB) at each tenth of the import:", " ".join(f"{m:.0f}" for m in tenths))
     print(f"import >= {GOAL:.0%} of raw embedding (before): {verdict(ratio >= GOAL)}")
     return 0
 
