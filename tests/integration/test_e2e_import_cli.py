@@ -300,3 +300,32 @@ def test_a_restarted_server_is_waited_for_and_nothing_is_added_twice(tmp_path: P
     finally:
         proc.kill()
         server.kill()
+
+
+def test_the_bulk_index_script_is_the_import_command(
+    target: str, client: Client, tmp_path: Path
+) -> None:
+    path = write_lines(tmp_path / "script.jsonl", items_rows(2, 3))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "client")]),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bulk_index.py"),
+            "--target",
+            target,
+            str(path),
+            "--state-dir",
+            str(tmp_path / "s"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "imported 6 items into 2 conversations" in done.stderr
+    assert len(contents(client, "conv-1")) == 3
