@@ -95,11 +95,21 @@ def test_an_import_ends_as_live_appends_of_the_same_items(client: Client) -> Non
 
 def test_items_of_many_conversations_interleaved_keep_their_order(client: Client) -> None:
     convs = [f"c{n}" for n in range(5)]
-    items = [ImportItem(c, NewItem(f"{c} says {k}")) for k in range(30) for c in convs]
+
+    def text(n: int, k: int) -> str:
+        return f"{TOPICS[(n + k) % len(TOPICS)]} ({convs[n]}, {k})"
+
+    items = [ImportItem(c, NewItem(text(n, k))) for k in range(30) for n, c in enumerate(convs)]
     result = client.import_items(items, chunk_size=16)
     assert (result.appended, result.conversations) == (150, 5)
-    for c in convs:
-        assert [i.content for i in client.iter_items(c)] == [f"{c} says {k}" for k in range(30)]
+    for n, c in enumerate(convs):
+        assert [i.content for i in client.iter_items(c)] == [text(n, k) for k in range(30)]
+        # Each item has its own vector, not a neighbour's of another conversation.
+        for k in (0, 13, 29):
+            hits = client.search(
+                text(n, k), conversation_id=c, mode="dense", top_k=1, include_window=True
+            )
+            assert hits.hits[0].item.content == text(n, k)
 
 
 def test_a_refused_item_is_reported_and_the_rest_goes_on(client: Client) -> None:

@@ -109,7 +109,6 @@ class Imports:
             len(entries), sum(len(e.item.content.encode()) for e in entries if e.item), limits
         )
         groups: dict[tuple[str, str], list[tuple[int, NewItem, str]]] = {}
-        texts: list[str] = []
         for n, entry in enumerate(entries, start=position):
             try:
                 if entry.item is None:
@@ -124,7 +123,8 @@ class Imports:
                 summary.fail(n, entry.source, e)
                 continue
             groups.setdefault(conversation, []).append((n, entry.item, entry.source))
-            texts.append(entry.item.content)
+        # In the order _apply hands the vectors out: conversation by conversation.
+        texts = [item.content for group in groups.values() for _, item, _ in group]
         return _Chunk(groups, texts)
 
     def _apply(self, chunk: _Chunk, embedding: Future[Vectors], summary: ImportSummary) -> None:
