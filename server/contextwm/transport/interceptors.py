@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import grpc
@@ -190,6 +191,42 @@ def _parsed(requests: Iterator[Any]) -> Iterator[Any]:
         raise _StreamBroken from exc
 
 
+@contextmanager
+def _answered(
+    request: Any,
+    context: grpc.ServicerContext,
+    method: str,
+    report: Callable[[str, float], None],
+) -> Iterator[None]:
+    """Runs a call's body: refuses a request that does not parse, applies the caller's
+    deadline, turns what the body raises into a status (abort raises), and reports the
+    outcome once the call ends."""
+    start = time.perf_counter()
+    if isinstance(request, _Unparsable):
+        report("INVALID_ARGUMENT", start)
+        _refuse_unparsable(context, request, method)  # aborts: raises
+    outcome = "OK"
+    try:
+        with deadlines.caller_deadline(context.time_remaining()):
+            deadlines.check("waiting for a free worker")
+            yield
+    except DeadlineExceeded as exc:
+        outcome = exc.code.name
+        log.info("%s: %s (after %.0f ms)", method, exc.message, _ms(start))
+        _abort(context, exc, method)
+    except ContextWMError as exc:
+        outcome = exc.code.name
+        _abort(context, exc, method)
+    except _StreamBroken:
+        outcome = "CANCELLED"
+        context.abort(grpc.StatusCode.CANCELLED, "the request stream broke off")
+    except Exception as exc:  # servicers never abort themselves, so this is a bug
+        outcome = "INTERNAL"
+        _abort(context, exc, method)
+    finally:
+        report(_as_answered(outcome, context), start)
+
+
 def _unary(
     inner: Callable[[Any, grpc.ServicerContext], Any],
     method: str,
@@ -198,31 +235,9 @@ def _unary(
     """The mapping for a call with one response (its request may be a stream)."""
 
     def wrapped(request: Any, context: grpc.ServicerContext) -> Any:
-        start = time.perf_counter()
-        if isinstance(request, _Unparsable):
-            report("INVALID_ARGUMENT", start)
-            _refuse_unparsable(context, request, method)  # aborts: raises
-        outcome = "OK"
-        try:
-            with deadlines.caller_deadline(context.time_remaining()):
-                deadlines.check("waiting for a free worker")
-                return inner(request, context)
-        except DeadlineExceeded as exc:
-            outcome = exc.code.name
-            log.info("%s: %s (after %.0f ms)", method, exc.message, _ms(start))
-            _abort(context, exc, method)
-        except ContextWMError as exc:
-            outcome = exc.code.name
-            _abort(context, exc, method)
-        except _StreamBroken:
-            outcome = "CANCELLED"
-            context.abort(grpc.StatusCode.CANCELLED, "the request stream broke off")
-        except Exception as exc:  # servicers never abort themselves, so this is a bug
-            outcome = "INTERNAL"
-            _abort(context, exc, method)
-        finally:
-            report(_as_answered(outcome, context), start)
-        return None  # unreachable: abort raises
+        with _answered(request, context, method, report):
+            return inner(request, context)
+        return None  # unreachable: a failure aborts, which raises
 
     return wrapped
 
@@ -235,26 +250,7 @@ def _streaming(
     """The same mapping for a server-streaming call (reported when the stream ends)."""
 
     def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        start = time.perf_counter()
-        if isinstance(request, _Unparsable):
-            report("INVALID_ARGUMENT", start)
-            _refuse_unparsable(context, request, method)  # aborts: raises
-        outcome = "OK"
-        try:
-            with deadlines.caller_deadline(context.time_remaining()):
-                deadlines.check("waiting for a free worker")
-                yield from inner(request, context)
-        except DeadlineExceeded as exc:
-            outcome = exc.code.name
-            log.info("%s: %s (after %.0f ms)", method, exc.message, _ms(start))
-            _abort(context, exc, method)
-        except ContextWMError as exc:
-            outcome = exc.code.name
-            _abort(context, exc, method)
-        except Exception as exc:
-            outcome = "INTERNAL"
-            _abort(context, exc, method)
-        finally:
-            report(_as_answered(outcome, context), start)
+        with _answered(request, context, method, report):
+            yield from inner(request, context)
 
     return wrapped
