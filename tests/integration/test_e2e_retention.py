@@ -19,8 +19,8 @@ from contextwm import cli
 from contextwm.app import Service
 from contextwm.domain.retention import RetentionPolicies
 from contextwm.domain.retention import RetentionPolicy as Policy
+from contextwm.domain.scope import Scope
 from contextwm.retention.apply import Retention
-from contextwm.retention.outcomes import Scope
 from contextwm.settings import load_settings
 from contextwm_client import (
     Client,
@@ -432,7 +432,10 @@ def test_bad_policies_and_scopes_are_refused(start_service: StartService, clock:
                 "t", ConversationSettings(retention=RetentionPolicy(max_archived_items=-2))
             )
         assert client.get_conversation("t").settings.retention == RetentionPolicy()
-        with pytest.raises(InvalidArgumentError, match="leave namespace and conversation_id"):
+        with pytest.raises(
+            InvalidArgumentError,
+            match="all_namespaces covers every conversation: leave conversation_id empty",
+        ):
             client.apply_retention("t", every_namespace=True)
         with pytest.raises(NotFoundError, match="'nope' not found in namespace 'default'"):
             client.apply_retention("nope", dry_run=True)

@@ -17,13 +17,14 @@ from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.conversations.embedding_model import require_current, stale_model
 from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.validation import scope_of
 from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.errors import FailedPrecondition, InvalidArgument, Unavailable
 from contextwm.domain.items import NewItem
+from contextwm.domain.scope import Scope
 from contextwm.reembedding.progress import ReembedProgress
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.reembedding.runs import Run, Runs
-from contextwm.reembedding.scope import ReembedScope, scope_of
 
 OLD, NEW = HashingEmbedder(32), HashingEmbedder(16)
 ITEMS = 7
@@ -79,7 +80,7 @@ def reembedder(engine: ContextEngine, tmp_path: Path | None = None) -> Reembedde
     return Reembedder(engine, NEW, batch_size=BATCH, index_files_of=files)
 
 
-def run(r: Reembedder, scope: ReembedScope) -> list[ReembedProgress]:
+def run(r: Reembedder, scope: Scope) -> list[ReembedProgress]:
     return list(r.run(scope, threading.Event()))
 
 
@@ -110,7 +111,7 @@ def test_a_run_reports_its_plan_batches_and_conversations(
 ) -> None:
     old_file = tmp_path / "indexes" / OLD.model_name / f"{engine.runtime('default', 'a').key}.faiss"
     assert old_file.exists()
-    reports = run(reembedder(engine, tmp_path), ReembedScope("default"))
+    reports = run(reembedder(engine, tmp_path), Scope("default"))
     plan, last = reports[0], reports[-1]
     assert plan == ReembedProgress(NEW.model_name, 0, 2, 0, 2 * ITEMS, 0, 0.0, "", "")
     # Batches of 3 of 7 items, then the conversation done, for a then b.
@@ -135,12 +136,12 @@ def test_a_run_reports_its_plan_batches_and_conversations(
     assert not old_file.exists()
     assert stale_model(engine.runtime("ops", "c"), NEW.model_name) == OLD.model_name
     # Nothing left: a last report alone.
-    (nothing,) = run(reembedder(engine), ReembedScope("default"))
+    (nothing,) = run(reembedder(engine), Scope("default"))
     assert nothing.finished and nothing.conversations_total == 0
 
 
 def test_items_appended_during_a_run_are_embedded_and_counted(engine: ContextEngine) -> None:
-    reports = reembedder(engine).run(ReembedScope("default", "a"), threading.Event())
+    reports = reembedder(engine).run(Scope("default", "a"), threading.Event())
     next(reports)  # the plan
     next(reports)  # a first batch; the run waits here, as if the client were slow
     engine.append("default", "a", [NewItem("user", "appended while it is re-embedded")])
@@ -155,19 +156,19 @@ def test_a_cancelled_run_stops_after_the_batch_in_hand_and_the_next_resumes(
 ) -> None:
     cancelled = threading.Event()
     r = reembedder(engine)
-    first = r.run(ReembedScope(None), cancelled)
+    first = r.run(Scope(None), cancelled)
     assert next(first).conversations_total == 3
     assert next(first).items_done == BATCH
     cancelled.set()
     assert list(first) == []  # stopped: no more reports
-    second = run(r, ReembedScope(None))
+    second = run(r, Scope(None))
     assert (second[0].items_reused, second[0].items_total) == (BATCH, 3 * ITEMS - BATCH)
     assert second[-1].items_done == 3 * ITEMS - BATCH
     assert engine.store.stale_conversations(NEW.model_name, None) == []
 
 
 def test_a_conversation_deleted_before_its_turn_is_skipped(engine: ContextEngine) -> None:
-    reports = reembedder(engine).run(ReembedScope("default"), threading.Event())
+    reports = reembedder(engine).run(Scope("default"), threading.Event())
     next(reports)
     engine.delete_conversation("default", "b")
     last = list(reports)[-1]
@@ -179,15 +180,15 @@ def test_a_conversation_deleted_before_its_turn_is_skipped(engine: ContextEngine
 
 def test_one_run_at_a_time_and_none_after_shutdown() -> None:
     runs = Runs()
-    first = Run(ReembedScope("default"), threading.Event())
-    second = Run(ReembedScope(None), threading.Event())
+    first = Run(Scope("default"), threading.Event())
+    second = Run(Scope(None), threading.Event())
     with (
         runs.running(first),
         pytest.raises(FailedPrecondition, match="already running \\(namespace 'default'"),
         runs.running(second),
     ):
         pass
-    with runs.running(Run(ReembedScope(None), threading.Event())):
+    with runs.running(Run(Scope(None), threading.Event())):
         pass  # free again
     runs.stop()
     with pytest.raises(Unavailable, match="shutting down"), runs.running(second):
@@ -198,9 +199,9 @@ def test_one_run_at_a_time_and_none_after_shutdown() -> None:
 
 
 def test_scopes() -> None:
-    assert scope_of("", "", False) == ReembedScope("default")
-    assert scope_of("ops", "c", False) == ReembedScope("ops", "c")
-    assert scope_of("", "", True) == ReembedScope(None)
+    assert scope_of("", "", False) == Scope("default")
+    assert scope_of("ops", "c", False) == Scope("ops", "c")
+    assert scope_of("", "", True) == Scope(None)
     for bad in (("ops", "", True), ("", "c", True), ("bad namespace!", "", False)):
         with pytest.raises(InvalidArgument):
             scope_of(*bad)

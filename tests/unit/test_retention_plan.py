@@ -6,13 +6,15 @@ from __future__ import annotations
 import math
 
 import pytest
+from contextwm.conversations.validation import scope_of
 from contextwm.domain.conversations import ConversationSettings, SettingsPatch, apply_patch
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.history import Checkpoint, StateRun
 from contextwm.domain.items import ItemState
 from contextwm.domain.retention import RetentionPolicies, RetentionPolicy, check_policy
+from contextwm.domain.scope import Scope
 from contextwm.ports.store import ArchivedRow
-from contextwm.retention.outcomes import SEQS_SHOWN, ConversationOutcome, Scope
+from contextwm.retention.outcomes import SEQS_SHOWN, ConversationOutcome
 from contextwm.retention.plan import ItemPlan, Kept, inactive, kept_for, plan_items
 
 NOW = 1_000_000.0
@@ -163,13 +165,13 @@ def test_inactivity_is_measured_from_the_last_append() -> None:
 
 
 def test_scopes() -> None:
-    assert Scope.of("", "", every_namespace=False) == Scope("default")
-    assert Scope.of("team-a", "t1", every_namespace=False) == Scope("team-a", "t1")
-    assert Scope.of("", "", every_namespace=True) == Scope()
-    with pytest.raises(InvalidArgument, match="all_namespaces covers every conversation"):
-        Scope.of("team-a", "", every_namespace=True)
+    assert scope_of("", "", False) == Scope("default")
+    assert scope_of("team-a", "t1", False) == Scope("team-a", "t1")
+    assert scope_of("", "", True) == Scope()
+    with pytest.raises(InvalidArgument, match="all_namespaces covers every namespace"):
+        scope_of("team-a", "", True)
     with pytest.raises(InvalidArgument, match="invalid namespace"):
-        Scope.of("bad name", "", every_namespace=False)
+        scope_of("bad name", "", False)
 
 
 def test_an_outcome_lists_the_first_seqs_and_counts_the_rest() -> None:

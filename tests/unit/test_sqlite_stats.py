@@ -13,11 +13,12 @@ import pytest
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import Flag, Item, ItemState
-from contextwm.domain.stats import StateStats, StatsScope, StoreStats
+from contextwm.domain.scope import Scope
+from contextwm.domain.stats import StateStats, StoreStats
 
 MODEL = "test-model"
 T0 = 1_700_000_000.0
-EVERY = StatsScope(None)
+EVERY = Scope(None)
 START = ("", "")
 
 
@@ -121,16 +122,16 @@ def test_figures_match_the_listed_items_per_conversation_and_scope(
     assert total.items == sum(6 + 3 * n for n in range(3))
     assert total.missing_vectors == total.items - total.vectors > 0
 
-    team_b = store.stats(StatsScope("team-b"), MODEL, START, 100)
+    team_b = store.stats(Scope("team-b"), MODEL, START, 100)
     assert [c.conversation_id for c in team_b.conversations] == ["b1", "b2"]
     assert team_b.total == counted(store, [keys["team-b", "b1"], keys["team-b", "b2"]])
     assert team_b.conversations[1].stats == StoreStats()  # no items: no times either
-    one = store.stats(StatsScope("team-a", "a2"), MODEL, START, 100)
+    one = store.stats(Scope("team-a", "a2"), MODEL, START, 100)
     assert [c.conversation_id for c in one.conversations] == ["a2"]
     assert one.total == one.conversations[0].stats == counted(store, [keys["team-a", "a2"]])
     assert one.keys == (keys["team-a", "a2"],)
-    assert store.stats(StatsScope("team-a", "nope"), MODEL, START, 100).conversations == ()
-    nobody = store.stats(StatsScope("nobody"), MODEL, START, 100)
+    assert store.stats(Scope("team-a", "nope"), MODEL, START, 100).conversations == ()
+    nobody = store.stats(Scope("nobody"), MODEL, START, 100)
     assert (nobody.conversations, nobody.total, nobody.keys) == ((), StoreStats(), ())
 
 
@@ -144,7 +145,7 @@ def test_pages_resume_after_a_conversation_and_totals_cover_the_scope(
     rest = store.stats(EVERY, MODEL, ("team-a", "a2"), 3)
     assert [c.conversation_id for c in rest.conversations] == ["b1", "b2"]
     assert first.total == rest.total == whole
-    in_b = store.stats(StatsScope("team-b"), MODEL, ("team-b", "b1"), 3)
+    in_b = store.stats(Scope("team-b"), MODEL, ("team-b", "b1"), 3)
     assert [c.conversation_id for c in in_b.conversations] == ["b2"]
     assert len(in_b.keys) == 2
     assert {c.key for c in first.conversations + rest.conversations} == set(keys.values())
@@ -158,7 +159,7 @@ def test_every_query_reads_covering_indexes_only(store: SqliteStore, path: Path)
     statements: list[str] = []
     db.set_trace_callback(statements.append)
     try:
-        for scope in (EVERY, StatsScope("team-a"), StatsScope("team-a", "a1")):
+        for scope in (EVERY, Scope("team-a"), Scope("team-a", "a1")):
             store.stats(scope, MODEL, START, 2)
     finally:
         db.set_trace_callback(None)

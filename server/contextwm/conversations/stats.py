@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 from contextwm.conversations.validation import (
     Limits,
-    check_conversation_id,
     conversation_page_token,
-    namespace_of,
     page_size_of,
     page_token_conversation,
+    scope_of,
 )
 from contextwm.domain.errors import InvalidArgument, NotFound
-from contextwm.domain.stats import ConversationStats, StatsScope, StoreStats
+from contextwm.domain.scope import Scope
+from contextwm.domain.stats import ConversationStats, StoreStats
 from contextwm.ports.store import Store
 from contextwm.ports.vector_index import VectorIndexFiles
 
@@ -103,33 +103,16 @@ class Stats:
         )
 
 
-def _scope(
-    namespace: str, conversation_id: str, all_namespaces: bool, page_token: str
-) -> StatsScope:
+def _scope(namespace: str, conversation_id: str, all_namespaces: bool, page_token: str) -> Scope:
     """The scope a request names.
 
     Raises:
         InvalidArgument: A bad namespace or id, a scope named twice, or a page of one
             conversation.
     """
-    if all_namespaces:
-        if namespace:
-            raise InvalidArgument(
-                "all_namespaces covers every namespace: leave namespace empty, or leave"
-                " all_namespaces unset for one namespace"
-            )
-        if conversation_id:
-            raise InvalidArgument(
-                "all_namespaces covers every conversation: leave conversation_id empty, or"
-                " name its namespace instead of all_namespaces"
-            )
-        return StatsScope(None)
-    ns = namespace_of(namespace)
-    if not conversation_id:
-        return StatsScope(ns)
-    check_conversation_id(conversation_id)
-    if page_token:
+    scope = scope_of(namespace, conversation_id, all_namespaces)
+    if scope.conversation_id is not None and page_token:
         raise InvalidArgument(
             "page_token: one conversation (conversation_id) has no pages; leave it empty"
         )
-    return StatsScope(ns, conversation_id)
+    return scope

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from contextwm.domain.checks import INT64_MAX, check_range
 from contextwm.domain.errors import InvalidArgument, ResourceExhausted
 from contextwm.domain.items import FILE_KINDS, ROLES, NewItem
+from contextwm.domain.scope import Scope
 
 DEFAULT_NAMESPACE = "default"
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -191,3 +192,27 @@ def page_token_conversation(token: str) -> tuple[str, str]:
 def _bad_page_token(token: str) -> InvalidArgument:
     shown = token if len(token) <= 40 else f"{token[:40]}... ({len(token)} characters)"
     return InvalidArgument(f"invalid page_token {shown!r}: pass next_page_token unchanged")
+
+
+def scope_of(namespace: str, conversation_id: str, all_namespaces: bool) -> Scope:
+    """The scope a request names ("" namespace: the default one).
+
+    Raises:
+        InvalidArgument: all_namespaces with a namespace or a conversation, or a bad name.
+    """
+    if all_namespaces:
+        if namespace:
+            raise InvalidArgument(
+                "all_namespaces covers every namespace: leave namespace empty, or leave"
+                " all_namespaces unset for one namespace"
+            )
+        if conversation_id:
+            raise InvalidArgument(
+                "all_namespaces covers every conversation: leave conversation_id empty, or"
+                " name its namespace instead of all_namespaces"
+            )
+        return Scope()
+    ns = namespace_of(namespace)
+    if not conversation_id:
+        return Scope(ns)
+    return Scope(ns, check_conversation_id(conversation_id))

@@ -7,14 +7,6 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class StatsScope:
-    """One conversation, one namespace's conversations, or every conversation."""
-
-    namespace: str | None  # None: every namespace
-    conversation_id: str | None = None  # set: this conversation of the namespace only
-
-
-@dataclass(frozen=True, slots=True)
 class StateStats:
     """The items in one state and their summed token counts."""
 

@@ -14,7 +14,8 @@ from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
 from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
-from contextwm.domain.stats import ScopeStats, StatsScope
+from contextwm.domain.scope import Scope
+from contextwm.domain.stats import ScopeStats
 from contextwm.domain.usage import Reported
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.history_store import HistoryStore
@@ -144,9 +145,7 @@ class Store(HistoryStore, Protocol):
 
     def counts(self, key: int, model: str) -> ItemCounts: ...
 
-    def stats(
-        self, scope: StatsScope, model: str, after: tuple[str, str], limit: int
-    ) -> ScopeStats:
+    def stats(self, scope: Scope, model: str, after: tuple[str, str], limit: int) -> ScopeStats:
         """From one snapshot of the store: up to limit conversations of the scope after
         `after` (namespace, conversation id; ("", "") for the first), in that order, with
         their figures, the whole scope's figures, and the keys of all its conversations.

@@ -13,12 +13,12 @@ from contextwm.conversations.embedding_model import stale_model
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.errors import NotFound
+from contextwm.domain.scope import Scope
 from contextwm.ports.embedder import Embedder, Vectors
 from contextwm.ports.store import PendingVector, StaleConversation
 from contextwm.ports.vector_index import VectorIndexFiles
 from contextwm.reembedding.progress import ReembedProgress, Tally
 from contextwm.reembedding.runs import Run, Runs
-from contextwm.reembedding.scope import ReembedScope
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class Reembedder:
         self._model = engine.embedder.model_name
         self._runs = Runs()
 
-    def run(self, scope: ReembedScope, cancelled: threading.Event) -> Iterator[ReembedProgress]:
+    def run(self, scope: Scope, cancelled: threading.Event) -> Iterator[ReembedProgress]:
         """Re-embeds the stale conversations of scope, reporting progress: the plan first,
         then after every batch and conversation, and a last report with finished set. Stops
         quietly after the batch in hand once cancelled is set.
@@ -115,7 +115,7 @@ class Reembedder:
         """Shutdown: refuses new runs and waits for the running one to stop after its batch."""
         self._runs.stop()
 
-    def _stale(self, scope: ReembedScope) -> list[StaleConversation]:
+    def _stale(self, scope: Scope) -> list[StaleConversation]:
         """The conversations of scope whose vectors come from another model.
 
         Raises:

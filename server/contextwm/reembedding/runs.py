@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from contextwm.domain.errors import FailedPrecondition, Unavailable
+from contextwm.domain.scope import Scope
 from contextwm.reembedding.progress import Tally
-from contextwm.reembedding.scope import ReembedScope
 
 # How long a new run waits for one whose caller went away to finish its batch in hand (a
 # batch takes seconds; the last step of a conversation rebuilds its index, longer when big).
@@ -23,7 +23,7 @@ class Run:
     """A re-embed in progress. It stops after the batch in hand once its caller cancels
     (`cancelled` is set) or the server shuts down."""
 
-    def __init__(self, scope: ReembedScope, cancelled: threading.Event) -> None:
+    def __init__(self, scope: Scope, cancelled: threading.Event) -> None:
         self.scope = scope
         self.cancelled = cancelled
         self.shutting_down = False

@@ -11,8 +11,9 @@ from contextwm.conversations.validation import namespace_of
 from contextwm.domain import deadlines
 from contextwm.domain.errors import NotFound
 from contextwm.domain.retention import RetentionPolicy
+from contextwm.domain.scope import Scope
 from contextwm.ports.store import ConversationActivity, ConversationRecord
-from contextwm.retention.outcomes import ConversationOutcome, RetentionReport, Scope
+from contextwm.retention.outcomes import ConversationOutcome, RetentionReport
 from contextwm.retention.plan import Reason, inactive, kept_for, plan_items, removable, too_old
 
 log = logging.getLogger(__name__)

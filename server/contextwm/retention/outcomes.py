@@ -5,39 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextwm.conversations.validation import check_conversation_id, namespace_of
-from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.retention import RetentionPolicy
 
 # Seqs listed per conversation; the rest are counted.
 SEQS_SHOWN = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """One conversation, one namespace, or (namespace None) every namespace."""
-
-    namespace: str | None = None
-    conversation_id: str | None = None
-
-    @classmethod
-    def of(cls, namespace: str, conversation_id: str, every_namespace: bool) -> Scope:
-        """The scope a request names.
-
-        Raises:
-            InvalidArgument: every_namespace with a namespace or conversation, or a bad name.
-        """
-        if every_namespace:
-            if namespace or conversation_id:
-                raise InvalidArgument(
-                    "all_namespaces covers every conversation: leave namespace and"
-                    " conversation_id empty, or unset all_namespaces to name them"
-                )
-            return cls()
-        ns = namespace_of(namespace)
-        if not conversation_id:
-            return cls(ns)
-        return cls(ns, check_conversation_id(conversation_id))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import threading
 
+from contextwm.domain.scope import Scope
 from contextwm.retention.apply import Retention
-from contextwm.retention.outcomes import Scope
 
 log = logging.getLogger(__name__)
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from contextwm_client.v1 import contextwm_pb2 as pb
 
+from contextwm.conversations.validation import scope_of
+from contextwm.domain.scope import Scope
 from contextwm.reembedding.progress import ReembedProgress
-from contextwm.reembedding.scope import ReembedScope, scope_of
 
 __all__ = ["from_proto_reembed_request", "to_proto_reembed_progress"]
 
 
-def from_proto_reembed_request(request: pb.ReembedRequest) -> ReembedScope:
+def from_proto_reembed_request(request: pb.ReembedRequest) -> Scope:
     """Raises InvalidArgument for a scope that names too much or a bad name."""
     return scope_of(request.namespace, request.conversation_id, request.all_namespaces)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
+from contextwm.conversations.validation import scope_of
 from contextwm.retention.apply import Retention
-from contextwm.retention.outcomes import Scope
 from contextwm.transport.convert_retention import to_proto_retention_report
 
 
@@ -18,6 +18,6 @@ class RetentionRpcs:
     def ApplyRetention(
         self, request: pb.ApplyRetentionRequest, context: grpc.ServicerContext
     ) -> pb.ApplyRetentionResponse:
-        scope = Scope.of(request.namespace, request.conversation_id, request.all_namespaces)
+        scope = scope_of(request.namespace, request.conversation_id, request.all_namespaces)
         report = self._retention.apply(scope, dry_run=request.dry_run)
         return to_proto_retention_report(report)

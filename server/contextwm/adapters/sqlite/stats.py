@@ -10,11 +10,11 @@ from contextlib import contextmanager
 
 from contextwm.adapters.sqlite.database import Database
 from contextwm.domain.items import ItemState
+from contextwm.domain.scope import Scope
 from contextwm.domain.stats import (
     ConversationStats,
     ScopeStats,
     StateStats,
-    StatsScope,
     StoreStats,
 )
 
@@ -35,9 +35,7 @@ Row = tuple[int, int, int, float | None, float | None, int]
 class StatsTables(Database):
     """The statistics of a scope, per conversation and in total."""
 
-    def stats(
-        self, scope: StatsScope, model: str, after: tuple[str, str], limit: int
-    ) -> ScopeStats:
+    def stats(self, scope: Scope, model: str, after: tuple[str, str], limit: int) -> ScopeStats:
         in_scope, scope_params = _scope(scope)
         on_page, page_params = _page(scope, after)
         page_sql = f"FROM conversations c WHERE {on_page} {_ORDER} LIMIT ?"
@@ -81,7 +79,7 @@ class StatsTables(Database):
             db.execute("COMMIT")
 
 
-def _scope(scope: StatsScope) -> tuple[str, tuple[str, ...]]:
+def _scope(scope: Scope) -> tuple[str, tuple[str, ...]]:
     """The scope's conversations, as a condition on `conversations c` and its parameters."""
     if scope.namespace is None:
         return "1", ()
@@ -90,7 +88,7 @@ def _scope(scope: StatsScope) -> tuple[str, tuple[str, ...]]:
     return "c.namespace = ? AND c.conversation_id = ?", (scope.namespace, scope.conversation_id)
 
 
-def _page(scope: StatsScope, after: tuple[str, str]) -> tuple[str, tuple[str, ...]]:
+def _page(scope: Scope, after: tuple[str, str]) -> tuple[str, tuple[str, ...]]:
     """The scope's conversations after (namespace, conversation id), in a condition each
     scope's index search can start from."""
     if scope.namespace is None:
