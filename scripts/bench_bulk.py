@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -135,7 +134,7 @@ def run_import(target: str, path: Path, state: Path, chunk_size: int) -> tuple[f
     cmd += ["--target", target, "import", str(path), "--state-dir", str(state)]
     cmd += ["--chunk-size", str(chunk_size)]
     began = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=dict(os.environ))
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - began
     if done.returncode != 0:
         raise RuntimeError(f"import failed ({done.returncode}):\n{done.stderr[-3000:]}")

@@ -22,6 +22,8 @@ from contextwm_client import Client
 from server_process import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
+# The command line in a child process, on this checkout's code.
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "client")])}
 
 
 def write_lines(path: Path, rows: Sequence[object]) -> Path:
@@ -193,17 +195,13 @@ def test_a_finished_import_run_again_sends_nothing_unless_restarted(
 
 
 def cli_process(target: str, *args: str, stdin: int | None = None) -> subprocess.Popen[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "client")]),
-    }
     return subprocess.Popen(
         [sys.executable, "-m", "contextwm", "--target", target, "import", *args],
         stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=ENV,
     )
 
 
@@ -306,10 +304,6 @@ def test_the_bulk_index_script_is_the_import_command(
     target: str, client: Client, tmp_path: Path
 ) -> None:
     path = write_lines(tmp_path / "script.jsonl", items_rows(2, 3))
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "client")]),
-    }
     done = subprocess.run(
         [
             sys.executable,
@@ -322,7 +316,7 @@ def test_the_bulk_index_script_is_the_import_command(
         ],
         capture_output=True,
         text=True,
-        env=env,
+        env=ENV,
         timeout=120,
         check=False,
     )

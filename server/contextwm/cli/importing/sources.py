@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -83,8 +84,6 @@ class Input:
             OSError: It cannot be read.
         """
         if self.path == "-":
-            import sys
-
             raw: IO[bytes] = self._stdin or sys.stdin.buffer
         else:
             raw = open(self.path, "rb")  # noqa: SIM115 - the caller closes both
