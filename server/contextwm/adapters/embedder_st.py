@@ -67,6 +67,7 @@ class SentenceTransformerEmbedder:
         self._model: Any = st[0].auto_model.eval()
         self._max_length = int(st.max_seq_length or 256)
         self._batch_size = batch_size
+        self._threads = torch.get_num_threads()
         self._name = "all-MiniLM-L6-v2" if model_path is None else path.name
         dimension = (
             getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
@@ -94,6 +95,9 @@ class SentenceTransformerEmbedder:
         if len(texts) <= QUERY_BATCH:
             return self._embed_query(texts)
         with self._lock:
+            # The thread count is the calling thread's own (see _embed_query): a batch uses
+            # every core whichever thread it runs on.
+            self._torch.set_num_threads(self._threads)
             return self._encode(texts, self._tokenizer)
 
     def _embed_query(self, texts: Sequence[str]) -> Vectors:

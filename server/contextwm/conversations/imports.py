@@ -72,7 +72,7 @@ class Imports:
     def __init__(self, appends: Appends, embedder: Embedder) -> None:
         """Args:
         appends: where items go, as live appends do.
-        embedder: embeds each chunk in one call (the indexer's batch embedder).
+        embedder: embeds each chunk in one call.
         """
         self.appends = appends
         self.embedder = embedder

@@ -15,7 +15,6 @@ from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.imports import Imports
-from contextwm.ports.embedder import Embedder
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retrieval.retriever import Retriever
@@ -89,18 +88,9 @@ class GrpcServer:
         """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
 
-    def serve(
-        self,
-        engine: ContextEngine,
-        reembedder: Reembedder,
-        batch_embedder: Embedder | None = None,
-    ) -> None:
+    def serve(self, engine: ContextEngine, reembedder: Reembedder) -> None:
         """Hands ContextService calls to the engine (re-embedding to reembedder), and reports
-        ready.
-
-        Args:
-            batch_embedder: embeds imported chunks (the engine's embedder when None).
-        """
+        ready."""
         retriever = Retriever(engine)
         self._servicer.attach(
             ContextServicer(
@@ -108,7 +98,9 @@ class GrpcServer:
                 retriever,
                 CategoryContexts(engine, retriever),
                 AgentLoop(engine),
-                Imports(engine.appends, batch_embedder or engine.embedder),
+                # An import is the work its caller waits for, so it embeds at full priority
+                # in this process; live appends' indexing stays in the lower-priority child.
+                Imports(engine.appends, engine.embedder),
                 Retention(engine),
                 reembedder,
             )
