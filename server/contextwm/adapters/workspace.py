@@ -20,10 +20,13 @@ from contextwm.domain.errors import (
     PermissionDenied,
     ResourceExhausted,
 )
+from contextwm.domain.workspace_files import FileText
 from contextwm.lru import Lru
 from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.workspace import WorkingFile
 
+# A NUL byte among a file's first this many bytes makes it binary (git's heuristic).
+BINARY_PROBE_BYTES = 8000
 # In priority order; the exact name wins over a case variant (Readme.md) of the same doc.
 PROJECT_DOCS = ("PENGUIN.md", "AGENTS.md", "CLAUDE.md", "README.md")
 # git runs with this environment only: no user or system config, no pager, no prompt, no
@@ -38,6 +41,16 @@ _GIT_ENV = {
 # The agent's repo config must not make us run its programs: fsmonitor hooks, external diff
 # drivers and textconv are switched off (a clean filter from .gitattributes still runs).
 _GIT_SAFE = ("-c", "core.fsmonitor=false")
+
+
+def split_lines(text: str) -> tuple[str, ...]:
+    """Lines with their endings, split at "\n" only: str.splitlines also splits at form
+    feeds and Unicode separators, which editors, git and ripgrep do not count as lines."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return tuple(lines)
 
 
 class Workspace:
@@ -142,6 +155,33 @@ class Workspace:
             ResourceExhausted: the file is larger than max_bytes (the message gives both).
         """
         return self._read_bytes(path, max_bytes).decode("utf-8", errors="replace")
+
+    def read_file(self, path: str, max_bytes: int) -> FileText:
+        """A text file's lines as read now, with the hash of its bytes.
+
+        Args:
+            path: workspace-relative (see relative() for absolute paths inside the root).
+            max_bytes: a larger file is refused whole, never cut.
+
+        Raises:
+            InvalidArgument: a binary file (a NUL byte in its first 8,000 bytes, git's test),
+                or not a regular file; see read_text() for the others.
+        """
+        name = self.relative(path)
+        data = self._read_bytes(name, max_bytes)
+        if b"\0" in data[:BINARY_PROBE_BYTES]:
+            raise InvalidArgument(f"{path!r} is a binary file; only text files can be read")
+        try:
+            text, replaced = data.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, replaced = data.decode("utf-8", errors="replace"), True
+        return FileText(
+            path=Path(name).as_posix(),
+            lines=split_lines(text),
+            sha256=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            replaced=replaced,
+        )
 
     def _read_bytes(self, path: str, max_bytes: int) -> bytes:
         real = self.resolve(path)
