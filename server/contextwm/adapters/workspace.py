@@ -43,14 +43,17 @@ _GIT_ENV = {
 _GIT_SAFE = ("-c", "core.fsmonitor=false")
 
 
-def split_lines(text: str) -> tuple[str, ...]:
-    """Lines with their endings, split at "\n" only: str.splitlines also splits at form
-    feeds and Unicode separators, which editors, git and ripgrep do not count as lines."""
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return tuple(lines)
+def line_starts(text: str) -> tuple[int, ...]:
+    """Where each line starts, lines ending at "\n" only: str.splitlines also ends lines at
+    form feeds and Unicode separators, which editors, git and ripgrep do not."""
+    if not text:
+        return ()
+    starts = [0]
+    find, at = text.find, text.find("\n")
+    while at != -1 and at + 1 < len(text):
+        starts.append(at + 1)
+        at = find("\n", at + 1)
+    return tuple(starts)
 
 
 class Workspace:
@@ -177,7 +180,8 @@ class Workspace:
             text, replaced = data.decode("utf-8", errors="replace"), True
         return FileText(
             path=Path(name).as_posix(),
-            lines=split_lines(text),
+            text=text,
+            line_starts=line_starts(text),
             sha256=hashlib.sha256(data).hexdigest(),
             size=len(data),
             replaced=replaced,

@@ -54,17 +54,26 @@ class ChunkPlan:
 
 @dataclass(frozen=True, slots=True)
 class FileText:
-    """A workspace file as read: its text split into lines, and how it was decoded.
-
-    lines keep their line endings, so "".join(lines) is the decoded text.
-    """
+    """A workspace file as read: its decoded text, where each line starts, and how it was
+    decoded. Lines end at "\n" only and keep their endings; line n (1-based) is
+    text[line_starts[n - 1] : line_starts[n]] (the last one runs to the end)."""
 
     path: str  # workspace-relative, POSIX separators
-    lines: tuple[str, ...]
+    text: str
+    line_starts: tuple[int, ...]  # one per line; () for an empty file
     sha256: str  # of the bytes on disk, hex: what an edit's expected hash is compared with
     size: int  # bytes on disk
     # Bytes that are not UTF-8 were replaced (U+FFFD); the read says so.
     replaced: bool = False
+
+    @property
+    def total_lines(self) -> int:
+        return len(self.line_starts)
+
+    def lines(self, first: int, last: int) -> str:
+        """Lines first..last (1-based, both included) as one string, with their endings."""
+        end = self.line_starts[last] if last < len(self.line_starts) else len(self.text)
+        return self.text[self.line_starts[first - 1] : end]
 
 
 @dataclass(frozen=True, slots=True)
