@@ -10,7 +10,8 @@ Measures:
 2. the import: `contextwm serve` as a subprocess with the default settings (an import
    embeds in the server's process; live appends' indexing in a child process), then
    `contextwm import FILE` as another, timed from its start to its exit. Items are
-   acknowledged only once embedded and stored, so the import's rate is the ingest rate; the store is then checked: every item stored, none without vector;
+   acknowledged only once embedded and stored, so the import's rate is the ingest rate;
+   the store is then checked: every item stored, none without vector;
 3. the server's resident memory (VmRSS, sampled every 0.25 s): before the import, its peak
    during it, at its end; and the embedding child's, likewise.
 
