@@ -24,7 +24,9 @@ from contextwm_client._convert import (
     from_proto_checkpoint,
     from_proto_compact_response,
     from_proto_conversation,
+    from_proto_edit_file_response,
     from_proto_enhanced_context,
+    from_proto_file_chunk,
     from_proto_get_stats_response,
     from_proto_import_response,
     from_proto_item,
@@ -34,7 +36,10 @@ from contextwm_client._convert import (
     from_proto_list_items_response,
     from_proto_reembed_progress,
     from_proto_restore_checkpoint_response,
+    from_proto_search_files_page,
     from_proto_search_response,
+    from_proto_session,
+    from_proto_tool_check,
     from_proto_truncate_response,
     from_proto_usage,
 )
@@ -53,7 +58,10 @@ from contextwm_client._types import (
     Conversation,
     ConversationSettings,
     EnhancedContext,
+    FileChunk,
+    FileEdit,
     FileRef,
+    FileSearchPage,
     ImportItem,
     ImportResult,
     Item,
@@ -63,11 +71,22 @@ from contextwm_client._types import (
     RestoreResult,
     RetentionReport,
     SearchResult,
+    Session,
     StatsResult,
+    ToolCheck,
     TruncateResult,
     Usage,
 )
-from contextwm_client._vocabulary import Flag, ItemState, RetrievalMode, Role, TruncationStrategy
+from contextwm_client._vocabulary import (
+    CaseMode,
+    ChunkStrategy,
+    Flag,
+    ItemState,
+    RetrievalMode,
+    Role,
+    ScrollDirection,
+    TruncationStrategy,
+)
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
 _Request = TypeVar("_Request", bound=Message)
@@ -1109,6 +1128,269 @@ class AsyncClient:
             ns, conversation_id or "", all_namespaces, page_size, page_token
         )
         return from_proto_get_stats_response(await self._invoke(self._stub.GetStats, request))
+
+    # ------------------------------------------------------------ workspace files
+
+    async def read_file_chunk(
+        self,
+        conversation_id: str,
+        path: str,
+        *,
+        chunk_index: int | None = None,
+        line: int | None = None,
+        text: str | None = None,
+        strategy: ChunkStrategy | None = None,
+        max_lines: int = 0,
+        max_tokens: int = 0,
+        record: bool = True,
+        namespace: str | None = None,
+    ) -> FileChunk:
+        """Reads one chunk of a file of the conversation's workspace.
+
+        The conversation then views that file (see `scroll_file`), and the read is recorded
+        as a file item of the conversation, so that duplicate reads and working files see
+        it, unless record is False.
+
+        Args:
+            conversation_id: The conversation (its workspace, its encoding, its view).
+            path: Relative to the workspace, or absolute inside it.
+            chunk_index: Which chunk, from 0. Give at most one of chunk_index, line, text;
+                none reads the first chunk.
+            line: The chunk holding this line (1-based).
+            text: The chunk holding the first occurrence of this text.
+            strategy: "lines", "functions" or "semantic"; None: the server's default.
+            max_lines: Lines per chunk; 0: the server's default (100).
+            max_tokens: Size chunks in tokens instead: each has at most this many.
+            record: Record the read as an item of the conversation.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The chunk, with where it is in the file and how it was cut.
+
+        Raises:
+            PermissionDeniedError: The path leaves the workspace.
+            NotFoundError: No such conversation, file, line or text.
+            InvalidArgumentError: A binary file, a directory, or bad sizes.
+            ResourceExhaustedError: A file over the server's size limit, or a line longer
+                than max_tokens.
+            FailedPreconditionError: The conversation has no workspace.
+            ValueError: An unknown strategy, or more than one position (before any call).
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.read_file_chunk(
+            self._ns(namespace),
+            conversation_id,
+            path,
+            strategy,
+            max_lines,
+            max_tokens,
+            chunk_index,
+            line,
+            text,
+            record,
+        )
+        return from_proto_file_chunk(await self._invoke(self._stub.ReadFileChunk, request))
+
+    async def scroll_file(
+        self,
+        conversation_id: str,
+        direction: ScrollDirection | None = None,
+        *,
+        line: int | None = None,
+        text: str | None = None,
+        record: bool = True,
+        namespace: str | None = None,
+    ) -> FileChunk:
+        """Moves through the file the conversation views, cut as its last read cut it.
+
+        Args:
+            conversation_id: The conversation.
+            direction: "next" or "previous". Give exactly one of direction, line, text.
+            line: The chunk holding this line (1-based).
+            text: The chunk holding the next occurrence of this text (from the current
+                chunk on, then from the top).
+            record: Record the read as an item of the conversation.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The chunk now viewed.
+
+        Raises:
+            FailedPreconditionError: The conversation views no file.
+            InvalidArgumentError: No chunk that way (at the first or last one).
+            NotFoundError: No such conversation, line or text, or the file is gone.
+            ValueError: An unknown direction, or not exactly one move (before any call).
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.scroll_file(
+            self._ns(namespace), conversation_id, direction, line, text, record
+        )
+        return from_proto_file_chunk(await self._invoke(self._stub.ScrollFile, request))
+
+    async def search_files(
+        self,
+        conversation_id: str,
+        pattern: str,
+        *,
+        regex: bool = False,
+        case: CaseMode = "smart",
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        path: str = "",
+        max_matches_per_file: int = 0,
+        context_lines: int | None = None,
+        page_size: int = 0,
+        max_tokens: int = 0,
+        page_token: str = "",
+        namespace: str | None = None,
+    ) -> FileSearchPage:
+        """Searches the text files of the conversation's workspace, a page at a time.
+
+        .gitignore is respected and binary files are skipped. To go on, call again with the
+        same arguments and the page's next_page_token.
+
+        Args:
+            conversation_id: The conversation (its workspace and encoding).
+            pattern: The text to find, or a regular expression (Python syntax) with regex.
+            regex: Treat pattern as a regular expression.
+            case: "smart" (insensitive unless pattern has an upper-case letter),
+                "sensitive" or "insensitive".
+            include: Gitignore-style globs a file must match (any of them).
+            exclude: Globs of files to leave out.
+            path: A directory or file to search in; "": the whole workspace.
+            max_matches_per_file: Matching lines shown per file; 0: 20.
+            context_lines: Lines around each match; None: the server's default (3).
+            page_size: Matching lines per page; 0: 50.
+            max_tokens: When given, a page's text has at most this many tokens.
+            page_token: A page's next_page_token, to continue the same search.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The page, with the matches and what remains after it.
+
+        Raises:
+            InvalidArgumentError: An empty pattern, a bad regular expression, or a page
+                token of another search.
+            PermissionDeniedError: path leaves the workspace.
+            ResourceExhaustedError: Not even one matching line fits max_tokens.
+            FailedPreconditionError: The conversation has no workspace.
+            NotFoundError: No such conversation.
+            ValueError: An unknown case mode (before any call).
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.search_files(
+            self._ns(namespace),
+            conversation_id,
+            pattern,
+            regex=regex,
+            case=case,
+            include=include,
+            exclude=exclude,
+            path=path,
+            max_matches_per_file=max_matches_per_file,
+            context_lines=context_lines,
+            page_size=page_size,
+            max_tokens=max_tokens,
+            page_token=page_token,
+        )
+        return from_proto_search_files_page(await self._invoke(self._stub.SearchFiles, request))
+
+    async def edit_file(
+        self,
+        conversation_id: str,
+        path: str,
+        search: str,
+        replace: str,
+        *,
+        expected_sha256: str = "",
+        namespace: str | None = None,
+    ) -> FileEdit:
+        """Replaces the one occurrence of search in a workspace file, atomically.
+
+        Args:
+            conversation_id: The conversation (its workspace).
+            path: Relative to the workspace, or absolute inside it.
+            search: Text that occurs exactly once in the file; bare line feeds also match
+                the file's CRLF line endings.
+            replace: What replaces it.
+            expected_sha256: When given, the edit is refused unless the file still has this
+                hash (a `FileChunk.sha256` from the read the edit is based on).
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            Where the replacement is, and the file's hashes before and after.
+
+        Raises:
+            FailedPreconditionError: search is absent or occurs more than once (the message
+                says where); the file is untouched.
+            AbortedError: The file changed since it was read (expected_sha256).
+            PermissionDeniedError: The path leaves the workspace.
+            NotFoundError: No such conversation or file.
+            InvalidArgumentError: An empty search, or a binary or non-UTF-8 file.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.edit_file(
+            self._ns(namespace), conversation_id, path, search, replace, expected_sha256
+        )
+        return from_proto_edit_file_response(await self._invoke(self._stub.EditFile, request))
+
+    # ------------------------------------------------------------ tool availability
+
+    async def set_session_state(
+        self,
+        conversation_id: str,
+        *,
+        set: Sequence[str] = (),
+        clear: Sequence[str] = (),
+        clear_all: bool = False,
+        namespace: str | None = None,
+    ) -> Session:
+        """Sets and clears states of the conversation's session, which decide its tools.
+
+        Args:
+            conversation_id: The conversation.
+            set: States to set: "interactive_commands", "large_file_viewing",
+                "search_active", or a custom state the server's configuration names.
+            clear: States to clear.
+            clear_all: Clear every state first.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The session after the change, with the tools now available.
+
+        Raises:
+            InvalidArgumentError: A state the server does not know.
+            NotFoundError: No such conversation.
+            ValueError: A list given as one string (before any call).
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.set_session_state(
+            self._ns(namespace), conversation_id, set, clear, clear_all
+        )
+        return from_proto_session(await self._invoke(self._stub.SetSessionState, request))
+
+    async def get_session(self, conversation_id: str, *, namespace: str | None = None) -> Session:
+        """The conversation's session: its states, the tools available, the file it views.
+
+        Raises:
+            NotFoundError: No such conversation.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.get_session(self._ns(namespace), conversation_id)
+        return from_proto_session(await self._invoke(self._stub.GetSession, request))
+
+    async def check_tool(
+        self, conversation_id: str, tool: str, *, namespace: str | None = None
+    ) -> ToolCheck:
+        """Whether a tool is available to the conversation now, and if not, why.
+
+        Raises:
+            NotFoundError: No such conversation.
+            InvalidArgumentError: An empty tool name.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.check_tool(self._ns(namespace), conversation_id, tool)
+        return from_proto_tool_check(await self._invoke(self._stub.CheckTool, request))
 
     # ------------------------------------------------------------ operations
 

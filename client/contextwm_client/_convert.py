@@ -28,6 +28,7 @@ from contextwm_client._types import (
     CategoryBudget,
     CategoryOptions,
     Checkpoint,
+    ChunkCacheStats,
     Compaction,
     CompactResult,
     ContextEdit,
@@ -38,7 +39,13 @@ from contextwm_client._types import (
     ConversationStats,
     EnhancedContext,
     Event,
+    FileChunk,
+    FileEdit,
     FileRef,
+    FileSearchLine,
+    FileSearchMatches,
+    FileSearchPage,
+    FileView,
     ImportFailure,
     ImportResult,
     Item,
@@ -54,17 +61,21 @@ from contextwm_client._types import (
     ScoreParts,
     ScoringWeights,
     SearchResult,
+    Session,
     StateStats,
     StatsResult,
     StoreStats,
     TimeRange,
     TokenAccount,
+    ToolCheck,
     TruncateResult,
     Usage,
     WindowStats,
 )
 from contextwm_client._vocabulary import (
+    CaseMode,
     Category,
+    ChunkStrategy,
     ContributorType,
     ConversationState,
     EditKind,
@@ -129,11 +140,25 @@ _CONTRIBUTOR_TYPE_PAIRS: tuple[tuple[ContributorType, pb.ContributorType.ValueTy
     ("codebase_map", pb.CONTRIBUTOR_TYPE_CODEBASE_MAP),
     ("project_docs", pb.CONTRIBUTOR_TYPE_PROJECT_DOCS),
 )
+_CHUNK_STRATEGY_PAIRS: tuple[tuple[ChunkStrategy, pb.ChunkStrategy.ValueType], ...] = (
+    ("lines", pb.CHUNK_STRATEGY_LINES),
+    ("functions", pb.CHUNK_STRATEGY_FUNCTIONS),
+    ("semantic", pb.CHUNK_STRATEGY_SEMANTIC),
+)
+# CASE_MODE_SMART is 0, the default, so "smart" has a value and no "unspecified" exists.
+_CASE_MODE_PAIRS: tuple[tuple[CaseMode, pb.CaseMode.ValueType], ...] = (
+    ("smart", pb.CASE_MODE_SMART),
+    ("sensitive", pb.CASE_MODE_SENSITIVE),
+    ("insensitive", pb.CASE_MODE_INSENSITIVE),
+)
 _ITEM_STATES = _by_name(_ITEM_STATE_PAIRS)
 _RETRIEVAL_MODES = _by_name(_RETRIEVAL_MODE_PAIRS)
 _CATEGORIES = _by_name(_CATEGORY_PAIRS)
 _CONTRIBUTOR_TYPES = _by_name(_CONTRIBUTOR_TYPE_PAIRS)
+_CHUNK_STRATEGIES = _by_name(_CHUNK_STRATEGY_PAIRS)
+_CASE_MODES = _by_name(_CASE_MODE_PAIRS)
 _ITEM_STATE_NAMES = _by_number(_ITEM_STATE_PAIRS)
+_CHUNK_STRATEGY_NAMES = _by_number(_CHUNK_STRATEGY_PAIRS)
 _CONVERSATION_STATE_NAMES = _by_number(_CONVERSATION_STATE_PAIRS)
 _CATEGORY_NAMES = _by_number(_CATEGORY_PAIRS)
 _CONTRIBUTOR_TYPE_NAMES = _by_number(_CONTRIBUTOR_TYPE_PAIRS)
@@ -960,6 +985,19 @@ def from_proto_conversation_stats(message: pb.ConversationStats) -> Conversation
     )
 
 
+def from_proto_chunk_cache_stats(message: pb.ChunkCacheStats) -> ChunkCacheStats:
+    """Converts a ChunkCacheStats message."""
+    return ChunkCacheStats(
+        hits=message.hits,
+        misses=message.misses,
+        hit_rate=message.hit_rate,
+        bytes=message.bytes,
+        max_bytes=message.max_bytes,
+        entries=message.entries,
+        evictions=message.evictions,
+    )
+
+
 def from_proto_get_stats_response(message: pb.GetStatsResponse) -> StatsResult:
     """Converts a GetStatsResponse to a StatsResult."""
     return StatsResult(
@@ -968,6 +1006,7 @@ def from_proto_get_stats_response(message: pb.GetStatsResponse) -> StatsResult:
         conversation_count=message.conversation_count,
         next_page_token=message.next_page_token,
         model=message.model,
+        chunk_cache=from_proto_chunk_cache_stats(message.chunk_cache),
     )
 
 
@@ -984,4 +1023,124 @@ def from_proto_reembed_progress(message: pb.ReembedProgress) -> ReembedProgress:
         namespace=message.namespace,
         conversation_id=message.conversation_id,
         finished=message.finished,
+    )
+
+
+# ---------------------------------------------------------------- workspace files
+
+
+def to_proto_chunk_strategy(strategy: str | None) -> pb.ChunkStrategy.ValueType:
+    """Converts "lines", "functions" or "semantic" to the enum; None: the server's default.
+
+    Raises:
+        ValueError: For any other name.
+    """
+    if strategy is None:
+        return pb.CHUNK_STRATEGY_UNSPECIFIED
+    return _enum_value(_CHUNK_STRATEGIES, strategy, "chunk strategy")
+
+
+def from_proto_chunk_strategy(strategy: int) -> ChunkStrategy | Unspecified:
+    """Converts the enum to its lower-case name ("unspecified" for values this client lacks)."""
+    return _CHUNK_STRATEGY_NAMES.get(strategy, _UNSPECIFIED)
+
+
+def to_proto_case_mode(mode: str) -> pb.CaseMode.ValueType:
+    """Converts "smart", "sensitive" or "insensitive" to the enum.
+
+    Raises:
+        ValueError: For any other name.
+    """
+    return _enum_value(_CASE_MODES, mode, "case mode")
+
+
+def from_proto_file_chunk(message: pb.FileChunk) -> FileChunk:
+    """Converts a FileChunk message."""
+    return FileChunk(
+        path=message.path,
+        index=message.index,
+        first_line=message.first_line,
+        last_line=message.last_line,
+        content=message.content,
+        total_lines=message.total_lines,
+        total_chunks=message.total_chunks,
+        has_more=message.has_more,
+        has_previous=message.has_previous,
+        token_count=message.token_count,
+        strategy=from_proto_chunk_strategy(message.strategy),
+        fallback=message.fallback,
+        split=message.split,
+        replaced=message.replaced,
+        sha256=message.sha256,
+        seq=message.seq,
+    )
+
+
+def from_proto_search_files_page(message: pb.SearchFilesPage) -> FileSearchPage:
+    """Converts a SearchFilesPage message."""
+    return FileSearchPage(
+        files=tuple(
+            FileSearchMatches(
+                path=f.path,
+                lines=tuple(FileSearchLine(ln.number, ln.text, ln.match) for ln in f.lines),
+                matches_in_file=f.matches_in_file,
+                first_match=f.first_match,
+                shown=f.shown,
+                capped=f.capped,
+            )
+            for f in message.files
+        ),
+        next_page_token=message.next_page_token,
+        total_matches=message.total_matches,
+        total_files=message.total_files,
+        remaining_matches=message.remaining_matches,
+        remaining_files=message.remaining_files,
+        files_searched=message.files_searched,
+        binary_skipped=message.binary_skipped,
+        text=message.text,
+        token_count=message.token_count,
+    )
+
+
+def from_proto_edit_file_response(message: pb.EditFileResponse) -> FileEdit:
+    """Converts an EditFileResponse."""
+    return FileEdit(
+        path=message.path,
+        first_line=message.first_line,
+        last_line=message.last_line,
+        sha256_before=message.sha256_before,
+        sha256_after=message.sha256_after,
+    )
+
+
+def from_proto_session(message: pb.Session) -> Session:
+    """Converts a Session message."""
+    view = None
+    if message.HasField("view"):
+        v = message.view
+        view = FileView(
+            path=v.path,
+            chunk_index=v.chunk_index,
+            total_chunks=v.total_chunks,
+            strategy=from_proto_chunk_strategy(v.strategy),
+            max_lines=v.max_lines,
+            max_tokens=v.max_tokens,
+            seen_chunks=tuple(v.seen_chunks),
+        )
+    return Session(
+        conversation_id=message.conversation_id,
+        states=tuple(message.states),
+        tools=tuple(message.tools),
+        deciding_state=message.deciding_state,
+        view=view,
+    )
+
+
+def from_proto_tool_check(message: pb.ToolCheck) -> ToolCheck:
+    """Converts a ToolCheck message."""
+    return ToolCheck(
+        tool=message.tool,
+        allowed=message.allowed,
+        reason=message.reason,
+        deciding_state=message.deciding_state,
     )

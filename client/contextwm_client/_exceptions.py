@@ -8,6 +8,7 @@ ContextWMError                  .code is the gRPC status name, .details the serv
 ├── NotFoundError               NOT_FOUND: no such conversation or item
 ├── AlreadyExistsError          ALREADY_EXISTS: the conversation exists already
 ├── FailedPreconditionError     FAILED_PRECONDITION: the target is in the wrong state
+├── AbortedError                ABORTED: it changed under you (a file since you read it)
 ├── PermissionDeniedError       PERMISSION_DENIED
 ├── UnauthenticatedError        UNAUTHENTICATED
 ├── ResourceExhaustedError      RESOURCE_EXHAUSTED: a quota or size limit; back off
@@ -15,8 +16,8 @@ ContextWMError                  .code is the gRPC status name, .details the serv
 ├── DeadlineExceededError       DEADLINE_EXCEEDED: the call outlived its timeout
 ├── RequestCancelledError       CANCELLED (not named CancelledError: asyncio has one)
 ├── InternalError               INTERNAL: a server bug; the details hold no internals
-└── UnexpectedStatusError       every other status: UNKNOWN, ABORTED, OUT_OF_RANGE,
-                                UNIMPLEMENTED, DATA_LOSS
+└── UnexpectedStatusError       every other status: UNKNOWN, OUT_OF_RANGE, UNIMPLEMENTED,
+                                DATA_LOSS
 ```
 """
 
@@ -57,6 +58,11 @@ class FailedPreconditionError(ContextWMError):
     """The target is not in a state that allows the call (FAILED_PRECONDITION)."""
 
 
+class AbortedError(ContextWMError):
+    """A concurrent change got in the way: e.g. a file changed since it was read (ABORTED).
+    Read again, then retry."""
+
+
 class PermissionDeniedError(ContextWMError):
     """The caller may not act on this namespace or resource (PERMISSION_DENIED)."""
 
@@ -86,7 +92,7 @@ class InternalError(ContextWMError):
 
 
 class UnexpectedStatusError(ContextWMError):
-    """Any other non-OK status (UNKNOWN, ABORTED, OUT_OF_RANGE, UNIMPLEMENTED, DATA_LOSS)."""
+    """Any other non-OK status (UNKNOWN, OUT_OF_RANGE, UNIMPLEMENTED, DATA_LOSS)."""
 
 
 # The one mapping table. Every status except OK is listed, so a new class for a status is a
@@ -101,7 +107,7 @@ STATUS_EXCEPTIONS: Mapping[grpc.StatusCode, type[ContextWMError]] = {
     grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
     grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
-    grpc.StatusCode.ABORTED: UnexpectedStatusError,
+    grpc.StatusCode.ABORTED: AbortedError,
     grpc.StatusCode.OUT_OF_RANGE: UnexpectedStatusError,
     grpc.StatusCode.UNIMPLEMENTED: UnexpectedStatusError,
     grpc.StatusCode.INTERNAL: InternalError,

@@ -14,7 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from contextwm_client._convert import (
+    to_proto_case_mode,
     to_proto_category_options,
+    to_proto_chunk_strategy,
     to_proto_conversation_settings,
     to_proto_item_state,
     to_proto_new_item,
@@ -22,7 +24,16 @@ from contextwm_client._convert import (
     to_proto_timestamp,
 )
 from contextwm_client._types import CategoryOptions, ConversationSettings, ImportItem, NewItem
-from contextwm_client._vocabulary import Flag, ItemState, RetrievalMode, Role, TruncationStrategy
+from contextwm_client._vocabulary import (
+    CaseMode,
+    ChunkStrategy,
+    Flag,
+    ItemState,
+    RetrievalMode,
+    Role,
+    ScrollDirection,
+    TruncationStrategy,
+)
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 _NEW_ITEM_FIELDS = frozenset(f.name for f in dataclasses.fields(NewItem))
@@ -415,3 +426,177 @@ def reembed(namespace: str, conversation_id: str | None, all_namespaces: bool) -
     return pb.ReembedRequest(
         namespace=namespace, conversation_id=conversation_id or "", all_namespaces=all_namespaces
     )
+
+
+# ---------------------------------------------------------------- workspace files
+
+
+def _one_position(**given: object) -> None:
+    named = [name for name, value in given.items() if value is not None]
+    if len(named) > 1:
+        raise ValueError(f"give at most one of {', '.join(given)}; got {', '.join(named)}")
+
+
+def read_file_chunk(
+    namespace: str,
+    conversation_id: str,
+    path: str,
+    strategy: ChunkStrategy | None,
+    max_lines: int,
+    max_tokens: int,
+    chunk_index: int | None,
+    line: int | None,
+    text: str | None,
+    record: bool,
+) -> pb.ReadFileChunkRequest:
+    """Builds a ReadFileChunkRequest.
+
+    Raises:
+        ValueError: An unknown strategy, or more than one of chunk_index, line and text.
+    """
+    _one_position(chunk_index=chunk_index, line=line, text=text)
+    request = pb.ReadFileChunkRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        path=path,
+        strategy=to_proto_chunk_strategy(strategy),
+        max_lines=max_lines,
+        max_tokens=max_tokens,
+        record=record,
+    )
+    if chunk_index is not None:
+        request.chunk_index = chunk_index
+    elif line is not None:
+        request.line = line
+    elif text is not None:
+        request.text = text
+    return request
+
+
+_DIRECTIONS = {"next": pb.SCROLL_DIRECTION_NEXT, "previous": pb.SCROLL_DIRECTION_PREVIOUS}
+
+
+def scroll_file(
+    namespace: str,
+    conversation_id: str,
+    direction: ScrollDirection | None,
+    line: int | None,
+    text: str | None,
+    record: bool,
+) -> pb.ScrollFileRequest:
+    """Builds a ScrollFileRequest.
+
+    Raises:
+        ValueError: An unknown direction, or not exactly one of direction, line and text.
+    """
+    _one_position(direction=direction, line=line, text=text)
+    request = pb.ScrollFileRequest(
+        namespace=namespace, conversation_id=conversation_id, record=record
+    )
+    if direction is not None:
+        if direction not in _DIRECTIONS:
+            raise ValueError(f"unknown direction {direction!r}; expected 'next' or 'previous'")
+        request.direction = _DIRECTIONS[direction]
+    elif line is not None:
+        request.line = line
+    elif text is not None:
+        request.text = text
+    else:
+        raise ValueError("give one of direction, line and text")
+    return request
+
+
+def search_files(
+    namespace: str,
+    conversation_id: str,
+    pattern: str,
+    *,
+    regex: bool,
+    case: CaseMode,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    path: str,
+    max_matches_per_file: int,
+    context_lines: int | None,
+    page_size: int,
+    max_tokens: int,
+    page_token: str,
+) -> pb.SearchFilesRequest:
+    """Builds a SearchFilesRequest.
+
+    Raises:
+        ValueError: An unknown case mode, or a glob list given as one string.
+    """
+    for name, globs in (("include", include), ("exclude", exclude)):
+        if isinstance(globs, str):
+            raise ValueError(f"{name} is a list of globs, not one string: use [{globs!r}]")
+    request = pb.SearchFilesRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        pattern=pattern,
+        regex=regex,
+        case_mode=to_proto_case_mode(case),
+        include=list(include),
+        exclude=list(exclude),
+        path=path,
+        max_matches_per_file=max_matches_per_file,
+        page_size=page_size,
+        max_tokens=max_tokens,
+        page_token=page_token,
+    )
+    if context_lines is not None:
+        request.context_lines = context_lines
+    return request
+
+
+def set_session_state(
+    namespace: str,
+    conversation_id: str,
+    set_states: Sequence[str],
+    clear: Sequence[str],
+    clear_all: bool,
+) -> pb.SetSessionStateRequest:
+    """Builds a SetSessionStateRequest.
+
+    Raises:
+        ValueError: A state list given as one string.
+    """
+    for name, states in (("set", set_states), ("clear", clear)):
+        if isinstance(states, str):
+            raise ValueError(f"{name} is a list of states, not one string: use [{states!r}]")
+    return pb.SetSessionStateRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        set=list(set_states),
+        clear=list(clear),
+        clear_all=clear_all,
+    )
+
+
+def edit_file(
+    namespace: str,
+    conversation_id: str,
+    path: str,
+    search: str,
+    replace: str,
+    expected_sha256: str,
+) -> pb.EditFileRequest:
+    """Builds an EditFileRequest."""
+    return pb.EditFileRequest(
+        namespace=namespace,
+        conversation_id=conversation_id,
+        path=path,
+        search=search,
+        replace=replace,
+        expected_sha256=expected_sha256,
+    )
+
+
+def get_session(namespace: str, conversation_id: str) -> pb.GetSessionRequest:
+    """Builds a GetSessionRequest."""
+    return pb.GetSessionRequest(namespace=namespace, conversation_id=conversation_id)
+
+
+def check_tool(namespace: str, conversation_id: str, tool: str) -> pb.CheckToolRequest:
+    """Builds a CheckToolRequest."""
+    return pb.CheckToolRequest(namespace=namespace, conversation_id=conversation_id, tool=tool)

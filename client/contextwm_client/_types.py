@@ -17,6 +17,7 @@ from contextwm_client._deprecation import warn_renamed
 from contextwm_client._repr import ShortRepr
 from contextwm_client._vocabulary import (
     Category,
+    ChunkStrategy,
     ContributorType,
     ConversationState,
     EditKind,
@@ -1060,6 +1061,29 @@ class ConversationStats:
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkCacheStats:
+    """The server's cache of workspace file chunks, since it started.
+
+    Attributes:
+        hits: Reads served without reading the file again.
+        misses: Reads that read the file.
+        hit_rate: hits / (hits + misses); 0.0 before any read.
+        bytes: Memory the cache holds now (an estimate of its Python objects).
+        max_bytes: Its bound.
+        entries: Files it holds.
+        evictions: Files dropped to stay within the bound.
+    """
+
+    hits: int
+    misses: int
+    hit_rate: float
+    bytes: int
+    max_bytes: int
+    entries: int
+    evictions: int
+
+
+@dataclass(frozen=True, slots=True)
 class StatsResult:
     """One page of a scope's conversations with the figures of the whole scope.
 
@@ -1069,6 +1093,7 @@ class StatsResult:
         conversation_count: Conversations in the scope, those without items included.
         next_page_token: Pass to the next call to continue; empty on the last page.
         model: The embedding model the vectors are counted for.
+        chunk_cache: The server's cache of workspace file chunks.
     """
 
     conversations: tuple[ConversationStats, ...]
@@ -1076,6 +1101,7 @@ class StatsResult:
     conversation_count: int
     next_page_token: str
     model: str
+    chunk_cache: ChunkCacheStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -1107,3 +1133,188 @@ class ReembedProgress:
     namespace: str
     conversation_id: str
     finished: bool
+
+
+# ---------------------------------------------------------------- workspace files
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class FileChunk(ShortRepr):
+    """One chunk of a workspace file.
+
+    Attributes:
+        path: Workspace-relative, with / separators.
+        index: Which chunk, from 0.
+        first_line: Its first line, 1-based.
+        last_line: Its last line, included.
+        content: The lines, with their line endings.
+        total_lines: Lines in the file.
+        total_chunks: Chunks the file is cut into, as this read cut it.
+        has_more: A chunk follows.
+        has_previous: A chunk precedes.
+        token_count: Tokens of content in the conversation's encoding.
+        strategy: The strategy used.
+        fallback: Why it is not the one asked for; "" when it is.
+        split: A definition longer than the limit was cut to make this chunk.
+        replaced: The file is not valid UTF-8; such bytes were replaced by U+FFFD.
+        sha256: SHA-256 of the file's bytes (hex), for `Client.edit_file`.
+        seq: The item that records the read; 0 when not recorded.
+    """
+
+    path: str
+    index: int
+    first_line: int
+    last_line: int
+    content: str
+    total_lines: int
+    total_chunks: int
+    has_more: bool
+    has_previous: bool
+    token_count: int
+    strategy: ChunkStrategy | Unspecified
+    fallback: str
+    split: bool
+    replaced: bool
+    sha256: str
+    seq: int
+
+    _long_fields = frozenset({"content"})
+
+
+@dataclass(frozen=True, slots=True)
+class FileSearchLine:
+    """A line of a search result: a match, or context around one (match False)."""
+
+    number: int
+    text: str
+    match: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FileSearchMatches:
+    """A file's part of a search page.
+
+    Attributes:
+        path: Workspace-relative.
+        lines: Matching lines and their context, in line order; a jump in numbers is a gap.
+        matches_in_file: Matching lines in the whole file.
+        first_match: Which of the file's matching lines this part starts at, from 0.
+        shown: Matching lines in this part.
+        capped: The file has more matching lines than max_matches_per_file.
+    """
+
+    path: str
+    lines: tuple[FileSearchLine, ...]
+    matches_in_file: int
+    first_match: int
+    shown: int
+    capped: bool
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class FileSearchPage(ShortRepr):
+    """One page of a workspace search.
+
+    Attributes:
+        files: The files of this page, in path order (a file may go on over pages).
+        next_page_token: Pass to `Client.search_files` to continue; empty on the last page.
+        total_matches: Matching lines in all (each file counted up to its cap).
+        total_files: Files with a match.
+        remaining_matches: Matching lines after this page.
+        remaining_files: Files with matches not yet shown in full.
+        files_searched: Files looked at.
+        binary_skipped: Binary files skipped.
+        text: The page as text (path lines, `N:match`, `N-context`, `--` between blocks).
+        token_count: Tokens of text in the conversation's encoding.
+    """
+
+    files: tuple[FileSearchMatches, ...]
+    next_page_token: str
+    total_matches: int
+    total_files: int
+    remaining_matches: int
+    remaining_files: int
+    files_searched: int
+    binary_skipped: int
+    text: str
+    token_count: int
+
+    _long_fields = frozenset({"text"})
+
+
+@dataclass(frozen=True, slots=True)
+class FileEdit:
+    """An edit that was applied.
+
+    Attributes:
+        path: Workspace-relative.
+        first_line: The replacement's first line in the edited file, 1-based.
+        last_line: Its last line.
+        sha256_before: The file's SHA-256 before the edit.
+        sha256_after: And after it.
+    """
+
+    path: str
+    first_line: int
+    last_line: int
+    sha256_before: str
+    sha256_after: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileView:
+    """The file a conversation views.
+
+    Attributes:
+        path: Workspace-relative.
+        chunk_index: The chunk read last.
+        total_chunks: Chunks of the file as last cut.
+        strategy: The strategy asked for.
+        max_lines: Lines per chunk asked for.
+        max_tokens: Tokens per chunk asked for; 0 when sized by lines.
+        seen_chunks: The chunks read so far, ascending.
+    """
+
+    path: str
+    chunk_index: int
+    total_chunks: int
+    strategy: ChunkStrategy | Unspecified
+    max_lines: int
+    max_tokens: int
+    seen_chunks: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A conversation's session: the states that decide its tools, and the file it views.
+
+    Attributes:
+        conversation_id: The conversation.
+        states: The active states, in the order they were set.
+        tools: The tools available now.
+        deciding_state: The state that decided them; "" when none is active.
+        view: The file it views; None when none.
+    """
+
+    conversation_id: str
+    states: tuple[str, ...]
+    tools: tuple[str, ...]
+    deciding_state: str
+    view: FileView | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCheck:
+    """Whether a tool is available now.
+
+    Attributes:
+        tool: The tool asked about.
+        allowed: It is available.
+        reason: Why not, naming the state that forbids it; "" when allowed.
+        deciding_state: The state that decided; "" when none is active.
+    """
+
+    tool: str
+    allowed: bool
+    reason: str
+    deciding_state: str

@@ -69,3 +69,13 @@ EventKind: TypeAlias = Literal[
     "gap",
 ]
 """What a watch event reports."""
+
+ChunkStrategy: TypeAlias = Literal["lines", "functions", "semantic"]
+"""How a workspace file is cut into chunks (proto enum ChunkStrategy)."""
+
+ScrollDirection: TypeAlias = Literal["next", "previous"]
+"""Which way a scroll moves through the file a conversation views."""
+
+CaseMode: TypeAlias = Literal["smart", "sensitive", "insensitive"]
+"""How a file search treats case; smart: insensitive unless the pattern has an upper-case
+letter (proto enum CaseMode)."""

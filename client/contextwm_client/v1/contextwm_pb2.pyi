@@ -181,6 +181,74 @@ RETRIEVAL_MODE_LEXICAL: RetrievalMode.ValueType  # 3
 """BM25 only."""
 Global___RetrievalMode: _TypeAlias = RetrievalMode  # noqa: Y015
 
+class _ChunkStrategy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ChunkStrategyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ChunkStrategy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CHUNK_STRATEGY_UNSPECIFIED: _ChunkStrategy.ValueType  # 0
+    """The server's chunking_strategy."""
+    CHUNK_STRATEGY_LINES: _ChunkStrategy.ValueType  # 1
+    """Fixed windows of lines."""
+    CHUNK_STRATEGY_FUNCTIONS: _ChunkStrategy.ValueType  # 2
+    """At function and class boundaries (a tree-sitter parser: Python, JavaScript, TypeScript,
+    Go, Rust, Java, C, C++); other files are cut by lines, and the chunk says so.
+    """
+    CHUNK_STRATEGY_SEMANTIC: _ChunkStrategy.ValueType  # 3
+    """Consecutive definitions grouped while they fit; the file's header (imports) apart."""
+
+class ChunkStrategy(_ChunkStrategy, metaclass=_ChunkStrategyEnumTypeWrapper):
+    """---------------------------------------------------------------- workspace files"""
+
+CHUNK_STRATEGY_UNSPECIFIED: ChunkStrategy.ValueType  # 0
+"""The server's chunking_strategy."""
+CHUNK_STRATEGY_LINES: ChunkStrategy.ValueType  # 1
+"""Fixed windows of lines."""
+CHUNK_STRATEGY_FUNCTIONS: ChunkStrategy.ValueType  # 2
+"""At function and class boundaries (a tree-sitter parser: Python, JavaScript, TypeScript,
+Go, Rust, Java, C, C++); other files are cut by lines, and the chunk says so.
+"""
+CHUNK_STRATEGY_SEMANTIC: ChunkStrategy.ValueType  # 3
+"""Consecutive definitions grouped while they fit; the file's header (imports) apart."""
+Global___ChunkStrategy: _TypeAlias = ChunkStrategy  # noqa: Y015
+
+class _ScrollDirection:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ScrollDirectionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ScrollDirection.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SCROLL_DIRECTION_UNSPECIFIED: _ScrollDirection.ValueType  # 0
+    SCROLL_DIRECTION_NEXT: _ScrollDirection.ValueType  # 1
+    SCROLL_DIRECTION_PREVIOUS: _ScrollDirection.ValueType  # 2
+
+class ScrollDirection(_ScrollDirection, metaclass=_ScrollDirectionEnumTypeWrapper): ...
+
+SCROLL_DIRECTION_UNSPECIFIED: ScrollDirection.ValueType  # 0
+SCROLL_DIRECTION_NEXT: ScrollDirection.ValueType  # 1
+SCROLL_DIRECTION_PREVIOUS: ScrollDirection.ValueType  # 2
+Global___ScrollDirection: _TypeAlias = ScrollDirection  # noqa: Y015
+
+class _CaseMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CaseModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CaseMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CASE_MODE_SMART: _CaseMode.ValueType  # 0
+    """Smart: insensitive unless the pattern has an upper-case letter."""
+    CASE_MODE_SENSITIVE: _CaseMode.ValueType  # 1
+    CASE_MODE_INSENSITIVE: _CaseMode.ValueType  # 2
+
+class CaseMode(_CaseMode, metaclass=_CaseModeEnumTypeWrapper): ...
+
+CASE_MODE_SMART: CaseMode.ValueType  # 0
+"""Smart: insensitive unless the pattern has an upper-case letter."""
+CASE_MODE_SENSITIVE: CaseMode.ValueType  # 1
+CASE_MODE_INSENSITIVE: CaseMode.ValueType  # 2
+Global___CaseMode: _TypeAlias = CaseMode  # noqa: Y015
+
 @_typing.final
 class ScoringWeights(_message.Message):
     """---------------------------------------------------------------- settings
@@ -3044,6 +3112,7 @@ class GetStatsResponse(_message.Message):
     CONVERSATION_COUNT_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    CHUNK_CACHE_FIELD_NUMBER: _builtins.int
     conversation_count: _builtins.int
     """Conversations in the scope, those without items included."""
     next_page_token: _builtins.str
@@ -3058,6 +3127,10 @@ class GetStatsResponse(_message.Message):
     def total(self) -> Global___StoreStats:
         """Every conversation of the scope together, not just this page."""
 
+    @_builtins.property
+    def chunk_cache(self) -> Global___ChunkCacheStats:
+        """The server's cache of workspace file chunks (since it started)."""
+
     def __init__(
         self,
         *,
@@ -3066,14 +3139,53 @@ class GetStatsResponse(_message.Message):
         conversation_count: _builtins.int = ...,
         next_page_token: _builtins.str = ...,
         model: _builtins.str = ...,
+        chunk_cache: Global___ChunkCacheStats | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["total", b"total"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["chunk_cache", b"chunk_cache", "total", b"total"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_count", b"conversation_count", "conversations", b"conversations", "model", b"model", "next_page_token", b"next_page_token", "total", b"total"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_cache", b"chunk_cache", "conversation_count", b"conversation_count", "conversations", b"conversations", "model", b"model", "next_page_token", b"next_page_token", "total", b"total"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetStatsResponse: _TypeAlias = GetStatsResponse  # noqa: Y015
+
+@_typing.final
+class ChunkCacheStats(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HITS_FIELD_NUMBER: _builtins.int
+    MISSES_FIELD_NUMBER: _builtins.int
+    HIT_RATE_FIELD_NUMBER: _builtins.int
+    BYTES_FIELD_NUMBER: _builtins.int
+    MAX_BYTES_FIELD_NUMBER: _builtins.int
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    EVICTIONS_FIELD_NUMBER: _builtins.int
+    hits: _builtins.int
+    misses: _builtins.int
+    hit_rate: _builtins.float
+    """hits / (hits + misses); 0 before any read."""
+    bytes: _builtins.int
+    max_bytes: _builtins.int
+    entries: _builtins.int
+    evictions: _builtins.int
+    def __init__(
+        self,
+        *,
+        hits: _builtins.int = ...,
+        misses: _builtins.int = ...,
+        hit_rate: _builtins.float = ...,
+        bytes: _builtins.int = ...,
+        max_bytes: _builtins.int = ...,
+        entries: _builtins.int = ...,
+        evictions: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bytes", b"bytes", "entries", b"entries", "evictions", b"evictions", "hit_rate", b"hit_rate", "hits", b"hits", "max_bytes", b"max_bytes", "misses", b"misses"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChunkCacheStats: _TypeAlias = ChunkCacheStats  # noqa: Y015
 
 @_typing.final
 class ReembedRequest(_message.Message):
@@ -3351,3 +3463,632 @@ class ApplyRetentionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ApplyRetentionResponse: _TypeAlias = ApplyRetentionResponse  # noqa: Y015
+
+@_typing.final
+class ReadFileChunkRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    STRATEGY_FIELD_NUMBER: _builtins.int
+    MAX_LINES_FIELD_NUMBER: _builtins.int
+    MAX_TOKENS_FIELD_NUMBER: _builtins.int
+    CHUNK_INDEX_FIELD_NUMBER: _builtins.int
+    LINE_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    RECORD_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    path: _builtins.str
+    strategy: Global___ChunkStrategy.ValueType
+    max_lines: _builtins.int
+    """Lines per chunk; 0: the server's max_lines_per_chunk (100)."""
+    max_tokens: _builtins.int
+    """When set, chunks are sized in tokens (the conversation's encoding) instead of lines:
+    each has at most this many.
+    """
+    chunk_index: _builtins.int
+    line: _builtins.int
+    text: _builtins.str
+    record: _builtins.bool
+    """Record the read as a file item of the conversation (default true)."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        path: _builtins.str = ...,
+        strategy: Global___ChunkStrategy.ValueType = ...,
+        max_lines: _builtins.int = ...,
+        max_tokens: _builtins.int = ...,
+        chunk_index: _builtins.int = ...,
+        line: _builtins.int = ...,
+        text: _builtins.str = ...,
+        record: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_record", b"_record", "chunk_index", b"chunk_index", "line", b"line", "position", b"position", "record", b"record", "text", b"text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_record", b"_record", "chunk_index", b"chunk_index", "conversation_id", b"conversation_id", "line", b"line", "max_lines", b"max_lines", "max_tokens", b"max_tokens", "namespace", b"namespace", "path", b"path", "position", b"position", "record", b"record", "strategy", b"strategy", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__record: _TypeAlias = _typing.Literal["record"]  # noqa: Y015
+    _WhichOneofArgType__record: _TypeAlias = _typing.Literal["_record", b"_record"]  # noqa: Y015
+    _WhichOneofReturnType_position: _TypeAlias = _typing.Literal["chunk_index", "line", "text"]  # noqa: Y015
+    _WhichOneofArgType_position: _TypeAlias = _typing.Literal["position", b"position"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__record) -> _WhichOneofReturnType__record | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_position) -> _WhichOneofReturnType_position | None: ...
+
+Global___ReadFileChunkRequest: _TypeAlias = ReadFileChunkRequest  # noqa: Y015
+
+@_typing.final
+class FileChunk(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    INDEX_FIELD_NUMBER: _builtins.int
+    FIRST_LINE_FIELD_NUMBER: _builtins.int
+    LAST_LINE_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    TOTAL_LINES_FIELD_NUMBER: _builtins.int
+    TOTAL_CHUNKS_FIELD_NUMBER: _builtins.int
+    HAS_MORE_FIELD_NUMBER: _builtins.int
+    HAS_PREVIOUS_FIELD_NUMBER: _builtins.int
+    TOKEN_COUNT_FIELD_NUMBER: _builtins.int
+    STRATEGY_FIELD_NUMBER: _builtins.int
+    FALLBACK_FIELD_NUMBER: _builtins.int
+    SPLIT_FIELD_NUMBER: _builtins.int
+    REPLACED_FIELD_NUMBER: _builtins.int
+    SHA256_FIELD_NUMBER: _builtins.int
+    SEQ_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """Workspace-relative, with / separators."""
+    index: _builtins.int
+    """0-based."""
+    first_line: _builtins.int
+    """1-based, both included."""
+    last_line: _builtins.int
+    content: _builtins.str
+    total_lines: _builtins.int
+    total_chunks: _builtins.int
+    has_more: _builtins.bool
+    has_previous: _builtins.bool
+    token_count: _builtins.int
+    """Of content, in the conversation's encoding."""
+    strategy: Global___ChunkStrategy.ValueType
+    """The strategy used, and why it is not the one asked for ("" when it is)."""
+    fallback: _builtins.str
+    split: _builtins.bool
+    """A definition longer than the limit was cut at a line boundary to make this chunk."""
+    replaced: _builtins.bool
+    """The file is not valid UTF-8: such bytes were replaced by U+FFFD."""
+    sha256: _builtins.str
+    """SHA-256 of the whole file's bytes, hex: EditFile's expected_sha256."""
+    seq: _builtins.int
+    """The item that records the read; 0 when not recorded."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        index: _builtins.int = ...,
+        first_line: _builtins.int = ...,
+        last_line: _builtins.int = ...,
+        content: _builtins.str = ...,
+        total_lines: _builtins.int = ...,
+        total_chunks: _builtins.int = ...,
+        has_more: _builtins.bool = ...,
+        has_previous: _builtins.bool = ...,
+        token_count: _builtins.int = ...,
+        strategy: Global___ChunkStrategy.ValueType = ...,
+        fallback: _builtins.str = ...,
+        split: _builtins.bool = ...,
+        replaced: _builtins.bool = ...,
+        sha256: _builtins.str = ...,
+        seq: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "fallback", b"fallback", "first_line", b"first_line", "has_more", b"has_more", "has_previous", b"has_previous", "index", b"index", "last_line", b"last_line", "path", b"path", "replaced", b"replaced", "seq", b"seq", "sha256", b"sha256", "split", b"split", "strategy", b"strategy", "token_count", b"token_count", "total_chunks", b"total_chunks", "total_lines", b"total_lines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FileChunk: _TypeAlias = FileChunk  # noqa: Y015
+
+@_typing.final
+class ScrollFileRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    DIRECTION_FIELD_NUMBER: _builtins.int
+    LINE_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    RECORD_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    direction: Global___ScrollDirection.ValueType
+    line: _builtins.int
+    """The chunk holding this line (1-based)."""
+    text: _builtins.str
+    """The chunk holding the first occurrence of this text after the current chunk's start
+    (then from the top).
+    """
+    record: _builtins.bool
+    """Record the read as a file item of the conversation (default true)."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        direction: Global___ScrollDirection.ValueType = ...,
+        line: _builtins.int = ...,
+        text: _builtins.str = ...,
+        record: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_record", b"_record", "direction", b"direction", "line", b"line", "move", b"move", "record", b"record", "text", b"text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_record", b"_record", "conversation_id", b"conversation_id", "direction", b"direction", "line", b"line", "move", b"move", "namespace", b"namespace", "record", b"record", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__record: _TypeAlias = _typing.Literal["record"]  # noqa: Y015
+    _WhichOneofArgType__record: _TypeAlias = _typing.Literal["_record", b"_record"]  # noqa: Y015
+    _WhichOneofReturnType_move: _TypeAlias = _typing.Literal["direction", "line", "text"]  # noqa: Y015
+    _WhichOneofArgType_move: _TypeAlias = _typing.Literal["move", b"move"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__record) -> _WhichOneofReturnType__record | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_move) -> _WhichOneofReturnType_move | None: ...
+
+Global___ScrollFileRequest: _TypeAlias = ScrollFileRequest  # noqa: Y015
+
+@_typing.final
+class SearchFilesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    PATTERN_FIELD_NUMBER: _builtins.int
+    REGEX_FIELD_NUMBER: _builtins.int
+    CASE_MODE_FIELD_NUMBER: _builtins.int
+    INCLUDE_FIELD_NUMBER: _builtins.int
+    EXCLUDE_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    MAX_MATCHES_PER_FILE_FIELD_NUMBER: _builtins.int
+    CONTEXT_LINES_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    MAX_TOKENS_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    pattern: _builtins.str
+    regex: _builtins.bool
+    """A regular expression (Python syntax) rather than a literal text."""
+    case_mode: Global___CaseMode.ValueType
+    path: _builtins.str
+    """A directory or file to search in; "": the whole workspace."""
+    max_matches_per_file: _builtins.int
+    """Matching lines shown per file; 0: 20."""
+    context_lines: _builtins.int
+    """Lines of context before and after each match; unset: the server's
+    context_lines_around_matches (3).
+    """
+    page_size: _builtins.int
+    """Matching lines per page; 0: 50."""
+    max_tokens: _builtins.int
+    """When set, a page's text has at most this many tokens (the conversation's encoding)."""
+    page_token: _builtins.str
+    """From a previous page: continues that search (the other fields must be the same)."""
+    @_builtins.property
+    def include(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Gitignore-style globs a file must match (any) and must not match (none)."""
+
+    @_builtins.property
+    def exclude(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        pattern: _builtins.str = ...,
+        regex: _builtins.bool = ...,
+        case_mode: Global___CaseMode.ValueType = ...,
+        include: _abc.Iterable[_builtins.str] | None = ...,
+        exclude: _abc.Iterable[_builtins.str] | None = ...,
+        path: _builtins.str = ...,
+        max_matches_per_file: _builtins.int = ...,
+        context_lines: _builtins.int | None = ...,
+        page_size: _builtins.int = ...,
+        max_tokens: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_context_lines", b"_context_lines", "context_lines", b"context_lines"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_context_lines", b"_context_lines", "case_mode", b"case_mode", "context_lines", b"context_lines", "conversation_id", b"conversation_id", "exclude", b"exclude", "include", b"include", "max_matches_per_file", b"max_matches_per_file", "max_tokens", b"max_tokens", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token", "path", b"path", "pattern", b"pattern", "regex", b"regex"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__context_lines: _TypeAlias = _typing.Literal["context_lines"]  # noqa: Y015
+    _WhichOneofArgType__context_lines: _TypeAlias = _typing.Literal["_context_lines", b"_context_lines"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__context_lines) -> _WhichOneofReturnType__context_lines | None: ...
+
+Global___SearchFilesRequest: _TypeAlias = SearchFilesRequest  # noqa: Y015
+
+@_typing.final
+class SearchLine(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NUMBER_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    MATCH_FIELD_NUMBER: _builtins.int
+    number: _builtins.int
+    text: _builtins.str
+    match: _builtins.bool
+    def __init__(
+        self,
+        *,
+        number: _builtins.int = ...,
+        text: _builtins.str = ...,
+        match: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match", "number", b"number", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchLine: _TypeAlias = SearchLine  # noqa: Y015
+
+@_typing.final
+class FileMatches(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    LINES_FIELD_NUMBER: _builtins.int
+    MATCHES_IN_FILE_FIELD_NUMBER: _builtins.int
+    FIRST_MATCH_FIELD_NUMBER: _builtins.int
+    SHOWN_FIELD_NUMBER: _builtins.int
+    CAPPED_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    matches_in_file: _builtins.int
+    """Matching lines in the whole file."""
+    first_match: _builtins.int
+    """Which of the file's matching lines this part starts at (0-based), and how many it shows."""
+    shown: _builtins.int
+    capped: _builtins.bool
+    """The file has more matching lines than max_matches_per_file."""
+    @_builtins.property
+    def lines(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchLine]:
+        """Matching lines and their context in line order; a jump in numbers is a gap."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        lines: _abc.Iterable[Global___SearchLine] | None = ...,
+        matches_in_file: _builtins.int = ...,
+        first_match: _builtins.int = ...,
+        shown: _builtins.int = ...,
+        capped: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capped", b"capped", "first_match", b"first_match", "lines", b"lines", "matches_in_file", b"matches_in_file", "path", b"path", "shown", b"shown"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FileMatches: _TypeAlias = FileMatches  # noqa: Y015
+
+@_typing.final
+class SearchFilesPage(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    TOTAL_MATCHES_FIELD_NUMBER: _builtins.int
+    TOTAL_FILES_FIELD_NUMBER: _builtins.int
+    REMAINING_MATCHES_FIELD_NUMBER: _builtins.int
+    REMAINING_FILES_FIELD_NUMBER: _builtins.int
+    FILES_SEARCHED_FIELD_NUMBER: _builtins.int
+    BINARY_SKIPPED_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    TOKEN_COUNT_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    total_matches: _builtins.int
+    total_files: _builtins.int
+    remaining_matches: _builtins.int
+    remaining_files: _builtins.int
+    files_searched: _builtins.int
+    binary_skipped: _builtins.int
+    text: _builtins.str
+    """The page as text (path lines, `N:match`, `N-context`, `--` between blocks), and its
+    tokens in the conversation's encoding.
+    """
+    token_count: _builtins.int
+    @_builtins.property
+    def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___FileMatches]: ...
+    def __init__(
+        self,
+        *,
+        files: _abc.Iterable[Global___FileMatches] | None = ...,
+        next_page_token: _builtins.str = ...,
+        total_matches: _builtins.int = ...,
+        total_files: _builtins.int = ...,
+        remaining_matches: _builtins.int = ...,
+        remaining_files: _builtins.int = ...,
+        files_searched: _builtins.int = ...,
+        binary_skipped: _builtins.int = ...,
+        text: _builtins.str = ...,
+        token_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary_skipped", b"binary_skipped", "files", b"files", "files_searched", b"files_searched", "next_page_token", b"next_page_token", "remaining_files", b"remaining_files", "remaining_matches", b"remaining_matches", "text", b"text", "token_count", b"token_count", "total_files", b"total_files", "total_matches", b"total_matches"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchFilesPage: _TypeAlias = SearchFilesPage  # noqa: Y015
+
+@_typing.final
+class EditFileRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    SEARCH_FIELD_NUMBER: _builtins.int
+    REPLACE_FIELD_NUMBER: _builtins.int
+    EXPECTED_SHA256_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    path: _builtins.str
+    search: _builtins.str
+    """Must occur exactly once in the file. Bare line feeds also match a file's CRLF endings."""
+    replace: _builtins.str
+    expected_sha256: _builtins.str
+    """When set, the edit is refused (ABORTED) unless the file's SHA-256 (as a FileChunk's
+    sha256) still is this.
+    """
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        path: _builtins.str = ...,
+        search: _builtins.str = ...,
+        replace: _builtins.str = ...,
+        expected_sha256: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "expected_sha256", b"expected_sha256", "namespace", b"namespace", "path", b"path", "replace", b"replace", "search", b"search"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EditFileRequest: _TypeAlias = EditFileRequest  # noqa: Y015
+
+@_typing.final
+class EditFileResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    FIRST_LINE_FIELD_NUMBER: _builtins.int
+    LAST_LINE_FIELD_NUMBER: _builtins.int
+    SHA256_BEFORE_FIELD_NUMBER: _builtins.int
+    SHA256_AFTER_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    first_line: _builtins.int
+    """The replacement's lines in the edited file, 1-based."""
+    last_line: _builtins.int
+    sha256_before: _builtins.str
+    sha256_after: _builtins.str
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        first_line: _builtins.int = ...,
+        last_line: _builtins.int = ...,
+        sha256_before: _builtins.str = ...,
+        sha256_after: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_line", b"first_line", "last_line", b"last_line", "path", b"path", "sha256_after", b"sha256_after", "sha256_before", b"sha256_before"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EditFileResponse: _TypeAlias = EditFileResponse  # noqa: Y015
+
+@_typing.final
+class SetSessionStateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    SET_FIELD_NUMBER: _builtins.int
+    CLEAR_FIELD_NUMBER: _builtins.int
+    CLEAR_ALL_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    clear_all: _builtins.bool
+    """Clears every state first."""
+    @_builtins.property
+    def set(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """States to set and to clear: interactive_commands, large_file_viewing, search_active,
+        or a custom state of the server's [context_window.tool_restrictions].
+        """
+
+    @_builtins.property
+    def clear(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        set: _abc.Iterable[_builtins.str] | None = ...,
+        clear: _abc.Iterable[_builtins.str] | None = ...,
+        clear_all: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clear", b"clear", "clear_all", b"clear_all", "conversation_id", b"conversation_id", "namespace", b"namespace", "set", b"set"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetSessionStateRequest: _TypeAlias = SetSessionStateRequest  # noqa: Y015
+
+@_typing.final
+class GetSessionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSessionRequest: _TypeAlias = GetSessionRequest  # noqa: Y015
+
+@_typing.final
+class FileView(_message.Message):
+    """The file a conversation views."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    CHUNK_INDEX_FIELD_NUMBER: _builtins.int
+    TOTAL_CHUNKS_FIELD_NUMBER: _builtins.int
+    STRATEGY_FIELD_NUMBER: _builtins.int
+    MAX_LINES_FIELD_NUMBER: _builtins.int
+    MAX_TOKENS_FIELD_NUMBER: _builtins.int
+    SEEN_CHUNKS_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    chunk_index: _builtins.int
+    total_chunks: _builtins.int
+    strategy: Global___ChunkStrategy.ValueType
+    max_lines: _builtins.int
+    max_tokens: _builtins.int
+    @_builtins.property
+    def seen_chunks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The chunks of this file read so far, ascending."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        chunk_index: _builtins.int = ...,
+        total_chunks: _builtins.int = ...,
+        strategy: Global___ChunkStrategy.ValueType = ...,
+        max_lines: _builtins.int = ...,
+        max_tokens: _builtins.int = ...,
+        seen_chunks: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_index", b"chunk_index", "max_lines", b"max_lines", "max_tokens", b"max_tokens", "path", b"path", "seen_chunks", b"seen_chunks", "strategy", b"strategy", "total_chunks", b"total_chunks"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FileView: _TypeAlias = FileView  # noqa: Y015
+
+@_typing.final
+class Session(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    STATES_FIELD_NUMBER: _builtins.int
+    TOOLS_FIELD_NUMBER: _builtins.int
+    DECIDING_STATE_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    conversation_id: _builtins.str
+    deciding_state: _builtins.str
+    @_builtins.property
+    def states(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Active states, in the order they were set."""
+
+    @_builtins.property
+    def tools(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The tools available now, and the state that decided them ("" when none is active)."""
+
+    @_builtins.property
+    def view(self) -> Global___FileView:
+        """Unset when the conversation views no file."""
+
+    def __init__(
+        self,
+        *,
+        conversation_id: _builtins.str = ...,
+        states: _abc.Iterable[_builtins.str] | None = ...,
+        tools: _abc.Iterable[_builtins.str] | None = ...,
+        deciding_state: _builtins.str = ...,
+        view: Global___FileView | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "deciding_state", b"deciding_state", "states", b"states", "tools", b"tools", "view", b"view"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Session: _TypeAlias = Session  # noqa: Y015
+
+@_typing.final
+class CheckToolRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    TOOL_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    tool: _builtins.str
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        tool: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "namespace", b"namespace", "tool", b"tool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckToolRequest: _TypeAlias = CheckToolRequest  # noqa: Y015
+
+@_typing.final
+class ToolCheck(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_FIELD_NUMBER: _builtins.int
+    ALLOWED_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    DECIDING_STATE_FIELD_NUMBER: _builtins.int
+    tool: _builtins.str
+    allowed: _builtins.bool
+    reason: _builtins.str
+    """Why not, naming the state that forbids it; "" when allowed."""
+    deciding_state: _builtins.str
+    def __init__(
+        self,
+        *,
+        tool: _builtins.str = ...,
+        allowed: _builtins.bool = ...,
+        reason: _builtins.str = ...,
+        deciding_state: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed", b"allowed", "deciding_state", b"deciding_state", "reason", b"reason", "tool", b"tool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ToolCheck: _TypeAlias = ToolCheck  # noqa: Y015

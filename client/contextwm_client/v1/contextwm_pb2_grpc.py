@@ -161,6 +161,41 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
                 _registered_method=True)
+        self.ReadFileChunk = channel.unary_unary(
+                '/contextwm.v1.ContextService/ReadFileChunk',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ReadFileChunkRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.FileChunk.FromString,
+                _registered_method=True)
+        self.ScrollFile = channel.unary_unary(
+                '/contextwm.v1.ContextService/ScrollFile',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ScrollFileRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.FileChunk.FromString,
+                _registered_method=True)
+        self.SearchFiles = channel.unary_unary(
+                '/contextwm.v1.ContextService/SearchFiles',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.SearchFilesRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.SearchFilesPage.FromString,
+                _registered_method=True)
+        self.EditFile = channel.unary_unary(
+                '/contextwm.v1.ContextService/EditFile',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.EditFileRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.EditFileResponse.FromString,
+                _registered_method=True)
+        self.SetSessionState = channel.unary_unary(
+                '/contextwm.v1.ContextService/SetSessionState',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.SetSessionStateRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Session.FromString,
+                _registered_method=True)
+        self.GetSession = channel.unary_unary(
+                '/contextwm.v1.ContextService/GetSession',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetSessionRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Session.FromString,
+                _registered_method=True)
+        self.CheckTool = channel.unary_unary(
+                '/contextwm.v1.ContextService/CheckTool',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.CheckToolRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ToolCheck.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -372,6 +407,67 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadFileChunk(self, request, context):
+        """---- Workspace files: paths are relative to the conversation's workspace (or absolute
+        inside it); a path that leaves it (`..`, an absolute path elsewhere, a symlink out) is
+        PERMISSION_DENIED, and FAILED_PRECONDITION when the conversation has no workspace.
+
+        One chunk of a text file, cut by lines, at function and class boundaries, or by
+        semantic groups, sized in lines or in tokens. The conversation now views that file;
+        the read is recorded as a file item of the conversation unless asked not to.
+        INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScrollFile(self, request, context):
+        """The next or previous chunk of the file the conversation views, or the chunk holding a
+        line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
+        no file.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchFiles(self, request, context):
+        """Searches the workspace's text files (.gitignore respected, binary files skipped) a page
+        at a time; a page's next_page_token continues the same search.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EditFile(self, request, context):
+        """Replaces the one occurrence of a text in a workspace file, atomically.
+        FAILED_PRECONDITION when the text is absent or not unique (the message says where),
+        ABORTED when the file no longer has the expected hash; the file is untouched then.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetSessionState(self, request, context):
+        """Sets and clears the conversation's session states, which decide the tools available.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSession(self, request, context):
+        """The conversation's session: its states, the tools they allow, the file it views.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckTool(self, request, context):
+        """Whether one tool is available now, and if not, why.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -499,6 +595,41 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.ApplyRetention,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.SerializeToString,
+            ),
+            'ReadFileChunk': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadFileChunk,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ReadFileChunkRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.FileChunk.SerializeToString,
+            ),
+            'ScrollFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScrollFile,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ScrollFileRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.FileChunk.SerializeToString,
+            ),
+            'SearchFiles': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchFiles,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.SearchFilesRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.SearchFilesPage.SerializeToString,
+            ),
+            'EditFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.EditFile,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.EditFileRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.EditFileResponse.SerializeToString,
+            ),
+            'SetSessionState': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetSessionState,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.SetSessionStateRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Session.SerializeToString,
+            ),
+            'GetSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSession,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.GetSessionRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Session.SerializeToString,
+            ),
+            'CheckTool': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckTool,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CheckToolRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ToolCheck.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1177,6 +1308,195 @@ class ContextService:
             '/contextwm.v1.ContextService/ApplyRetention',
             contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.ApplyRetentionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadFileChunk(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ReadFileChunk',
+            contextwm_dot_v1_dot_contextwm__pb2.ReadFileChunkRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.FileChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScrollFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ScrollFile',
+            contextwm_dot_v1_dot_contextwm__pb2.ScrollFileRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.FileChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchFiles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/SearchFiles',
+            contextwm_dot_v1_dot_contextwm__pb2.SearchFilesRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.SearchFilesPage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EditFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/EditFile',
+            contextwm_dot_v1_dot_contextwm__pb2.EditFileRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.EditFileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetSessionState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/SetSessionState',
+            contextwm_dot_v1_dot_contextwm__pb2.SetSessionStateRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.Session.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/GetSession',
+            contextwm_dot_v1_dot_contextwm__pb2.GetSessionRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.Session.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckTool(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/CheckTool',
+            contextwm_dot_v1_dot_contextwm__pb2.CheckToolRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ToolCheck.FromString,
             options,
             channel_credentials,
             insecure,

@@ -137,6 +137,36 @@ class ContextServiceStub:
     conversations inactive for longer than it allows. With dry_run, changes nothing and
     reports what a run would remove.
     """
+    ReadFileChunk: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ReadFileChunkRequest, _contextwm_pb2.FileChunk]
+    """---- Workspace files: paths are relative to the conversation's workspace (or absolute
+    inside it); a path that leaves it (`..`, an absolute path elsewhere, a symlink out) is
+    PERMISSION_DENIED, and FAILED_PRECONDITION when the conversation has no workspace.
+
+    One chunk of a text file, cut by lines, at function and class boundaries, or by
+    semantic groups, sized in lines or in tokens. The conversation now views that file;
+    the read is recorded as a file item of the conversation unless asked not to.
+    INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
+    """
+    ScrollFile: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ScrollFileRequest, _contextwm_pb2.FileChunk]
+    """The next or previous chunk of the file the conversation views, or the chunk holding a
+    line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
+    no file.
+    """
+    SearchFiles: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.SearchFilesRequest, _contextwm_pb2.SearchFilesPage]
+    """Searches the workspace's text files (.gitignore respected, binary files skipped) a page
+    at a time; a page's next_page_token continues the same search.
+    """
+    EditFile: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.EditFileRequest, _contextwm_pb2.EditFileResponse]
+    """Replaces the one occurrence of a text in a workspace file, atomically.
+    FAILED_PRECONDITION when the text is absent or not unique (the message says where),
+    ABORTED when the file no longer has the expected hash; the file is untouched then.
+    """
+    SetSessionState: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.SetSessionStateRequest, _contextwm_pb2.Session]
+    """Sets and clears the conversation's session states, which decide the tools available."""
+    GetSession: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetSessionRequest, _contextwm_pb2.Session]
+    """The conversation's session: its states, the tools they allow, the file it views."""
+    CheckTool: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.CheckToolRequest, _contextwm_pb2.ToolCheck]
+    """Whether one tool is available now, and if not, why."""
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -234,6 +264,36 @@ class ContextServiceAsyncStub(ContextServiceStub):
     conversations inactive for longer than it allows. With dry_run, changes nothing and
     reports what a run would remove.
     """
+    ReadFileChunk: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ReadFileChunkRequest, _contextwm_pb2.FileChunk]  # type: ignore[assignment]
+    """---- Workspace files: paths are relative to the conversation's workspace (or absolute
+    inside it); a path that leaves it (`..`, an absolute path elsewhere, a symlink out) is
+    PERMISSION_DENIED, and FAILED_PRECONDITION when the conversation has no workspace.
+
+    One chunk of a text file, cut by lines, at function and class boundaries, or by
+    semantic groups, sized in lines or in tokens. The conversation now views that file;
+    the read is recorded as a file item of the conversation unless asked not to.
+    INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
+    """
+    ScrollFile: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ScrollFileRequest, _contextwm_pb2.FileChunk]  # type: ignore[assignment]
+    """The next or previous chunk of the file the conversation views, or the chunk holding a
+    line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
+    no file.
+    """
+    SearchFiles: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.SearchFilesRequest, _contextwm_pb2.SearchFilesPage]  # type: ignore[assignment]
+    """Searches the workspace's text files (.gitignore respected, binary files skipped) a page
+    at a time; a page's next_page_token continues the same search.
+    """
+    EditFile: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.EditFileRequest, _contextwm_pb2.EditFileResponse]  # type: ignore[assignment]
+    """Replaces the one occurrence of a text in a workspace file, atomically.
+    FAILED_PRECONDITION when the text is absent or not unique (the message says where),
+    ABORTED when the file no longer has the expected hash; the file is untouched then.
+    """
+    SetSessionState: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.SetSessionStateRequest, _contextwm_pb2.Session]  # type: ignore[assignment]
+    """Sets and clears the conversation's session states, which decide the tools available."""
+    GetSession: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetSessionRequest, _contextwm_pb2.Session]  # type: ignore[assignment]
+    """The conversation's session: its states, the tools they allow, the file it views."""
+    CheckTool: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.CheckToolRequest, _contextwm_pb2.ToolCheck]  # type: ignore[assignment]
+    """Whether one tool is available now, and if not, why."""
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
     """The core service: conversations, items, windows, archives and retrieval."""
@@ -478,5 +538,77 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         conversations inactive for longer than it allows. With dry_run, changes nothing and
         reports what a run would remove.
         """
+
+    @_abc_1.abstractmethod
+    def ReadFileChunk(
+        self,
+        request: _contextwm_pb2.ReadFileChunkRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.FileChunk, _abc.Awaitable[_contextwm_pb2.FileChunk]]:
+        """---- Workspace files: paths are relative to the conversation's workspace (or absolute
+        inside it); a path that leaves it (`..`, an absolute path elsewhere, a symlink out) is
+        PERMISSION_DENIED, and FAILED_PRECONDITION when the conversation has no workspace.
+
+        One chunk of a text file, cut by lines, at function and class boundaries, or by
+        semantic groups, sized in lines or in tokens. The conversation now views that file;
+        the read is recorded as a file item of the conversation unless asked not to.
+        INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
+        """
+
+    @_abc_1.abstractmethod
+    def ScrollFile(
+        self,
+        request: _contextwm_pb2.ScrollFileRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.FileChunk, _abc.Awaitable[_contextwm_pb2.FileChunk]]:
+        """The next or previous chunk of the file the conversation views, or the chunk holding a
+        line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
+        no file.
+        """
+
+    @_abc_1.abstractmethod
+    def SearchFiles(
+        self,
+        request: _contextwm_pb2.SearchFilesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.SearchFilesPage, _abc.Awaitable[_contextwm_pb2.SearchFilesPage]]:
+        """Searches the workspace's text files (.gitignore respected, binary files skipped) a page
+        at a time; a page's next_page_token continues the same search.
+        """
+
+    @_abc_1.abstractmethod
+    def EditFile(
+        self,
+        request: _contextwm_pb2.EditFileRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.EditFileResponse, _abc.Awaitable[_contextwm_pb2.EditFileResponse]]:
+        """Replaces the one occurrence of a text in a workspace file, atomically.
+        FAILED_PRECONDITION when the text is absent or not unique (the message says where),
+        ABORTED when the file no longer has the expected hash; the file is untouched then.
+        """
+
+    @_abc_1.abstractmethod
+    def SetSessionState(
+        self,
+        request: _contextwm_pb2.SetSessionStateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.Session, _abc.Awaitable[_contextwm_pb2.Session]]:
+        """Sets and clears the conversation's session states, which decide the tools available."""
+
+    @_abc_1.abstractmethod
+    def GetSession(
+        self,
+        request: _contextwm_pb2.GetSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.Session, _abc.Awaitable[_contextwm_pb2.Session]]:
+        """The conversation's session: its states, the tools they allow, the file it views."""
+
+    @_abc_1.abstractmethod
+    def CheckTool(
+        self,
+        request: _contextwm_pb2.CheckToolRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ToolCheck, _abc.Awaitable[_contextwm_pb2.ToolCheck]]:
+        """Whether one tool is available now, and if not, why."""
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -206,3 +206,23 @@ class ToolCheck:
     allowed: bool
     reason: str  # why not, naming the state; "" when allowed
     deciding_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileView:
+    """The file a conversation views: how it was cut and which chunks were read."""
+
+    path: str
+    spec: ChunkSpec  # as asked for: scrolling cuts the file the same way
+    chunk_index: int
+    total_chunks: int
+    seen: tuple[int, ...]  # ascending
+    sha256: str  # of the file when last read; another hash means the chunks moved
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """A conversation's session: the states that decide its tools, and its view."""
+
+    states: tuple[str, ...] = ()  # in the order they were set
+    view: FileView | None = None

@@ -17,6 +17,7 @@ from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
 from contextwm.domain.scope import Scope
 from contextwm.domain.stats import ScopeStats
 from contextwm.domain.usage import Reported
+from contextwm.domain.workspace_files import SessionState
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.history_store import HistoryStore
 
@@ -116,6 +117,14 @@ class Store(HistoryStore, Protocol):
     """Everything here is durable once the call returns. Safe to call from several threads."""
 
     def close(self) -> None: ...
+
+    def session(self, key: int) -> SessionState:
+        """The conversation's session; the empty one when it never had one."""
+        ...
+
+    def put_session(self, key: int, session: SessionState, events: Sequence[Event]) -> None:
+        """Replaces the conversation's session, with the events of the change."""
+        ...
 
     def maintain(self) -> None:
         """Housekeeping that must not run on a request (SQLite: the WAL checkpoint)."""

@@ -146,6 +146,13 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (conv, number)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_at ON events (at);
+-- A conversation's session (tool states, the file it views) as one JSON document. Files
+-- older than the table get it at their next open, with no new schema version: a server that
+-- does not know it still reads and writes the file.
+CREATE TABLE IF NOT EXISTS sessions (
+    conv INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+    doc TEXT NOT NULL
+);
 """
 
 # Every item's FTS row is written by this trigger, so that an item costs one INSERT statement

@@ -11,6 +11,7 @@ from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
 from contextwm.adapters.sqlite.reembedding import ReembedTables
 from contextwm.adapters.sqlite.retention import RetentionTables
+from contextwm.adapters.sqlite.sessions import SessionTables
 from contextwm.adapters.sqlite.stats import StatsTables
 from contextwm.adapters.sqlite.vectors import VectorTables
 
@@ -26,6 +27,7 @@ class SqliteStore(
     StatsTables,
     RetentionTables,
     ReembedTables,
+    SessionTables,
 ):
     """The Store port on one SQLite file: each base owns the tables of one job and shares
     the connections and transactions of Database, so that an append, its facts, edits and
