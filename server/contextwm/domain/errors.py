@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "Aborted",
     "AlreadyExists",
     "ContextWMError",
     "DeadlineExceeded",
@@ -33,6 +34,7 @@ class ErrorCode(enum.Enum):
     PERMISSION_DENIED = "PERMISSION_DENIED"
     UNAVAILABLE = "UNAVAILABLE"
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    ABORTED = "ABORTED"
 
 
 class ContextWMError(Exception):
@@ -77,3 +79,10 @@ class DeadlineExceeded(ContextWMError):
     """The caller stopped waiting: the work stops rather than finish for nobody."""
 
     code = ErrorCode.DEADLINE_EXCEEDED
+
+
+class Aborted(ContextWMError):
+    """A read-modify-write conflict: what the caller read has changed since; read it again
+    and retry."""
+
+    code = ErrorCode.ABORTED

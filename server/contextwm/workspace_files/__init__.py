@@ -1,0 +1,1 @@
+"""An agent's workspace files: reading them in chunks, searching them, editing them safely."""
