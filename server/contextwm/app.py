@@ -198,7 +198,7 @@ class Service:
         if settings.retention_interval_seconds > 0:
             retention_task = RetentionTask(Retention(engine), settings.retention_interval_seconds)
             retention_task.start()
-        listening.server.serve(engine, reembedder)
+        listening.server.serve(engine, reembedder, settings.context_window)
         if listening.metrics is not None:
             listening.metrics.watch(engine, indexer.stats)
         log.info("contextwm ready")

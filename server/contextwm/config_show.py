@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import enum
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from contextwm.domain.workspace_files import ToolRules
 from contextwm.serve import FLAGS, flag_settings
 from contextwm.settings import (
     ServerSettings,
@@ -37,7 +39,15 @@ def effective(settings: ServerSettings) -> dict[Setting, Any]:
 
 
 def _leaves(value: Any, path: Setting) -> Iterator[tuple[Setting, Any]]:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, ToolRules):  # shown under the config file's own keys
+        table = path[:-1]
+        for state, tools in value.restrictions.items():
+            yield (*table, "tool_restrictions", state), tools
+        yield (*table, "tools", "base"), value.base
+        yield (*table, "tools", "unrestricted"), value.unrestricted
+        yield (*table, "tools", "exclusive_states"), tuple(sorted(value.exclusive))
+        yield (*table, "tools", "priority"), tuple(value.restrictions)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             inner = (*path, f.name)
             if f.init and not _not_a_setting(inner):  # init=False fields are derived
@@ -96,6 +106,8 @@ def _dotted(path: Setting) -> str:
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
     if value is None or value == "":
         return "(unset)"
     if isinstance(value, tuple):

@@ -23,8 +23,35 @@ from contextwm.domain.conversations import (
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.retention import RetentionPolicies, RetentionPolicy, check_policy
 from contextwm.domain.usage import ModelSpec
+from contextwm.domain.workspace_files import ChunkStrategy, ToolRules
+from contextwm.tool_availability.config import rules_from_config
+from contextwm.tool_availability.rules import default_rules
 
 ENV_PREFIX = "CONTEXTWM_"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWindowSettings:
+    """Workspace files (chunked reads, scrolling, searches, edits) and tool availability:
+    the [context_window] table."""
+
+    max_lines_per_chunk: int = 100
+    chunking_strategy: ChunkStrategy = ChunkStrategy.SEMANTIC
+    context_lines_around_matches: int = 3
+    # The chunk cache's bound; it holds the files read and searched, and their chunk plans.
+    cache_size_mb: float = 32.0
+    # Larger files are refused whole (never cut) by reads, searches and edits.
+    max_file_mb: float = 8.0
+    # [context_window.tool_restrictions] and [context_window.tools].
+    tools: ToolRules = field(default_factory=default_rules)
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 2**20)
+
+    @property
+    def cache_bytes(self) -> int:
+        return int(self.cache_size_mb * 2**20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +95,11 @@ class ServerSettings:
     # policies: [retention.default] and [retention.namespaces."<name>"].
     retention_interval_seconds: float = 600.0
     retention: RetentionPolicies = field(default_factory=RetentionPolicies)
+    context_window: ContextWindowSettings = field(default_factory=ContextWindowSettings)
 
 
 # The tables of ServerSettings, merged by functions of their own.
-_TABLES = frozenset({"conversation", "limits", "models", "retention"})
+_TABLES = frozenset({"conversation", "limits", "models", "retention", "context_window"})
 
 
 class SettingsError(ValueError):
@@ -111,6 +139,7 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
     limits: dict[str, Any] = {}
     models = dict(settings.models)
     retention = settings.retention
+    context_window = settings.context_window
     for key, value in values.items():
         if key == "conversation" and isinstance(value, Mapping):
             conversation.update(value)
@@ -120,6 +149,8 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
             models.update(_models(value, models, source))
         elif key == "retention" and isinstance(value, Mapping):
             retention = _retention(retention, value, source)
+        elif key == "context_window" and isinstance(value, Mapping):
+            context_window = _context_window(context_window, value, source)
         elif key in ServerSettings.__dataclass_fields__ and key not in _TABLES:
             current = getattr(settings, key)
             target = type(current) if current is not None else _UNSET_TYPES.get(key, str)
@@ -145,7 +176,41 @@ def _merge(settings: ServerSettings, values: Mapping[str, Any], source: str) -> 
         conversation=new_conversation,
         models=models,
         retention=retention,
+        context_window=context_window,
     )
+
+
+def _context_window(
+    base: ContextWindowSettings, values: Mapping[str, Any], source: str
+) -> ContextWindowSettings:
+    """The [context_window] table and its tool_restrictions and tools tables."""
+    scalars = {f.name for f in dataclasses.fields(ContextWindowSettings)} - {"tools"}
+    changes: dict[str, Any] = {}
+    tool_tables = {k: v for k, v in values.items() if k in ("tool_restrictions", "tools")}
+    for k, v in values.items():
+        where = f"context_window.{k}"
+        if k in tool_tables:
+            continue
+        if k not in scalars:
+            known = ", ".join(sorted(scalars | {"tool_restrictions", "tools"}))
+            raise SettingsError(f"{source}: unknown setting {where} (known: {known})")
+        if k == "chunking_strategy":
+            try:
+                changes[k] = ChunkStrategy(str(v))
+            except ValueError:
+                known = ", ".join(s.value for s in ChunkStrategy)
+                raise SettingsError(f"{source}: {where} = {v!r}: expected one of {known}") from None
+        else:
+            changes[k] = _coerce(where, v, type(getattr(base, k)), source)
+    new = dataclasses.replace(base, **changes)
+    if tool_tables:
+        try:
+            new = dataclasses.replace(
+                new, tools=rules_from_config(tool_tables, source, base=new.tools)
+            )
+        except InvalidArgument as exc:
+            raise SettingsError(exc.message) from None
+    return new
 
 
 _POLICY_TYPES: Mapping[str, type] = {
@@ -421,6 +486,15 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):
         if root and not Path(root).is_dir():
             raise SettingsError(f"workspace root {root!r} is not an existing directory")
+    window = settings.context_window
+    if window.max_lines_per_chunk < 1:
+        raise SettingsError("context_window.max_lines_per_chunk must be at least 1")
+    if window.context_lines_around_matches < 0:
+        raise SettingsError("context_window.context_lines_around_matches may not be negative")
+    if not (window.cache_size_mb >= 0 and math.isfinite(window.cache_size_mb)):
+        raise SettingsError("context_window.cache_size_mb must be 0 (no cache) or more")
+    if not (window.max_file_mb > 0 and math.isfinite(window.max_file_mb)):
+        raise SettingsError("context_window.max_file_mb must be more than 0")
     if settings.conversation.model and settings.conversation.model not in settings.models:
         raise SettingsError(
             f"conversation.model = {settings.conversation.model!r} is not in the models table"

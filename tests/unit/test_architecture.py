@@ -77,6 +77,8 @@ CORE = (
     "indexing",
     "reembedding",
     "retention",
+    "workspace_files",
+    "tool_availability",
 )
 
 
@@ -169,6 +171,8 @@ ALLOWED = {
     "budgets": {"retrieval", "conversations", "window"},
     "reembedding": {"conversations"},
     "retention": {"conversations"},
+    "workspace_files": {"conversations"},
+    "tool_availability": {"conversations", "workspace_files"},
 }
 
 

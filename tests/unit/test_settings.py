@@ -274,3 +274,38 @@ def test_bad_retention_settings_raise_naming_them(
 ) -> None:
     with pytest.raises(SettingsError, match=re.escape(named)):
         load_settings(toml(tmp_path, text), env)
+
+
+def test_the_context_window_table_from_file_and_environment(tmp_path: Path) -> None:
+    config = toml(
+        tmp_path,
+        "[context_window]\n"
+        'max_lines_per_chunk = 60\nchunking_strategy = "functions"\n'
+        "context_lines_around_matches = 1\ncache_size_mb = 4\n"
+        "[context_window.tool_restrictions]\n"
+        'large_file_viewing = ["scroll_file_chunk"]\nreviewing = ["comment_on_diff"]\n',
+    )
+    s = load_settings(config, {"CONTEXTWM_CONTEXT_WINDOW__MAX_LINES_PER_CHUNK": "80"})
+    window = s.context_window
+    assert window.max_lines_per_chunk == 80  # the environment wins over the file
+    assert window.chunking_strategy.value == "functions"
+    assert (window.context_lines_around_matches, window.cache_bytes) == (1, 4 * 2**20)
+    assert window.tools.restrictions["large_file_viewing"] == ("scroll_file_chunk",)
+    assert window.tools.restrictions["reviewing"] == ("comment_on_diff",)
+    assert "interactive_commands" in window.tools.restrictions  # defaults kept
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('chunking_strategy = "ast"', "chunking_strategy = 'ast': expected one of lines"),
+        ("enable_scrolling = true", "unknown setting context_window.enable_scrolling"),
+        ("max_lines_per_chunk = 0", "max_lines_per_chunk must be at least 1"),
+        ("cache_size_mb = -1", "cache_size_mb must be 0"),
+        ("[context_window.tool_restrictions]\nsearch_active = 3", "search_active"),
+    ],
+)
+def test_bad_context_window_settings_are_named(tmp_path: Path, text: str, message: str) -> None:
+    config = toml(tmp_path, f"[context_window]\n{text}\n")
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        load_settings(config)

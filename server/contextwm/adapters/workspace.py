@@ -415,9 +415,9 @@ class Workspace:
         """
         if (max_tokens is not None and max_tokens < 0) or max_files < 0:
             raise InvalidArgument("max_tokens and max_files may not be negative")
-        return render_map(self._listed_files(), self._file_symbols, counter, max_tokens, max_files)
+        return render_map(self.listed_files(), self._file_symbols, counter, max_tokens, max_files)
 
-    def _listed_files(self) -> list[str]:
+    def listed_files(self) -> list[str]:
         """Workspace-relative POSIX paths of the mapped files, sorted by their components."""
         out = self._run_git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         if out is None:  # not a repo, or no git: honour .gitignore files ourselves

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.totals import LoadedTotals
 from contextwm.indexing.stats import EmbeddingStats, EmbeddingTotals
+from contextwm.ports.caches import BoundedCache
 
 # Batch sizes are small integers (indexer_batch_size, 32 by default), kept exactly by the
 # indexer: these bounds only group them for the histogram.
@@ -129,11 +130,25 @@ class ServiceCollector(Collector):
             "Cache lookups that had to compute or load their value, " + CACHES_HELP,
             labels=["cache"],
         )
+        size = GaugeMetricFamily(
+            "contextwm_cache_bytes", "Memory a cache bounded in bytes holds.", labels=["cache"]
+        )
+        entries = GaugeMetricFamily(
+            "contextwm_cache_entries", "Entries a cache bounded in bytes holds.", labels=["cache"]
+        )
+        evictions = CounterMetricFamily(
+            "contextwm_cache_evictions",
+            "Entries a cache bounded in bytes dropped to stay within its bound.",
+            labels=["cache"],
+        )
         for name, cache in sorted(self._engine.caches.items()):
             hits.add_metric([name], cache.hits)
             misses.add_metric([name], cache.misses)
-        yield hits
-        yield misses
+            if isinstance(cache, BoundedCache):
+                size.add_metric([name], cache.bytes)
+                entries.add_metric([name], cache.entries)
+                evictions.add_metric([name], cache.evictions)
+        yield from (hits, misses, size, entries, evictions)
 
 
 def _batch_histogram(embedded: EmbeddingTotals) -> HistogramMetricFamily:

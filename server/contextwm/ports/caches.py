@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class CacheCounts(Protocol):
@@ -14,3 +14,17 @@ class CacheCounts(Protocol):
 
     @property
     def misses(self) -> int: ...
+
+
+@runtime_checkable
+class BoundedCache(CacheCounts, Protocol):
+    """A cache bounded in bytes, whose size the metrics also report."""
+
+    @property
+    def bytes(self) -> int: ...
+
+    @property
+    def entries(self) -> int: ...
+
+    @property
+    def evictions(self) -> int: ...

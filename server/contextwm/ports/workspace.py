@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from contextwm.domain.errors import ContextWMError
+from contextwm.domain.workspace_files import FileText
 from contextwm.ports.tokens import TokenCounter
 
 
@@ -30,6 +31,19 @@ class Workspace(Protocol):
 
     def relative(self, path: str) -> str:
         """path relative to the root (an absolute path inside the root is accepted), checked."""
+        ...
+
+    def resolve(self, path: str) -> Path:
+        """The real path of a workspace-relative path, checked to stay inside the root."""
+        ...
+
+    def read_file(self, path: str, max_bytes: int) -> FileText:
+        """A text file as read now. Raises InvalidArgument for a binary file or not a
+        regular file, ResourceExhausted over max_bytes, NotFound, PermissionDenied."""
+        ...
+
+    def listed_files(self) -> list[str]:
+        """Workspace-relative POSIX paths of its files, .gitignore respected, sorted."""
         ...
 
     def project_doc(self) -> tuple[str, str] | None:

@@ -18,9 +18,14 @@ from contextwm.conversations.imports import Imports
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retrieval.retriever import Retriever
+from contextwm.settings import ContextWindowSettings
+from contextwm.tool_availability.service import ToolSessions
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
 from contextwm.transport.servicer import ContextServicer
+from contextwm.workspace_files.chunk_cache import ChunkCache
+from contextwm.workspace_files.service import WorkspaceFiles
+from contextwm.workspace_files.sessions import Sessions
 
 # Health Watch streams served at once; more wait for one to end.
 HEALTH_WATCHERS = 16
@@ -88,10 +93,26 @@ class GrpcServer:
         """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
 
-    def serve(self, engine: ContextEngine, reembedder: Reembedder) -> None:
+    def serve(
+        self,
+        engine: ContextEngine,
+        reembedder: Reembedder,
+        context_window: ContextWindowSettings,
+    ) -> None:
         """Hands ContextService calls to the engine (re-embedding to reembedder), and reports
         ready."""
         retriever = Retriever(engine)
+        sessions = Sessions(engine)
+        files = WorkspaceFiles(
+            engine,
+            sessions,
+            ChunkCache(context_window.cache_bytes),
+            strategy=context_window.chunking_strategy,
+            max_lines=context_window.max_lines_per_chunk,
+            max_file_bytes=context_window.max_file_bytes,
+            context_lines=context_window.context_lines_around_matches,
+        )
+        engine.caches["workspace_chunks"] = files.cache
         self._servicer.attach(
             ContextServicer(
                 engine,
@@ -103,6 +124,8 @@ class GrpcServer:
                 Imports(engine.appends, engine.embedder),
                 Retention(engine),
                 reembedder,
+                files,
+                ToolSessions(sessions, context_window.tools),
             )
         )
         self._engine = engine

@@ -16,17 +16,21 @@ from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
 from contextwm.retrieval.retriever import Retriever
+from contextwm.tool_availability.service import ToolSessions
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
+from contextwm.transport.servicer_files import FileRpcs
 from contextwm.transport.servicer_import import ImportRpcs
 from contextwm.transport.servicer_loop import AgentLoopRpcs
 from contextwm.transport.servicer_reembed import ReembedRpcs
 from contextwm.transport.servicer_retention import RetentionRpcs
 from contextwm.transport.servicer_stats import StatsRpcs
+from contextwm.workspace_files.service import WorkspaceFiles
 
 
 class ContextServicer(
     AgentLoopRpcs,
+    FileRpcs,
     ImportRpcs,
     ReembedRpcs,
     RetentionRpcs,
@@ -44,8 +48,12 @@ class ContextServicer(
         imports: Imports,
         retention: Retention,
         reembedder: Reembedder,
+        files: WorkspaceFiles,
+        tools: ToolSessions,
     ) -> None:
         self._engine = engine
+        self._files = files
+        self._tools = tools
         self._imports = imports
         self._retriever = retriever
         self._categories = categories

@@ -7,13 +7,16 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.conversations.engine import ContextEngine
+from contextwm.transport.convert_files import to_proto_chunk_cache_stats
 from contextwm.transport.convert_stats import to_proto_get_stats_response
+from contextwm.workspace_files.service import WorkspaceFiles
 
 
 class StatsRpcs:
-    """Needs self._engine, set by the servicer."""
+    """Needs self._engine and self._files, set by the servicer."""
 
     _engine: ContextEngine
+    _files: WorkspaceFiles
 
     def GetStats(
         self, request: pb.GetStatsRequest, context: grpc.ServicerContext
@@ -25,4 +28,6 @@ class StatsRpcs:
             page_size=request.page_size,
             page_token=request.page_token,
         )
-        return to_proto_get_stats_response(page)
+        response = to_proto_get_stats_response(page)
+        response.chunk_cache.CopyFrom(to_proto_chunk_cache_stats(self._files.cache.stats()))
+        return response
