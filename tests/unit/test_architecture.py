@@ -77,6 +77,7 @@ CORE = (
     "indexing",
     "reembedding",
     "retention",
+    "workspace_files",
 )
 
 
@@ -169,6 +170,7 @@ ALLOWED = {
     "budgets": {"retrieval", "conversations", "window"},
     "reembedding": {"conversations"},
     "retention": {"conversations"},
+    "workspace_files": set(),
 }
 
 

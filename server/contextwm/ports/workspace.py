@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from contextwm.domain.errors import ContextWMError
+from contextwm.domain.workspace_files import FileText
 from contextwm.ports.tokens import TokenCounter
 
 
@@ -45,6 +46,36 @@ class Workspace(Protocol):
 
     def codebase_map(self, counter: TokenCounter, max_tokens: int | None = None) -> str:
         """The file tree with top-level symbols, cut at a line to fit max_tokens."""
+        ...
+
+
+class WorkspaceFiles(Protocol):
+    """The confined reads of a workspace that reading files in chunks needs."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def relative(self, path: str) -> str:
+        """path relative to the root (an absolute path inside the root is accepted), checked.
+
+        Raises:
+            PermissionDenied: the path leaves the root.
+            InvalidArgument: an empty path or one with a NUL byte.
+        """
+        ...
+
+    def resolve(self, path: str) -> Path:
+        """The real path of a workspace-relative path, checked to stay inside the root."""
+        ...
+
+    def read_file(self, path: str, max_bytes: int) -> FileText:
+        """A text file's lines as read now, with the hash of its bytes.
+
+        Raises:
+            NotFound, PermissionDenied: no such file, or not readable or outside the root.
+            InvalidArgument: a binary file, or not a regular file.
+            ResourceExhausted: the file is larger than max_bytes.
+        """
         ...
 
 
