@@ -76,21 +76,23 @@ _NESTED: dict[str, tuple[str, ...]] = {
 }
 # C and C++ type specifiers define only with a body: `struct point p;` merely uses one.
 _NEEDS_BODY = {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
-# Bodies: nodes whose children are statements or members. Go's `block` is left out, since
-# its one child, a statement_list, holds the statements.
-_BODIES = {
-    "block",  # Python, Rust, Java
-    "statement_block",  # JavaScript, TypeScript
-    "class_body",
-    "interface_body",
-    "enum_body_declarations",
-    "constructor_body",
-    "statement_list",  # Go
-    "declaration_list",  # Rust impl/trait/mod, C++ namespace and extern "C"
-    "compound_statement",  # C, C++
-    "field_declaration_list",
-}
-_GO_SKIPPED_BODIES = {"block"}
+# Bodies: nodes whose children are statements or members.
+_BODIES = frozenset(
+    {
+        "block",  # Python, Rust, Java
+        "statement_block",  # JavaScript, TypeScript
+        "class_body",
+        "interface_body",
+        "enum_body_declarations",
+        "constructor_body",
+        "statement_list",  # Go
+        "declaration_list",  # Rust impl/trait/mod, C++ namespace and extern "C"
+        "compound_statement",  # C, C++
+        "field_declaration_list",
+    }
+)
+# Go's `block` holds one statement_list, which holds the statements.
+_GO_BODIES = _BODIES - {"block"}
 # What directly above a definition belongs to it: comments, doc comments, Rust attributes
 # and TypeScript decorators (Python's and Java's are inside the definition's own node).
 _LEADING = {"comment", "line_comment", "block_comment", "attribute_item", "decorator"}
@@ -163,7 +165,8 @@ class TreeSitterDefinitions:
 
 @functools.cache
 def _query(grammar: str) -> Query | None:
-    """One pattern capturing every nested definition type the grammar knows."""
+    """One pattern capturing every nested definition type the grammar knows; built once,
+    and shared by the threads, since cursors only read it."""
     lang = language(grammar)
     if lang is None:
         return None
@@ -223,7 +226,7 @@ def _anchor(node: Node, grammar: str, kinds: frozenset[str]) -> Node | None:
     """The statement or member holding a nested definition: its outermost ancestor that is
     a direct child of a body, below the definition enclosing it; None when no body lies in
     between (a default argument's lambda belongs to its function's signature)."""
-    bodies = _BODIES - _GO_SKIPPED_BODIES if grammar == "go" else _BODIES
+    bodies = _GO_BODIES if grammar == "go" else _BODIES
     found: Node | None = None
     current = node
     parent = current.parent

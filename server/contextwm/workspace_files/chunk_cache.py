@@ -33,8 +33,8 @@ from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.workspace import WorkspaceFiles
 from contextwm.workspace_files.chunking import plan_chunks
 
-# 2 s: the coarsest timestamps in use (FAT); ext4, XFS and tmpfs stamp files with the kernel
-# tick, and NFS clients may cache attributes for a while, so a shorter window is not safe.
+# 2 s: the coarsest file timestamps in use (FAT's); ext4, XFS and tmpfs stamp files at the
+# kernel's clock tick, a few milliseconds, well inside it.
 RACY_NS = 2_000_000_000
 
 Stamp = tuple[int, int, int, int]  # st_mtime_ns, st_size, st_ino, st_ctime_ns
@@ -124,6 +124,9 @@ class ChunkCache:
             stamp: Stamp | None = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
         except OSError:
             stamp = None  # read_file says what is wrong
+        except ContextWMError:  # a symlink on the way now leads outside the root
+            self._drop(key)
+            raise
         with self._lock:
             entry = self._entries.get(key)
             if (
@@ -136,7 +139,8 @@ class ChunkCache:
                 self._hits += 1
                 return entry.file
             self._misses += 1
-        # Taken before the read: a write after it moves the mtime to at least this.
+        # After the stat: a later write stamps the file with about this time or later, so
+        # only a file last modified within RACY_NS of now could hide one behind its stamp.
         now = self._clock()
         try:
             read = workspace.read_file(name, max_bytes)
