@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from code_samples import SAMPLES
+from contextwm.adapters import code_definitions
 from contextwm.adapters.code_definitions import TreeSitterDefinitions, find_definitions
 from contextwm.adapters.code_symbols import top_level_symbols
 from contextwm.adapters.grammars import grammar_for
@@ -313,6 +314,23 @@ def test_a_file_that_is_mostly_syntax_errors_is_not_used() -> None:
     found = find_definitions("m.py", "def ok():\n    pass\n\nclass (((\n\ndef fine():\n    pass\n")
     assert found.problem == ""
     assert [d.name for d in found.definitions][-1] == "fine"
+
+
+def test_a_missing_grammar_or_a_failing_parser_is_a_problem_not_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(code_definitions, "parser_for", lambda grammar: None)
+    assert find_definitions("A.java", SAMPLES["Shapes.java"]).problem == (
+        "the java parser is not installed (pip install tree-sitter-java)"
+    )
+    monkeypatch.undo()
+
+    def broken(*args: object) -> object:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(code_definitions, "_tree", broken)
+    found = find_definitions("src/m.py", SAMPLES["circle.py"])
+    assert (found.definitions, found.problem) == ((), "the python parser failed on m.py")
 
 
 def test_code_without_definitions_has_none_and_no_problem() -> None:

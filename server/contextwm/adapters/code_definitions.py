@@ -9,15 +9,18 @@ whole declaration, so cutting at a child's boundary never cuts a statement in tw
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from tree_sitter import Node, Query, QueryCursor
+from tree_sitter import Node, Query, QueryCursor, Tree
 
 from contextwm.adapters.code_symbols import is_definition, top_level_nodes
 from contextwm.adapters.grammars import grammar_for, language, parser_for, wheel_of
 from contextwm.domain.workspace_files import CodeDefinition, FileDefinitions
+
+log = logging.getLogger(__name__)
 
 _JS_NESTED = (
     "function_declaration",
@@ -125,8 +128,9 @@ def find_definitions(path: str, text: str) -> FileDefinitions:
 
     Returns:
         The definitions, or none with `problem` saying why: no parser for the suffix, the
-        grammar's wheel is missing, or over half the file's lines are syntax errors (a few
-        errors are fine: tree-sitter recovers and the rest of the file still parses).
+        grammar's wheel is missing, over half the file's lines are syntax errors (a few
+        errors are fine: tree-sitter recovers and the rest of the file still parses), or
+        the parser failed. Never raises.
     """
     grammar = grammar_for(path)
     if grammar is None:
@@ -139,10 +143,20 @@ def find_definitions(path: str, text: str) -> FileDefinitions:
         return FileDefinitions(
             grammar, (), f"the {grammar} parser is not installed (pip install {wheel_of(grammar)})"
         )
-    root = parser.parse(text.encode("utf-8", errors="replace")).root_node
+    name = PurePosixPath(path).name
+    try:
+        tree = parser.parse(text.encode("utf-8", errors="replace"))
+        return _parsed(grammar, tree, query, text, name)
+    except Exception:  # one odd file must not fail a read; the reason goes to the log
+        log.warning("could not parse %s for definitions", path, exc_info=True)
+        return FileDefinitions(grammar, (), f"the {grammar} parser failed on {name}")
+
+
+def _parsed(grammar: str, tree: Tree, query: Query, text: str, name: str) -> FileDefinitions:
+    """The definitions in a parse tree, unless syntax errors cover most of the file."""
+    root = tree.root_node
     total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     if root.has_error and _error_lines(grammar, root) > _MAX_ERROR_SHARE * total:
-        name = PurePosixPath(path).name
         return FileDefinitions(
             grammar,
             (),

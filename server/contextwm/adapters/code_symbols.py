@@ -146,10 +146,10 @@ def _symbols(grammar: str, node: Node, depth: int = 0) -> Iterator[str]:
         target = _text(node.child_by_field_name("type"))
         yield f"impl {trait} for {target}" if trait else f"impl {target}"
     elif grammar in ("c", "cpp"):
-        yield from _c_symbols(grammar, node)
+        yield from _c_symbols(node)
 
 
-def _c_symbols(grammar: str, node: Node) -> Iterator[str]:
+def _c_symbols(node: Node) -> Iterator[str]:
     kind = node.type
     if kind == "function_definition":
         name = declarator_name(node)
