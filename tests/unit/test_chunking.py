@@ -3,6 +3,7 @@ in real cl100k tokens, and finding the chunk of a line or a text."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -474,6 +475,43 @@ def test_every_plan_tiles_the_file_within_the_limit(file: FileText, spec: ChunkS
             for d in touched:
                 if d.last_line - d.first_line < spec.max_lines:
                     assert r.first_line <= d.first_line and d.last_line <= r.last_line
+
+
+@st.composite
+def mangled_samples(draw: st.DrawFn) -> FileText:
+    """A sample in any language with lines dropped, repeated and swapped: broken code whose
+    trees tree-sitter recovers in odd shapes."""
+    name = draw(st.sampled_from(sorted(SAMPLES)))
+    lines = SAMPLES[name].splitlines(keepends=True)
+    for _ in range(draw(st.integers(0, 6))):
+        i = draw(st.integers(0, len(lines) - 1))
+        edit = draw(st.sampled_from(["drop", "repeat", "swap"]))
+        if edit == "drop" and len(lines) > 1:
+            del lines[i]
+        elif edit == "repeat":
+            lines.insert(i, lines[i])
+        else:
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+    return text_file(name, "".join(lines))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mangled_samples(), SPECS)
+def test_plans_of_broken_code_in_every_language_tile_the_file(
+    file: FileText, spec: ChunkSpec
+) -> None:
+    spec = dataclasses.replace(
+        spec, max_tokens=None if spec.max_tokens is None else 25 + spec.max_tokens
+    )
+    p = plan_chunks(file, spec, COUNTER, PARSER)
+    assert_tiles(file, p)
+    assert_split_marks_cut_definitions(file, p)
+    for r in p.ranges:
+        if spec.max_tokens is None:
+            assert r.last_line - r.first_line + 1 <= spec.max_lines
+        else:
+            assert COUNTER.count(file.lines(r.first_line, r.last_line)) <= spec.max_tokens
 
 
 def best_of(runs: int, file: FileText, spec: ChunkSpec) -> float:
