@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from contextwm.adapters.code_definitions import TreeSitterDefinitions
 from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.sqlite import SqliteStore
@@ -24,7 +25,11 @@ from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retention.task import RetentionTask
 from contextwm.settings import ServerSettings
+from contextwm.tool_availability.service import ToolSessions
 from contextwm.transport.server import GrpcServer
+from contextwm.workspace_files.chunk_cache import ChunkCache
+from contextwm.workspace_files.service import WorkspaceFiles
+from contextwm.workspace_files.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +203,19 @@ class Service:
         if settings.retention_interval_seconds > 0:
             retention_task = RetentionTask(Retention(engine), settings.retention_interval_seconds)
             retention_task.start()
-        listening.server.serve(engine, reembedder, settings.context_window)
+        window = settings.context_window
+        sessions = Sessions(engine)
+        files = WorkspaceFiles(
+            engine,
+            sessions,
+            ChunkCache(window.cache_bytes, TreeSitterDefinitions()),
+            strategy=window.chunking_strategy,
+            max_lines=window.max_lines_per_chunk,
+            max_file_bytes=window.max_file_bytes,
+            context_lines=window.context_lines_around_matches,
+        )
+        engine.caches["workspace_chunks"] = files.cache
+        listening.server.serve(engine, reembedder, files, ToolSessions(sessions, window.tools))
         if listening.metrics is not None:
             listening.metrics.watch(engine, indexer.stats)
         log.info("contextwm ready")

@@ -2,43 +2,17 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from pathlib import PurePosixPath
 
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
+
+from contextwm.adapters.grammars import grammar_for, parser_for
 
 log = logging.getLogger(__name__)
 
-# Suffix -> grammar. Only per-language wheels that ship their compiled grammar are used:
-# tree-sitter-language-pack downloads grammars at run time, which fails offline.
-_GRAMMAR_OF_SUFFIX: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-}
-# Grammar -> (module, function returning the language pointer), imported on first use.
-_LOADERS: dict[str, tuple[str, str]] = {
-    "python": ("tree_sitter_python", "language"),
-    "javascript": ("tree_sitter_javascript", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "tsx": ("tree_sitter_typescript", "language_tsx"),
-    "go": ("tree_sitter_go", "language"),
-    "rust": ("tree_sitter_rust", "language"),
-}
 _JS_KINDS = {
     "function_declaration": "function",
     "generator_function_declaration": "function",
@@ -71,38 +45,45 @@ _KINDS: dict[str, dict[str, str]] = {
         "mod_item": "mod",
         "macro_definition": "macro",
     },
+    "java": {
+        "class_declaration": "class",
+        "interface_declaration": "interface",
+        "enum_declaration": "enum",
+        "record_declaration": "record",
+        "annotation_type_declaration": "@interface",
+    },
+    "c": {},
+    "cpp": {},
 }
-# Nodes that only wrap a definition (`export ...`, `@decorator ...`, `declare ...`).
-_WRAPPERS = {"decorated_definition", "export_statement", "ambient_declaration"}
+# C and C++ types count only with a body: `struct point;` declares, it does not define.
+_C_TYPES = {
+    "struct_specifier": "struct",
+    "union_specifier": "union",
+    "enum_specifier": "enum",
+    "class_specifier": "class",
+}
+# Nodes that only wrap a definition (`export ...`, `@decorator ...`, `declare ...`,
+# `template <...> ...`).
+_WRAPPERS = {
+    "decorated_definition",
+    "export_statement",
+    "ambient_declaration",
+    "template_declaration",
+}
+# C and C++ nodes whose contents are still top level: include guards and other
+# conditional compilation, `extern "C" { ... }`.
+_TRANSPARENT = {
+    "preproc_ifdef",
+    "preproc_if",
+    "preproc_else",
+    "preproc_elif",
+    "preproc_elifdef",
+    "linkage_specification",
+    "declaration_list",
+}
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
 _CLASS_VALUES = {"class", "class_expression"}
 _DECLARATIONS = {"lexical_declaration", "variable_declaration"}
-
-
-def grammar_for(path: str) -> str | None:
-    """The grammar that parses a file, by suffix; None for a language without one."""
-    return _GRAMMAR_OF_SUFFIX.get(PurePosixPath(path).suffix.lower())
-
-
-@functools.cache
-def _language(grammar: str) -> Language | None:
-    """Loads a grammar once; a missing wheel is logged once and yields no symbols."""
-    module_name, function = _LOADERS[grammar]
-    try:
-        module = importlib.import_module(module_name)
-        return Language(getattr(module, function)())
-    except (ImportError, AttributeError, ValueError) as exc:
-        log.warning(
-            "no %s symbols in codebase maps: %s (pip install %s)", grammar, exc, module_name
-        )
-        return None
-
-
-def _parser(grammar: str) -> Parser | None:
-    # A new parser per file: it costs under a microsecond, and a Parser is not safe to
-    # share between the server's threads.
-    language = _language(grammar)
-    return Parser(language) if language is not None else None
 
 
 def _text(node: Node | None) -> str:
@@ -118,6 +99,17 @@ def _go_receiver(node: Node) -> str:
     if not params:
         return ""
     return _text(params[0].child_by_field_name("type")).lstrip("*").split("[", 1)[0].strip()
+
+
+def declarator_name(node: Node) -> str:
+    """The name a C or C++ declarator declares: `*make(void)` -> `make`, `Shape::area` as is."""
+    inner = node.child_by_field_name("declarator")
+    while inner is not None:
+        node = inner
+        inner = node.child_by_field_name("declarator")
+        if inner is None and node.type == "reference_declarator" and node.named_children:
+            inner = node.named_children[-1]  # `&name`: the grammar gives it no field
+    return _text(node)
 
 
 def _symbols(grammar: str, node: Node, depth: int = 0) -> Iterator[str]:
@@ -153,6 +145,41 @@ def _symbols(grammar: str, node: Node, depth: int = 0) -> Iterator[str]:
         trait = _text(node.child_by_field_name("trait"))
         target = _text(node.child_by_field_name("type"))
         yield f"impl {trait} for {target}" if trait else f"impl {target}"
+    elif grammar in ("c", "cpp"):
+        yield from _c_symbols(node)
+
+
+def _c_symbols(node: Node) -> Iterator[str]:
+    kind = node.type
+    if kind == "function_definition":
+        name = declarator_name(node)
+        if name:
+            yield f"function {name}"
+    elif kind in _C_TYPES and node.child_by_field_name("body") is not None:
+        name = _text(node.child_by_field_name("name"))
+        yield f"{_C_TYPES[kind]} {name}" if name else _C_TYPES[kind]
+    elif kind == "type_definition":
+        declarators = node.children_by_field_name("declarator")
+        if declarators:
+            yield f"typedef {declarator_name(declarators[0]) or _text(declarators[0])}"
+    elif kind == "namespace_definition":
+        name = _text(node.child_by_field_name("name"))
+        yield f"namespace {name}" if name else "namespace"  # anonymous still defines
+
+
+def top_level_nodes(grammar: str, root: Node) -> Iterator[Node]:
+    """The nodes at a file's top level: the root's children, and for C and C++ the contents
+    of include guards, `#if` blocks and `extern "C"` blocks too."""
+    for child in root.named_children:
+        if grammar in ("c", "cpp") and child.type in _TRANSPARENT:
+            yield from top_level_nodes(grammar, child)
+        else:
+            yield child
+
+
+def is_definition(grammar: str, node: Node) -> bool:
+    """Whether a top-level node defines something the codebase map lists."""
+    return next(_symbols(grammar, node), None) is not None
 
 
 def top_level_symbols(path: str, source: bytes, limit: int = 20) -> tuple[str, ...]:
@@ -169,12 +196,12 @@ def top_level_symbols(path: str, source: bytes, limit: int = 20) -> tuple[str, .
         gives the definitions it can see).
     """
     grammar = grammar_for(path)
-    parser = _parser(grammar) if grammar is not None else None
+    parser = parser_for(grammar) if grammar is not None else None
     if grammar is None or parser is None:
         return ()
     try:
         root = parser.parse(source).root_node
-        found = [s for child in root.named_children for s in _symbols(grammar, child)]
+        found = [s for node in top_level_nodes(grammar, root) for s in _symbols(grammar, node)]
     except Exception:  # a map must never fail on one file; the reason goes to the log
         log.warning("could not parse %s for symbols", path, exc_info=True)
         return ()

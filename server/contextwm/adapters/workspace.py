@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from contextwm.adapters.code_map import render_map, walk_files
-from contextwm.adapters.code_symbols import SymbolCache, grammar_for
+from contextwm.adapters.code_symbols import SymbolCache
+from contextwm.adapters.grammars import grammar_for
 from contextwm.domain.errors import (
     ContextWMError,
     InvalidArgument,

@@ -71,9 +71,55 @@ class FileText:
         return len(self.line_starts)
 
     def lines(self, first: int, last: int) -> str:
-        """Lines first..last (1-based, both included) as one string, with their endings."""
+        """Lines first..last (1-based, both included) as one string, with their endings;
+        "" when last < first (the one chunk of an empty file is lines 1..0)."""
+        if last < first:
+            return ""
         end = self.line_starts[last] if last < len(self.line_starts) else len(self.text)
         return self.text[self.line_starts[first - 1] : end]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeDefinition:
+    """A definition in a source file (a function, class, struct, impl, namespace, a statement
+    holding a closure...), its lines including the comments, decorators and attributes
+    directly above it.
+
+    Lines are 1-based and included. The children are the definitions nested in it (methods,
+    inner functions), in order, inside first_line..last_line and never sharing a line.
+    """
+
+    kind: str  # the grammar's node type, e.g. "function_definition", "impl_item"
+    name: str  # a best-effort label; "" when there is none (a lambda, `namespace {`)
+    first_line: int
+    last_line: int
+    children: tuple[CodeDefinition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileDefinitions:
+    """A source file's top-level definitions, in order and never sharing a line, or why
+    there are none to go by."""
+
+    language: str  # the grammar that parsed the file; "" when none applies
+    definitions: tuple[CodeDefinition, ...]
+    # Why the file has no usable definitions, in words for a person ("no parser for .md
+    # files"); "" when it was parsed (even when it defines nothing).
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkCacheStats:
+    """What the cache of files read in chunks holds and how often it answered."""
+
+    hits: int  # file reads served without reading the file again
+    misses: int  # file reads that read the file (first read, changed, racily clean, too big)
+    plan_hits: int  # chunk plans served from the cache
+    plan_misses: int  # chunk plans computed
+    bytes: int  # estimated memory held: texts, line starts, plans
+    entries: int  # files held
+    evictions: int  # files dropped to stay under max_bytes
+    max_bytes: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,12 +29,16 @@ __all__ = [
     "to_proto_tool_check",
 ]
 
-_STRATEGIES = {
+_STRATEGIES: dict[int, ChunkStrategy] = {
     pb.CHUNK_STRATEGY_LINES: ChunkStrategy.LINES,
     pb.CHUNK_STRATEGY_FUNCTIONS: ChunkStrategy.FUNCTIONS,
     pb.CHUNK_STRATEGY_SEMANTIC: ChunkStrategy.SEMANTIC,
 }
-_STRATEGY_VALUES = {v: k for k, v in _STRATEGIES.items()}
+_STRATEGY_VALUES: dict[ChunkStrategy, pb.ChunkStrategy.ValueType] = {
+    ChunkStrategy.LINES: pb.CHUNK_STRATEGY_LINES,
+    ChunkStrategy.FUNCTIONS: pb.CHUNK_STRATEGY_FUNCTIONS,
+    ChunkStrategy.SEMANTIC: pb.CHUNK_STRATEGY_SEMANTIC,
+}
 _CASES = {
     pb.CASE_MODE_SMART: CaseMode.SMART,
     pb.CASE_MODE_SENSITIVE: CaseMode.SENSITIVE,

@@ -18,14 +18,11 @@ from contextwm.conversations.imports import Imports
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retrieval.retriever import Retriever
-from contextwm.settings import ContextWindowSettings
 from contextwm.tool_availability.service import ToolSessions
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
 from contextwm.transport.servicer import ContextServicer
-from contextwm.workspace_files.chunk_cache import ChunkCache
 from contextwm.workspace_files.service import WorkspaceFiles
-from contextwm.workspace_files.sessions import Sessions
 
 # Health Watch streams served at once; more wait for one to end.
 HEALTH_WATCHERS = 16
@@ -97,22 +94,12 @@ class GrpcServer:
         self,
         engine: ContextEngine,
         reembedder: Reembedder,
-        context_window: ContextWindowSettings,
+        files: WorkspaceFiles,
+        tools: ToolSessions,
     ) -> None:
-        """Hands ContextService calls to the engine (re-embedding to reembedder), and reports
-        ready."""
+        """Hands ContextService calls to the engine (re-embedding to reembedder, workspace
+        files to files, session states to tools), and reports ready."""
         retriever = Retriever(engine)
-        sessions = Sessions(engine)
-        files = WorkspaceFiles(
-            engine,
-            sessions,
-            ChunkCache(context_window.cache_bytes),
-            strategy=context_window.chunking_strategy,
-            max_lines=context_window.max_lines_per_chunk,
-            max_file_bytes=context_window.max_file_bytes,
-            context_lines=context_window.context_lines_around_matches,
-        )
-        engine.caches["workspace_chunks"] = files.cache
         self._servicer.attach(
             ContextServicer(
                 engine,
@@ -125,7 +112,7 @@ class GrpcServer:
                 Retention(engine),
                 reembedder,
                 files,
-                ToolSessions(sessions, context_window.tools),
+                tools,
             )
         )
         self._engine = engine

@@ -1,1 +1,6 @@
 """An agent's workspace files: reading them in chunks, searching them, editing them safely."""
+
+from contextwm.workspace_files.chunk_cache import ChunkCache
+from contextwm.workspace_files.chunking import chunk_at, chunk_of_line, chunk_of_text, plan_chunks
+
+__all__ = ["ChunkCache", "chunk_at", "chunk_of_line", "chunk_of_text", "plan_chunks"]

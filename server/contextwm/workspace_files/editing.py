@@ -32,7 +32,7 @@ import re
 import secrets
 import stat
 from pathlib import Path
-from typing import NoReturn, Protocol
+from typing import NoReturn
 
 from contextwm.domain.errors import (
     Aborted,
@@ -42,8 +42,9 @@ from contextwm.domain.errors import (
     ResourceExhausted,
 )
 from contextwm.domain.workspace_files import EditResult, FileText
+from contextwm.ports.workspace import Workspace
 
-__all__ = ["EditableWorkspace", "edit_file"]
+__all__ = ["edit_file"]
 
 # Messages list at most this many line numbers; an agent needs a few to look at, not all.
 MAX_LISTED_LINES = 10
@@ -52,25 +53,8 @@ _HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
 _BARE_LF = re.compile(r"(?<!\r)\n")
 
 
-class EditableWorkspace(Protocol):
-    """What an edit needs of a workspace (contextwm.adapters.workspace.Workspace has it): the
-    confinement checks and the checked read."""
-
-    def relative(self, path: str) -> str:
-        """path relative to the root, checked to stay inside it (PermissionDenied if not)."""
-        ...
-
-    def resolve(self, path: str) -> Path:
-        """The real path of a workspace-relative path, checked to stay inside the root."""
-        ...
-
-    def read_file(self, path: str, max_bytes: int) -> FileText:
-        """A text file as read now, with the hash of its bytes; binary or larger refused."""
-        ...
-
-
 def edit_file(
-    workspace: EditableWorkspace,
+    workspace: Workspace,
     path: str,
     search: str,
     replace: str,
