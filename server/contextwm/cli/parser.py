@@ -263,8 +263,8 @@ def build_parser(
     sub = command(
         "mcp",
         mcp_command.mcp,
-        "run an MCP server in front of this contextwm, for coding agents: tools to read,"
-        " search and edit workspace files and to use one conversation's memory",
+        "run an MCP server for coding agents in front of the contextwm at --target: tools"
+        " to read, search and edit workspace files and to use one conversation's memory",
     )
     sub.add_argument(
         "--conversation",
