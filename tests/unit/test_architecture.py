@@ -7,8 +7,8 @@ observability package imports prometheus_client), and each feature imports only 
 it is allowed to, never another package's private names; the transport never touches
 SQLite, FAISS or the adapters; within the service only the transport imports grpc (the cli
 package, which hosts the client commands, excepted); the datadir package, which checks data
-directories offline, imports no feature package; the client never imports the service
-package.
+directories offline, imports no feature package; the MCP server imports only the client
+of the service; the client never imports the service package.
 """
 
 from __future__ import annotations
@@ -215,6 +215,24 @@ def test_only_transport_imports_grpc() -> None:
     assert violations(others, ("grpc", "grpc_health", "grpc_reflection")) == []
     # ...and the transport really is where it happens.
     assert violations(modules(SERVER / "transport"), ("grpc",))
+
+
+def test_the_mcp_server_is_a_client_of_the_service_only() -> None:
+    # `contextwm mcp` runs beside a coding agent and talks to contextwm over gRPC through the
+    # client: none of the service's parts, its model, its index or its storage, and no grpc
+    # of its own. The CLI reaches it through one module, which imports it when it runs.
+    assert len(modules(SERVER / "mcp_server")) >= 4
+    found = {f: r for f, r in reached("mcp_server").items() if r}
+    assert found == {}
+    forbidden = ("grpc", "torch", "faiss", "numpy", "sentence_transformers", "sqlite3")
+    assert violations(modules(SERVER / "mcp_server"), forbidden) == []
+    assert violations(modules(SERVER / "mcp_server"), ("contextwm_client",))
+    others = [p for p in modules(SERVER) if p.relative_to(SERVER).parts[0] != "mcp_server"]
+    importers = {str(p.relative_to(ROOT)) for p in others if violations([p], ("mcp",))}
+    importers |= {
+        str(p.relative_to(ROOT)) for p in others if violations([p], ("contextwm.mcp_server",))
+    }
+    assert importers == {"server/contextwm/cli/mcp_command.py"}
 
 
 def test_client_never_imports_the_server() -> None:

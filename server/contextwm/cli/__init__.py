@@ -1,10 +1,11 @@
-"""The `contextwm` command line: client commands for people, `serve` to run the server,
-`config show` to print the settings it would run with, and `check` to check a data directory
-offline.
+"""The `contextwm` command line: client commands for people, `mcp` for coding agents, `serve`
+to run the server, `config show` to print the settings it would run with, and `check` to
+check a data directory offline.
 
-Client commands use only `contextwm_client` and the standard library; `serve`, `config show`
-and `check` import the server (and `serve` and `check` the model and index libraries) lazily,
-so `contextwm search ...` starts fast and works without them.
+Client commands use only `contextwm_client` and the standard library; `mcp` adds the MCP SDK;
+`serve`, `config show` and `check` import the server (and `serve` and `check` the model and
+index libraries). All of them are imported lazily, so `contextwm search ...` starts fast and
+works without them.
 
     entry          main(): parse, hand `serve`, `config show` and `check` on, run a command,
                    exit status
@@ -14,6 +15,7 @@ so `contextwm search ...` starts fast and works without them.
     stats          stats
     agent_loop     usage, active, compact, truncate, checkpoint(s), restore, edits, watch
     reembed        reembed
+    mcp_command    mcp (the MCP server itself is contextwm.mcp_server, imported when it runs)
     retention      retention
     render         text lines and blocks, and JSON
 """

@@ -18,7 +18,15 @@ from contextwm_client import (
     TruncationStrategy,
 )
 
-from contextwm.cli import agent_loop, conversations, reembed, retention, retrieval, stats
+from contextwm.cli import (
+    agent_loop,
+    conversations,
+    mcp_command,
+    reembed,
+    retention,
+    retrieval,
+    stats,
+)
 from contextwm.cli.importing.command import default_state_dir, run_import
 from contextwm.cli.importing.sources import FIELDS, FORMATS
 
@@ -250,6 +258,50 @@ def build_parser(
     sub.add_argument("--namespace", default=argparse.SUPPRESS, help="the namespace")
     sub.add_argument("--all", action="store_true", help="every conversation of every namespace")
     sub.add_argument("--json", action="store_true", help="print each progress report as JSON")
+
+    # ---- agents
+    sub = command(
+        "mcp",
+        mcp_command.mcp,
+        "run an MCP server for coding agents in front of the contextwm at --target: tools"
+        " to read, search and edit workspace files and to use one conversation's memory",
+    )
+    sub.add_argument(
+        "--conversation",
+        required=True,
+        metavar="ID",
+        help="the conversation every tool works on (a tool may name another); created on"
+        " start if missing",
+    )
+    sub.add_argument(
+        "--workspace-root",
+        type=Path,
+        metavar="DIR",
+        help="the conversation's workspace if it is created, a directory the server allows"
+        " (relative: to the current directory); default: the server's own",
+    )
+    sub.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default): the client starts this command; http: serve streamable HTTP"
+        " at http://HOST:PORT/mcp",
+    )
+    sub.add_argument("--host", help="http: the address to listen on (default 127.0.0.1)")
+    sub.add_argument(
+        "--port",
+        type=int,
+        help="http: the port (default 8000; 0: a free one, printed on stderr)",
+    )
+    sub.add_argument(
+        "--log-level",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        default="WARNING",
+        help="of the MCP server's log, on stderr (default WARNING)",
+    )
+    # Also taken after the command, as `contextwm stats` takes them.
+    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="as before the command")
+    sub.add_argument("--target", default=argparse.SUPPRESS, help="as before the command")
 
     # Its arguments come from contextwm.serve, added by the entry point only when it runs.
     serve = commands.add_parser("serve", help="run the contextwm server")
