@@ -8,12 +8,13 @@ Measures:
    64 (the model's own batch); the faster is the reference, measured before the import and
    again after it (the machine is shared: the drift shows);
 2. the import: `contextwm serve` as a subprocess with the default settings (an import
-   embeds in the server's process; live appends' indexing in a child process), then
+   embeds in a child process of its own at the server's priority, live appends' indexing in
+   the lower-priority indexer child), then
    `contextwm import FILE` as another, timed from its start to its exit. Items are
    acknowledged only once embedded and stored, so the import's rate is the ingest rate;
    the store is then checked: every item stored, none without vector;
 3. the server's resident memory (VmRSS, sampled every 0.25 s): before the import, its peak
-   during it, at its end; and the embedding child's, likewise.
+   during it, at its end; and the embedding children's (summed), likewise.
 
 Texts: seeded turns of about 40 cl100k tokens (bench_common.TextGenerator), spread over
 --conversations conversations in order, with historic timestamps a minute apart.
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             ["server", f"{server_mb[0]:.0f}", f"{max(server_mb):.0f}", f"{server_mb[-1]:.0f}"],
             [
-                "embedding child",
+                "embedding children",
                 f"{child_mb[0]:.0f}",
                 f"{max(child_mb):.0f}",
                 f"{child_mb[-1]:.0f}",

@@ -164,3 +164,75 @@ class ProcessEmbedder:
                 if self._process.is_alive():
                     self._process.kill()
                 self._process = None
+
+
+class OnDemandProcessEmbedder:
+    """A ProcessEmbedder started by the first call and stopped once idle for idle_seconds:
+    the embedding of bulk imports, in a process of its own at the server's priority, so the
+    server's memory stays flat and live requests keep the indexer's lower-priority child.
+    """
+
+    def __init__(
+        self, model_name: str, dimension: int, *, niceness: int = 0, idle_seconds: float = 120.0
+    ) -> None:
+        """Args:
+        model_name, dimension: the model's, as the server's own embedder reports them (the
+            child loads the same bundled model).
+        idle_seconds: how long the child outlives its last call.
+        """
+        self._name, self._dimension = model_name, dimension
+        self._niceness = niceness
+        self._idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._embedder: ProcessEmbedder | None = None
+        self._busy = 0
+        self._timer: threading.Timer | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Raises RuntimeError when the child fails or loaded another model."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._embedder is None:
+                self._embedder = ProcessEmbedder(niceness=self._niceness)
+            embedder = self._embedder
+            self._busy += 1
+        try:
+            if embedder.model_name != self._name:
+                raise RuntimeError(
+                    f"the import's embedding process loaded {embedder.model_name!r},"
+                    f" not the server's {self._name!r}"
+                )
+            return embedder.embed(texts)
+        finally:
+            with self._lock:
+                self._busy -= 1
+                if self._busy == 0 and self._embedder is not None:
+                    self._timer = threading.Timer(self._idle_seconds, self._stop_if_idle)
+                    self._timer.daemon = True
+                    self._timer.start()
+
+    def _stop_if_idle(self) -> None:
+        with self._lock:
+            if self._busy or self._embedder is None:
+                return
+            embedder, self._embedder, self._timer = self._embedder, None, None
+        embedder.close()
+
+    def close(self) -> None:
+        """Stops the child now, if it runs."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            embedder, self._embedder, self._timer = self._embedder, None, None
+        if embedder is not None:
+            embedder.close()

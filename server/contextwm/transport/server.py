@@ -94,11 +94,12 @@ class GrpcServer:
         self,
         engine: ContextEngine,
         reembedder: Reembedder,
+        imports: Imports,
         files: WorkspaceFiles,
         tools: ToolSessions,
     ) -> None:
-        """Hands ContextService calls to the engine (re-embedding to reembedder, workspace
-        files to files, session states to tools), and reports ready."""
+        """Hands ContextService calls to the engine (re-embedding to reembedder, imports to
+        imports, workspace files to files, session states to tools), and reports ready."""
         retriever = Retriever(engine)
         self._servicer.attach(
             ContextServicer(
@@ -106,9 +107,7 @@ class GrpcServer:
                 retriever,
                 CategoryContexts(engine, retriever),
                 AgentLoop(engine),
-                # An import is the work its caller waits for, so it embeds at full priority
-                # in this process; live appends' indexing stays in the lower-priority child.
-                Imports(engine.appends, engine.embedder),
+                imports,
                 Retention(engine),
                 reembedder,
                 files,
