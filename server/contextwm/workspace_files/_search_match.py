@@ -1,0 +1,102 @@
+"""A search's pattern: compiled once, then run over a file's whole text to find its matching lines."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.workspace_files import CaseMode, FileSearchQuery
+
+# Escapes (\S, \W, \D, \A ...) name classes or anchors, not letters, and a group's name is no
+# literal either: neither makes a smart-case pattern case sensitive, as in ripgrep.
+_NOT_LITERAL = re.compile(r"\\.|\(\?P<[^>]*>|\(\?P=[^)]*\)", re.DOTALL)
+
+
+def case_sensitive(pattern: str, regex: bool, mode: CaseMode) -> bool:
+    """Whether a pattern is matched case-sensitively (SMART: when it has an upper-case
+    letter, escapes and group names not counted for a regex, as ripgrep's --smart-case)."""
+    if mode is not CaseMode.SMART:
+        return mode is CaseMode.SENSITIVE
+    letters = _NOT_LITERAL.sub("", pattern) if regex else pattern
+    return any(c.isupper() for c in letters)
+
+
+def compile_pattern(query: FileSearchQuery) -> re.Pattern[str]:
+    """The query's pattern as one Python `re` regex over a file's whole text.
+
+    MULTILINE makes `^` and `$` match at every line's start and end, as they do in a
+    line-by-line search; a literal is escaped.
+
+    Raises:
+        InvalidArgument: an empty pattern, a literal spanning lines, or a regex `re` refuses
+            (the message quotes re's error and where it is).
+    """
+    if not query.pattern:
+        raise InvalidArgument("pattern is empty: give the text or regex to search for")
+    if not query.regex and "\n" in query.pattern:
+        raise InvalidArgument(
+            "pattern contains a line break, but a search matches within one line: search"
+            " for one of its lines"
+        )
+    flags = re.MULTILINE
+    if not case_sensitive(query.pattern, query.regex, query.case):
+        flags |= re.IGNORECASE
+    source = query.pattern if query.regex else re.escape(query.pattern)
+    try:
+        return re.compile(source, flags)
+    except re.error as exc:
+        raise InvalidArgument(
+            f"pattern {query.pattern!r} is not a valid regular expression: {exc}"
+            " (Python `re` syntax; set regex to false to search for the text as it is)"
+        ) from exc
+    except (OverflowError, RecursionError) as exc:  # absurd repeat counts, deep nesting
+        raise InvalidArgument(f"pattern {query.pattern!r} is too complex to compile") from exc
+
+
+def matching_lines(
+    pattern: re.Pattern[str], text: str, starts: Sequence[int], keep: int
+) -> tuple[list[int], int]:
+    """The lines of a text that the pattern matches, each counted once.
+
+    One regex runs over the whole text, so a file without a match costs one C-level scan
+    and no per-line work. After a match the search goes on at the next line's start: a
+    line matching many times costs one step. A match that runs past its line's end (`\\s`
+    and `[^x]` can take the line break) is checked again on its line alone, since a search
+    matches within lines, as ripgrep does.
+
+    Args:
+        pattern: from compile_pattern().
+        text: the file's text.
+        starts: where each line starts (FileText.line_starts).
+        keep: how many of the first matching lines to return.
+
+    Returns:
+        (0-based indexes of the first `keep` matching lines, count of all matching lines).
+    """
+    found: list[int] = []
+    count = 0
+    lines = len(starts)
+    size = len(text)
+    search = pattern.search
+    pos = 0
+    line = 0
+    while pos < size:
+        m = search(text, pos)
+        if m is None:
+            break
+        at = m.start()
+        line = bisect_right(starts, at, line) - 1
+        following = starts[line + 1] if line + 1 < lines else size
+        content_end = following - 1 if text[following - 1] == "\n" else following
+        if at > content_end:  # an empty match after the last line break: no line there
+            break
+        if m.end() > content_end and search(text, starts[line], content_end) is None:
+            pos = following
+            continue
+        count += 1
+        if len(found) < keep:
+            found.append(line)
+        pos = following
+    return found, count
