@@ -457,17 +457,27 @@ def test_the_stat_cache_keeps_to_its_byte_bound(root: Path) -> None:
 # --- the matcher against a per-line reference ------------------------------------------------
 
 PATTERNS = ["a", "ab", "^a", "b$", r"a\s*b", r"[^a]b", "x*", "^", "$", r"\s", r"b\n?a", r"\bab"]
+LITERALS = ["a", "ab", "b a", "a\r", " "]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="ab \n\r", max_size=60), st.sampled_from(PATTERNS))
-def test_matching_lines_equals_a_line_by_line_search(text: str, source: str) -> None:
-    pattern = compile_pattern(FileSearchQuery(source, regex=True))
+@given(
+    st.text(alphabet="ab \n\r", max_size=60),
+    st.one_of(
+        st.builds(FileSearchQuery, st.sampled_from(PATTERNS), regex=st.just(True)),
+        st.builds(FileSearchQuery, st.sampled_from(LITERALS)),
+    ),
+    st.integers(min_value=1, max_value=4),
+)
+def test_matching_lines_equals_a_line_by_line_search(
+    text: str, query: FileSearchQuery, keep: int
+) -> None:
+    matcher = compile_pattern(query)
     starts = line_starts(text)
     bounds = [*starts[1:], len(text)] if starts else []
     contents = [text[s:e].removesuffix("\n") for s, e in zip(starts, bounds, strict=True)]
-    reference = [i for i, line in enumerate(contents) if pattern.search(line)]
-    assert matching_lines(pattern, text, starts, keep=5) == (reference[:5], len(reference))
+    reference = [i for i, line in enumerate(contents) if matcher.pattern.search(line)]
+    assert matching_lines(matcher, text, starts, keep) == (reference[:keep], len(reference))
 
 
 # --- against ripgrep itself --------------------------------------------------------------------

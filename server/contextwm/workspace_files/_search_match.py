@@ -1,10 +1,11 @@
-"""A search's pattern: compiled once, then run over a file's whole text to find its matching lines."""
+"""A search pattern: compiled once, run over a file's whole text to find its matching lines."""
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.workspace_files import CaseMode, FileSearchQuery
@@ -23,8 +24,21 @@ def case_sensitive(pattern: str, regex: bool, mode: CaseMode) -> bool:
     return any(c.isupper() for c in letters)
 
 
-def compile_pattern(query: FileSearchQuery) -> re.Pattern[str]:
-    """The query's pattern as one Python `re` regex over a file's whole text.
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """A query's compiled pattern.
+
+    whole_lines is the pattern followed by the rest of its line, set when a match can
+    neither be empty nor take a line break (a literal): then one match is one matching
+    line, and `re` counts them in C with no per-line step in Python.
+    """
+
+    pattern: re.Pattern[str]
+    whole_lines: re.Pattern[str] | None
+
+
+def compile_pattern(query: FileSearchQuery) -> Matcher:
+    """The query's pattern as Python `re` regexes over a file's whole text.
 
     MULTILINE makes `^` and `$` match at every line's start and end, as they do in a
     line-by-line search; a literal is escaped.
@@ -43,9 +57,11 @@ def compile_pattern(query: FileSearchQuery) -> re.Pattern[str]:
     flags = re.MULTILINE
     if not case_sensitive(query.pattern, query.regex, query.case):
         flags |= re.IGNORECASE
-    source = query.pattern if query.regex else re.escape(query.pattern)
+    if not query.regex:
+        source = re.escape(query.pattern)
+        return Matcher(re.compile(source, flags), re.compile(rf"(?:{source})[^\n]*", flags))
     try:
-        return re.compile(source, flags)
+        return Matcher(re.compile(query.pattern, flags), None)
     except re.error as exc:
         raise InvalidArgument(
             f"pattern {query.pattern!r} is not a valid regular expression: {exc}"
@@ -56,18 +72,12 @@ def compile_pattern(query: FileSearchQuery) -> re.Pattern[str]:
 
 
 def matching_lines(
-    pattern: re.Pattern[str], text: str, starts: Sequence[int], keep: int
+    matcher: Matcher, text: str, starts: Sequence[int], keep: int
 ) -> tuple[list[int], int]:
     """The lines of a text that the pattern matches, each counted once.
 
-    One regex runs over the whole text, so a file without a match costs one C-level scan
-    and no per-line work. After a match the search goes on at the next line's start: a
-    line matching many times costs one step. A match that runs past its line's end (`\\s`
-    and `[^x]` can take the line break) is checked again on its line alone, since a search
-    matches within lines, as ripgrep does.
-
     Args:
-        pattern: from compile_pattern().
+        matcher: from compile_pattern().
         text: the file's text.
         starts: where each line starts (FileText.line_starts).
         keep: how many of the first matching lines to return.
@@ -75,6 +85,41 @@ def matching_lines(
     Returns:
         (0-based indexes of the first `keep` matching lines, count of all matching lines).
     """
+    if matcher.whole_lines is not None:
+        return _whole_lines(matcher.whole_lines, text, starts, keep)
+    return _line_by_line(matcher.pattern, text, starts, keep)
+
+
+def _whole_lines(
+    whole_lines: re.Pattern[str], text: str, starts: Sequence[int], keep: int
+) -> tuple[list[int], int]:
+    """Each match runs to its line's end, so the next one is on a later line."""
+    at: list[int] = []
+    end = 0
+    for m in whole_lines.finditer(text):
+        at.append(m.start())
+        end = m.end()
+        if len(at) == keep:
+            break
+    count = len(at)
+    if count == keep and count:
+        count += len(whole_lines.findall(text, end))
+    found: list[int] = []
+    line = 0
+    for position in at:
+        line = bisect_right(starts, position, line) - 1
+        found.append(line)
+    return found, count
+
+
+def _line_by_line(
+    pattern: re.Pattern[str], text: str, starts: Sequence[int], keep: int
+) -> tuple[list[int], int]:
+    """One regex runs over the whole text, so a file without a match costs one C-level scan
+    and no per-line work. After a match the search goes on at the next line's start: a
+    line matching many times costs one step. A match that runs past its line's end (`\\s`
+    and `[^x]` can take the line break) is checked again on its line alone, since a search
+    matches within lines, as ripgrep does."""
     found: list[int] = []
     count = 0
     lines = len(starts)

@@ -17,7 +17,6 @@ pattern is Python `re` syntax, or a literal.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from contextwm.adapters.workspace import Workspace
 from contextwm.domain.errors import ContextWMError, InvalidArgument, ResourceExhausted
 from contextwm.domain.workspace_files import FileMatches, FileSearchQuery, SearchPage
 from contextwm.ports.tokens import TokenCounter
-from contextwm.workspace_files._search_match import compile_pattern, matching_lines
+from contextwm.workspace_files._search_match import Matcher, compile_pattern, matching_lines
 from contextwm.workspace_files._search_page import (
     FileHits,
     Slice,
@@ -103,13 +102,13 @@ def search_files(
             without context (the message says how many tokens it needs).
     """
     _check_sizes(query, max_file_bytes)
-    pattern = compile_pattern(query)
+    matcher = compile_pattern(query)
     scope = search_scope(workspace, query.path)
     digest = query_digest(query, scope.path)
     start = decode_token(page_token, digest) if page_token else Position()
     names = scoped_files(workspace, scope, query.include, query.exclude)
     scan = _scan(
-        workspace, names, pattern, files or WorkspaceFiles(), query, start, max_file_bytes
+        workspace, names, matcher, files or WorkspaceFiles(), query, start, max_file_bytes
     )
     hits = scan.hits
     index, skip = _resume(hits, start)
@@ -157,7 +156,7 @@ def _key(path: str) -> list[str]:
 def _scan(
     workspace: Workspace,
     names: Sequence[str],
-    pattern: re.Pattern[str],
+    matcher: Matcher,
     source: FileSource,
     query: FileSearchQuery,
     start: Position,
@@ -195,7 +194,7 @@ def _scan(
         except ContextWMError:  # deleted, unreadable, or swapped for an escaping link
             continue
         searched += 1
-        lines, count = matching_lines(pattern, text.text, text.line_starts, cap)
+        lines, count = matching_lines(matcher, text.text, text.line_starts, cap)
         if not count:
             continue
         keep = wanted > 0 and (not start.path or _key(name) >= start_key)
