@@ -121,12 +121,17 @@ def rg_totals(root: Path, rg: str, query: FileSearchQuery) -> tuple[int, int]:
 
 # ------------------------------------------------------------------ the generated tree
 
-_WORDS = (
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+_WORDS = _words(
     "user order cache config request buffer index token session record parser handler"
     " metrics queue stream payload client server error value count limit offset result item"
     " node path file retry timeout batch shard lease cursor frame"
-).split()
-_VERBS = "get set load save parse build apply flush merge check update reset".split()
+)
+_VERBS = _words("get set load save parse build apply flush merge check update reset")
 _SENTENCES = (
     "keeps the {a} in sync with the {b}",
     "the {a} may be empty when the {b} is closed",
@@ -221,7 +226,8 @@ def _cpp(n: _Names) -> list[str]:
 
 
 def _go(n: _Names) -> list[str]:
-    name, v = n.camel().title(), n.word() + "Count"
+    camel = n.camel()
+    name, v = camel[0].upper() + camel[1:], n.word() + "Count"  # exported
     return [
         f"// {name} {n.sentence()}",
         f"func {name}({n.word()} *{n.word().title()}, id string) (int, error) {{",
@@ -354,7 +360,9 @@ class Timings:
     rg: list[float] = dataclasses.field(default_factory=list)
 
 
-def time_ours(ws: Workspace, query: FileSearchQuery, source: FileSource) -> tuple[float, SearchPage]:
+def time_ours(
+    ws: Workspace, query: FileSearchQuery, source: FileSource
+) -> tuple[float, SearchPage]:
     counter = token_counter("cl100k_base")
     t0 = time.perf_counter()
     page = search_files(ws, query, counter, files=source)

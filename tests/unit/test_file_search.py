@@ -17,6 +17,7 @@ from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.adapters.workspace import Workspace, line_starts
 from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
 from contextwm.domain.workspace_files import CaseMode, FileMatches, FileSearchQuery, SearchPage
+from contextwm.workspace_files._search_literals import required_literals
 from contextwm.workspace_files._search_match import compile_pattern, matching_lines
 from contextwm.workspace_files.file_search import search_files
 from contextwm.workspace_files.file_source import StatCachedFiles
@@ -135,7 +136,9 @@ def test_pattern_errors_are_invalid_arguments(root: Path) -> None:
 )
 def test_bad_sizes_are_invalid_arguments(root: Path, field: str, value: int) -> None:
     with pytest.raises(InvalidArgument, match=field):
-        search(root, "x", **{field: value})
+        changes: dict[str, Any] = {field: value}
+        query = dataclasses.replace(FileSearchQuery("x"), **changes)
+        search_files(Workspace(root), query, COUNTER)
 
 
 def test_case_modes(root: Path) -> None:
@@ -457,6 +460,8 @@ def test_the_stat_cache_keeps_to_its_byte_bound(root: Path) -> None:
 # --- the matcher against a per-line reference ------------------------------------------------
 
 PATTERNS = ["a", "ab", "^a", "b$", r"a\s*b", r"[^a]b", "x*", "^", "$", r"\s", r"b\n?a", r"\bab"]
+# Regexes with a literal of three or more characters: their candidate lines are searched.
+PATTERNS += ["ab a", r"(?:ab|ba) \s*a", r"^ab ", r"bab$", "aba|bab", r"a[ b]ab\s", r"(?i)AB A"]
 LITERALS = ["a", "ab", "b a", "a\r", " "]
 
 
@@ -547,3 +552,33 @@ def test_the_same_files_and_lines_as_ripgrep(root: Path, in_git: bool) -> None:
         ours = search_files(Workspace(root), everything, COUNTER)
         assert ours.total_matches > 0, query
         assert found(ours) == ripgrep(root, query), query
+
+
+@pytest.mark.parametrize(
+    ("source", "literals"),
+    [
+        (r"\w+_(count|limit)\s*[=+]", ("_count", "_limit")),
+        ("TODO|FIXME", ("FIXME", "TODO")),
+        (r"^\s+return\b", ("return",)),
+        (r"def \w+\(", ("def ",)),
+        (r"x(?:abc)+y", ("abc",)),
+        (r"[^abc]def", ("def",)),
+        (r"\bfoo\b", ("foo",)),
+        ("ab", ()),  # too short to be worth a search of its own
+        ("abc|", ()),  # the empty alternative needs nothing
+        (r"a.b\d", ()),
+    ],
+)
+def test_the_literals_every_match_contains(source: str, literals: tuple[str, ...]) -> None:
+    assert required_literals(source, re.MULTILINE) == literals
+    matcher = compile_pattern(FileSearchQuery(source, regex=True))
+    assert (matcher.candidates is not None) == bool(literals)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="a\n\r\x0c\u2028", max_size=40))
+def test_line_starts_split_at_line_feeds_only(text: str) -> None:
+    # The search's line numbers come from these: the reference finds each "\n" in turn.
+    expected = [0] if text else []
+    expected += [i + 1 for i, c in enumerate(text) if c == "\n" and i + 1 < len(text)]
+    assert line_starts(text) == tuple(expected)

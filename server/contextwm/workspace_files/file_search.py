@@ -50,6 +50,10 @@ __all__ = ["DEFAULT_MAX_FILE_BYTES", "search_files"]
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 
 
+# A page as made: its files, their rendered text and its token count.
+_Page = tuple[tuple[FileMatches, ...], str, int]
+
+
 @dataclass(frozen=True, slots=True)
 class _Scan:
     """Every file with a match, in order, and what was skipped."""
@@ -107,9 +111,7 @@ def search_files(
     digest = query_digest(query, scope.path)
     start = decode_token(page_token, digest) if page_token else Position()
     names = scoped_files(workspace, scope, query.include, query.exclude)
-    scan = _scan(
-        workspace, names, matcher, files or WorkspaceFiles(), query, start, max_file_bytes
-    )
+    scan = _scan(workspace, names, matcher, files or WorkspaceFiles(), query, start, max_file_bytes)
     hits = scan.hits
     index, skip = _resume(hits, start)
     parts = slices(hits, index, skip, query.page_matches)
@@ -163,7 +165,7 @@ def _scan(
     max_file_bytes: int,
 ) -> _Scan:
     """Searches every file; keeps the texts of those the page may show."""
-    root = str(workspace.root)
+    root = os.path.join(workspace.root, "")
     cap = query.max_matches_per_file
     start_key = _key(start.path)
     # The page needs the texts of the files from the start position on until it holds
@@ -173,7 +175,7 @@ def _scan(
     searched = binary = too_large = 0
     for name in names:
         try:
-            info = os.lstat(os.path.join(root, name))
+            info = os.lstat(root + name)
         except (OSError, ValueError):
             continue  # gone since the listing
         # Symlinks are never followed (ripgrep's default); directories (a nested repository
@@ -228,9 +230,7 @@ def _advance(hits: Sequence[FileHits], index: int, skip: int, shown: int) -> tup
     return index, skip + shown if index < len(hits) else 0
 
 
-def _fit(
-    parts: Sequence[Slice], query: FileSearchQuery, counter: TokenCounter
-) -> tuple[tuple[FileMatches, ...], str, int]:
+def _fit(parts: Sequence[Slice], query: FileSearchQuery, counter: TokenCounter) -> _Page:
     """The page's files, text and token count: all of parts, or under max_tokens as many
     matching lines as fit, with their context, or the first alone without context.
 
@@ -251,9 +251,8 @@ def _fit(
     )
 
 
-def _page(
-    parts: Sequence[Slice], matches: int, context: int, counter: TokenCounter
-) -> tuple[tuple[FileMatches, ...], str, int]:
+def _page(parts: Sequence[Slice], matches: int, context: int, counter: TokenCounter) -> _Page:
+    """The first `matches` matching lines of parts with `context` lines around each."""
     files = tuple(file_matches(p, context) for p in first_matches(parts, matches))
     text = render(files)
     return files, text, counter.count(text)
@@ -261,17 +260,19 @@ def _page(
 
 def _largest_fitting(
     parts: Sequence[Slice], context: int, counter: TokenCounter, limit: int | None
-) -> tuple[tuple[FileMatches, ...], str, int] | None:
-    """The page with the most matching lines whose text has at most `limit` tokens.
+) -> _Page | None:
+    """The page with the most matching lines whose text has at most `limit` tokens; None
+    when not even one fits.
 
-    Each candidate is counted exactly. Adding a matching line only appends to the text, so
-    counts grow with the lines and a binary search finds the cut in a few counts.
+    A page with one more matching line is the same text with more appended, so its count
+    is (all but) never smaller, and a binary search finds the cut in a few exact counts.
+    Each page returned was counted itself, so it fits whatever the tokenizer merges.
     """
     total = sum(p.count for p in parts)
     page = _page(parts, total, context, counter)
     if limit is None or page[2] <= limit:
         return page
-    best: tuple[tuple[FileMatches, ...], str, int] | None = None
+    best: _Page | None = None
     fits, too_many = 0, total
     while too_many - fits > 1:
         middle = (fits + too_many) // 2

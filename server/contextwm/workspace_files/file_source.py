@@ -68,12 +68,13 @@ class StatCachedFiles:
         self.misses = 0
 
     def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
+        root = os.fspath(workspace.root)
         try:
-            info = os.stat(os.path.join(workspace.root, path))
+            info = os.stat(f"{root}/{path}")
         except (OSError, ValueError):  # missing, or a NUL byte: the read says what is wrong
             return workspace.read_file(path, max_bytes)
         key = (
-            str(workspace.root),
+            root,
             path,
             max_bytes,
             info.st_dev,
