@@ -19,12 +19,12 @@ from contextwm.workspace_files._search_literals import required_literals
 _NOT_LITERAL = re.compile(r"\\.|\(\?P<[^>]*>|\(\?P=[^)]*\)", re.DOTALL)
 
 
-def case_sensitive(pattern: str, regex: bool, mode: CaseMode) -> bool:
+def case_sensitive(pattern: str, is_regex: bool, mode: CaseMode) -> bool:
     """Whether a pattern is matched case-sensitively (SMART: when it has an upper-case
     letter, escapes and group names not counted for a regex, as ripgrep's --smart-case)."""
     if mode is not CaseMode.SMART:
         return mode is CaseMode.SENSITIVE
-    letters = _NOT_LITERAL.sub("", pattern) if regex else pattern
+    letters = _NOT_LITERAL.sub("", pattern) if is_regex else pattern
     return any(c.isupper() for c in letters)
 
 
