@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pathspec
 
-from contextwm.adapters.workspace import Workspace
 from contextwm.domain.errors import InvalidArgument, NotFound
+from contextwm.ports.workspace import Workspace
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,10 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from contextwm.adapters.workspace import Workspace
 from contextwm.domain.errors import ContextWMError, InvalidArgument, ResourceExhausted
 from contextwm.domain.workspace_files import FileMatches, FileSearchQuery, SearchPage
 from contextwm.ports.tokens import TokenCounter
+from contextwm.ports.workspace import Workspace
 from contextwm.workspace_files._search_match import Matcher, compile_pattern, matching_lines
 from contextwm.workspace_files._search_page import (
     FileHits,
@@ -41,7 +41,7 @@ from contextwm.workspace_files._search_token import (
     encode_token,
     query_digest,
 )
-from contextwm.workspace_files.file_source import FileSource, WorkspaceFiles
+from contextwm.workspace_files.file_source import FileSource, ReadThroughFiles
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "search_files"]
 
@@ -111,7 +111,9 @@ def search_files(
     digest = query_digest(query, scope.path)
     start = decode_token(page_token, digest) if page_token else Position()
     names = scoped_files(workspace, scope, query.include, query.exclude)
-    scan = _scan(workspace, names, matcher, files or WorkspaceFiles(), query, start, max_file_bytes)
+    scan = _scan(
+        workspace, names, matcher, files or ReadThroughFiles(), query, start, max_file_bytes
+    )
     hits = scan.hits
     index, skip = _resume(hits, start)
     parts = slices(hits, index, skip, query.page_matches)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Protocol
 
-from contextwm.adapters.workspace import Workspace
 from contextwm.domain.errors import ContextWMError
 from contextwm.domain.workspace_files import FileText
+from contextwm.ports.workspace import Workspace
+from contextwm.workspace_files.chunk_cache import RACY_NS
 
 # What a cached entry costs besides its text: the FileText, its line-start tuple (8 bytes a
 # line, counted apart) and the key. A guess that keeps many tiny files from looking free.
@@ -35,7 +38,7 @@ class FileSource(Protocol):
         ...
 
 
-class WorkspaceFiles:
+class ReadThroughFiles:
     """A FileSource that reads every file anew through Workspace.read_file."""
 
     def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
@@ -47,16 +50,25 @@ class StatCachedFiles:
     recently used going first.
 
     An entry is keyed by the file's device, inode, size, mtime and ctime, so any write (even
-    one that puts the mtime back) or a file swapped for another is read anew. A hit is only
-    stat()ed, never re-resolved: the text was read through the workspace's confinement for
-    that very inode, so serving it again cannot show a file outside the root. Refusals
-    (binary, too large for the limit asked) are kept too, so a binary file is read once.
+    one that puts the mtime back) or a file swapped for another is read anew; a file
+    modified within RACY_NS of its read is not kept, since a second write inside the
+    timestamp granularity could leave all of those as they were (as ChunkCache does).
+
+    A hit costs one stat() of root/path, never a resolve(): the text was read through the
+    workspace's confinement for that very inode, so serving it again cannot show a file
+    outside the root. (ChunkCache resolves the path twice per hit, which costs a search
+    of a thousand files some 30 ms.) Refusals (binary, too large for the limit asked) are
+    kept too, so a binary file is read once.
     """
 
-    def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
+    def __init__(
+        self, max_bytes: int = 256 * 1024 * 1024, *, clock: Callable[[], int] = time.time_ns
+    ) -> None:
         """Args:
         max_bytes: the cached texts' total size (characters, plus a small cost each).
+        clock: wall-clock nanoseconds, comparable to st_mtime_ns (tests give their own).
         """
+        self._clock = clock
         self._max = max_bytes
         self._used = 0
         self._entries: OrderedDict[tuple[object, ...], tuple[FileText | ContextWMError, int]]
@@ -96,6 +108,8 @@ class StatCachedFiles:
                 # A new instance: re-raising one object would grow its traceback each time.
                 raise type(value)(value.message)
             return value
+        # Taken after the stat: a later write stamps the file with about this time or later.
+        racy = self._clock() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS
         entry: FileText | ContextWMError
         try:
             entry = workspace.read_file(path, max_bytes)
@@ -104,7 +118,7 @@ class StatCachedFiles:
         cost = _ENTRY_OVERHEAD + (
             len(entry.text) + 8 * len(entry.line_starts) if isinstance(entry, FileText) else 0
         )
-        if cost <= self._max:
+        if cost <= self._max and not racy:
             self._put(key, entry, cost)
         if isinstance(entry, ContextWMError):
             raise entry
