@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import operator
 import os
 import shutil
 import stat
 import subprocess
 from collections.abc import Sequence
+from itertools import accumulate, repeat
 from pathlib import Path
 
 from contextwm.adapters.code_map import render_map, walk_files
@@ -49,11 +51,13 @@ def line_starts(text: str) -> tuple[int, ...]:
     form feeds and Unicode separators, which editors, git and ripgrep do not."""
     if not text:
         return ()
-    starts = [0]
-    find, at = text.find, text.find("\n")
-    while at != -1 and at + 1 < len(text):
-        starts.append(at + 1)
-        at = find("\n", at + 1)
+    # Every step runs in C (split, len, add, accumulate): a loop of str.find calls in
+    # Python costs as much as the rest of reading a file.
+    parts = text.split("\n")
+    starts = list(accumulate(map(operator.add, map(len, parts), repeat(1)), initial=0))
+    del starts[len(parts) :]
+    if not parts[-1]:  # the text ends with a line break: no line starts after it
+        starts.pop()
     return tuple(starts)
 
 
@@ -427,7 +431,8 @@ class Workspace:
             # --cached still lists files deleted from the working tree; the map shows what is.
             # A nested repository comes as one `dir/` entry, listed like a file.
             listed = {os.fsdecode(n).rstrip("/") for n in out.split(b"\0") if n}
-            names = [n for n in listed if os.path.lexists(self._root / n)]
+            root = os.path.join(self._root, "")  # strings: a Path per file costs more than lstat
+            names = [n for n in listed if os.path.lexists(root + n)]
         return sorted(names, key=lambda n: n.split("/"))
 
     def _file_symbols(self, name: str) -> tuple[str, ...]:

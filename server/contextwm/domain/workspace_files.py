@@ -210,6 +210,7 @@ class SearchPage:
     binary_skipped: int
     token_count: int  # of the page's rendered text
     text: str  # the page rendered as ripgrep-like text: path, then `N:line` / `N-context`
+    too_large_skipped: int = 0  # files over the search's size limit, not read
 
 
 @dataclass(frozen=True, slots=True)
