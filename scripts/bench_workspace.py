@@ -1,30 +1,32 @@
-"""Workspace search benchmark: contextwm's scrollable search against ripgrep, same run.
+"""Workspace files benchmark: contextwm's scrollable search against ripgrep in the same run,
+chunk reads per strategy, and the chunk cache, every call through gRPC to a real server.
 
-Two trees, each searched with the same five searches (a rare identifier, a common word, a
-regex, a case-insensitive word, a word under an include glob):
-
+Two trees:
 1. generated: --files source files (default 1,000) of about --lines lines (300) in eight
    languages (Python, JavaScript, TypeScript, Go, Rust, Java, C, C++), code-like text with
    identifiers, comments and strings, seeded; a git repository, so the listing is git's;
 2. real: a copy of an installed package's source tree (sympy by default: about 1,500 Python
-   files, 50 MB), a plain directory, so the listing is a .gitignore-honouring walk.
+   files), a plain directory, so the listing is a .gitignore-honouring walk.
 
-Per search it times, interleaved so all see the same machine:
-- ours: `search_files` for the first page (default page size, context 3, cap 20 per file),
-  in-process, through a StatCachedFiles: the first call (cold: every file read, decoded and
-  split into lines) and the later ones (warm: stat() per file, texts from the cache);
-- ours uncached: the same with the default source, every file read anew on every call;
-- ours through the service's ChunkCache (warm), the FileSource the server passes today;
-- rg: `rg -n -C3 --max-count 20 ...` as a subprocess with the same ignore rules, hidden
-  files, case mode, globs and size limit, its output read through a pipe (rg stops at the
-  first match when its stdout is /dev/null). Every run includes rg's process start.
+Per tree, two `contextwm serve --workspace TREE` subprocesses: one with the default chunk
+cache, one with none (cache_size_mb 0: every call reads every file). Measured:
+- search: the same five searches (a rare identifier, a common word, a regex, a
+  case-insensitive word, a word under an include glob), the first page (context 3, 20
+  matching lines per file), through `Client.search_files`: warm (the cached server, after
+  one call) and with no cache; and `rg -n -C3 --max-count 20 ...` as a subprocess with the
+  same ignore rules, case mode, globs and size limit, its output read through a pipe, its
+  process start included. Runs interleaved, so all see the same machine; p50 / p99 in ms and
+  ours / rg. ripgrep runs on both cores with unsorted output; ours answers one call on one
+  thread, sorted, scanning each file in full for exact totals;
+- chunk reads of --sample files per strategy: cold (the server without a cache: read,
+  parse, plan on every call) and warm (a random chunk of a file read before), record=False
+  (the cost of recording an item is the ingest benchmark's);
+- the cache's hit rate under a scroll-heavy pattern (open a file, page to its end, back
+  two, jump to a line; then revisit half the files), and its memory at its bound: a third
+  server with a --bound-mb cache reads every file of the tree once.
 
-The OS page cache is warm for both (the trees were just written). ripgrep runs on every
-core, with its output unsorted; ours runs on one thread, sorted, and scans each file in
-full (the page reports the exact totals). The figures: p50 / p99 in ms, and ours / rg.
-
-Run:  .venv/bin/python scripts/bench_workspace.py            (full, a few minutes)
-      .venv/bin/python scripts/bench_workspace.py --quick    (smoke run)
+Run:  scripts/bench workspace            (full, a few minutes)
+      scripts/bench workspace --quick    (smoke run)
 
 ripgrep is installed with apt-get when `rg` is missing (as root).
 """
@@ -40,21 +42,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_common import log, p50_p99, print_table, verdict
-from contextwm.adapters.code_definitions import TreeSitterDefinitions
-from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.adapters.workspace import Workspace
-from contextwm.domain.workspace_files import CaseMode, FileSearchQuery, SearchPage
-from contextwm.workspace_files.chunk_cache import RACY_NS, ChunkCache
-from contextwm.workspace_files.file_search import DEFAULT_MAX_FILE_BYTES, search_files
-from contextwm.workspace_files.file_source import FileSource, ReadThroughFiles, StatCachedFiles
+from bench_common import ServerProcess, log, p50_p99, print_table, verdict
+from contextwm.domain.workspace_files import CaseMode, FileSearchQuery
+from contextwm.settings import ContextWindowSettings
+from contextwm.workspace_files.chunk_cache import RACY_NS
+from contextwm_client import ChunkCacheStats, ChunkStrategy, Client, FileChunk, FileSearchPage
 
 # The goal: a warm search within this factor of ripgrep's time on the same search.
 TARGET_RATIO = 2.0
+CONVERSATION = "bench"
+DEFAULT_CACHE_MB = ContextWindowSettings().cache_size_mb
+MAX_FILE_BYTES = ContextWindowSettings().max_file_bytes
+SOURCE_SUFFIXES = {".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".h", ".cc", ".cpp", ".hpp"}
 RARE_IDENTIFIER = "frobnicate_quux_budget"
 
 
@@ -65,10 +69,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=20, help="timed runs per search and tool")
     p.add_argument("--real-package", default="sympy", help="installed package to copy and search")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--sample", type=int, default=100, help="files read in chunks per tree")
+    p.add_argument("--bound-mb", type=float, default=2.0, help="the small cache's bound")
     p.add_argument("--quick", action="store_true", help="smoke run: 200 files, 3 runs")
     args = p.parse_args()
     if args.quick:
-        args.files, args.runs = 200, 3
+        args.files, args.runs, args.sample = 200, 3, 20
     return args
 
 
@@ -99,7 +105,7 @@ def rg_args(rg: str, query: FileSearchQuery, count_only: bool = False) -> list[s
     case = {CaseMode.SMART: "-S", CaseMode.SENSITIVE: "-s", CaseMode.INSENSITIVE: "-i"}
     args = [rg, "--no-config", "--hidden", "--no-require-git", "--no-ignore-global"]
     args += ["--no-ignore-dot", "-g", "!.git", case[query.case]]
-    args += ["--max-filesize", str(DEFAULT_MAX_FILE_BYTES)]
+    args += ["--max-filesize", str(MAX_FILE_BYTES)]
     args += ["--max-count", str(query.max_matches_per_file)]
     args += ["--count"] if count_only else ["-n", "-C", str(query.context_lines)]
     args += [] if query.regex else ["-F"]
@@ -356,20 +362,24 @@ class Timings:
     files: int = 0
     rg_matches: int = 0
     rg_files: int = 0
-    cold: float = 0.0
-    rg_first: float = 0.0
     warm: list[float] = dataclasses.field(default_factory=list)
     uncached: list[float] = dataclasses.field(default_factory=list)
-    chunk_cache: list[float] = dataclasses.field(default_factory=list)
     rg: list[float] = dataclasses.field(default_factory=list)
 
 
-def time_ours(
-    ws: Workspace, query: FileSearchQuery, source: FileSource
-) -> tuple[float, SearchPage]:
-    counter = token_counter("cl100k_base")
+def search_call(client: Client, query: FileSearchQuery) -> tuple[float, FileSearchPage]:
+    """One first-page search through the service, timed as its caller sees it."""
     t0 = time.perf_counter()
-    page = search_files(ws, query, counter, files=source)
+    page = client.search_files(
+        CONVERSATION,
+        query.pattern,
+        regex=query.regex,
+        case=query.case.value,
+        include=query.include,
+        exclude=query.exclude,
+        max_matches_per_file=query.max_matches_per_file,
+        context_lines=query.context_lines,
+    )
     return (time.perf_counter() - t0) * 1000, page
 
 
@@ -379,88 +389,180 @@ def time_rg(root: Path, args: Sequence[str]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-def bench_tree(root: Path, rg: str, real: bool, runs: int) -> list[Timings]:
-    """Every search of a tree: cold first, then interleaved warm, uncached and rg runs."""
+def bench_searches(
+    cached: Client, uncached: Client, root: Path, rg: str, real: bool, runs: int
+) -> list[Timings]:
+    """Every search of a tree, runs interleaved so that all see the same machine."""
     out: list[Timings] = []
     for name, query in searches(real):
         t = Timings(name)
-        # A fresh workspace and cache per search: its first call reads every file.
-        ws, cache = Workspace(root), StatCachedFiles()
-        chunks = ChunkCache(256 * 1024 * 1024, TreeSitterDefinitions())
-        time_ours(ws, query, chunks)  # its cold call, not reported
         args = rg_args(rg, query)
-        t.rg_first = time_rg(root, args)
-        t.cold, page = time_ours(ws, query, cache)
+        _, page = search_call(cached, query)  # fills the cache; the next calls are warm
         t.matches, t.files = page.total_matches, page.total_files
         t.rg_matches, t.rg_files = rg_totals(root, rg, query)
         for _ in range(runs):
-            t.warm.append(time_ours(ws, query, cache)[0])
-            t.uncached.append(time_ours(ws, query, ReadThroughFiles())[0])
-            t.chunk_cache.append(time_ours(ws, query, chunks)[0])
+            t.warm.append(search_call(cached, query)[0])
+            t.uncached.append(search_call(uncached, query)[0])
             t.rg.append(time_rg(root, args))
         out.append(t)
         log(f"  {name}: {t.matches} matches in {t.files} files")
     return out
 
 
-def print_tree(title: str, timings: Sequence[Timings]) -> None:
+def print_searches(title: str, timings: Sequence[Timings]) -> None:
     rows = []
     for t in timings:
         warm, uncached, rg = p50_p99(t.warm), p50_p99(t.uncached), p50_p99(t.rg)
-        chunk_cache = p50_p99(t.chunk_cache)
         same = "yes" if (t.matches, t.files) == (t.rg_matches, t.rg_files) else "NO"
         rows.append(
             [
                 t.name,
                 f"{t.matches}/{t.files}",
                 same,
-                f"{t.cold:.1f}",
                 f"{warm[0]:.1f}",
                 f"{warm[1]:.1f}",
                 f"{uncached[0]:.1f}",
-                f"{chunk_cache[0]:.1f}",
+                f"{uncached[1]:.1f}",
                 f"{rg[0]:.1f}",
                 f"{rg[1]:.1f}",
                 f"{warm[0] / rg[0]:.2f}",
                 f"{uncached[0] / rg[0]:.2f}",
             ]
         )
-    print_table(
-        title,
-        [
-            "search",
-            "matches/files",
-            "= rg",
-            "cold ms",
-            "warm p50",
-            "warm p99",
-            "uncached p50",
-            "ChunkCache p50",
-            "rg p50",
-            "rg p99",
-            "warm/rg",
-            "uncached/rg",
-        ],
-        rows,
-    )
+    headers = ["search", "matches/files", "= rg", "warm p50", "warm p99"]
+    headers += ["no cache p50", "no cache p99", "rg p50", "rg p99", "warm/rg", "no cache/rg"]
+    print_table(title, headers, rows)
     worst = max(p50_p99(t.warm)[0] / p50_p99(t.rg)[0] for t in timings)
     print(f"warm within {TARGET_RATIO:g}x rg on every search (worst {worst:.2f}x): "
           f"{verdict(worst <= TARGET_RATIO)}")  # fmt: skip
 
 
-# ------------------------------------------------------------------ hooks for later measures
+# ------------------------------------------------------------------ chunk reads and the cache
 
 
-def grpc_chunk_read_rows(root: Path, runs: int) -> list[list[str]]:
-    """Rows (name, p50 ms, p99 ms) of chunk reads through gRPC on a tree, for a table.
+def sample_files(root: Path, count: int, seed: int) -> list[str]:
+    """Workspace-relative paths of up to count source files, seeded."""
+    names = sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and p.suffix in SOURCE_SUFFIXES and ".git" not in p.parts
+    )
+    return random.Random(seed).sample(names, min(count, len(names)))
 
-    A hook: the chunk-read RPC is not wired yet, so there is nothing to time. Fill it in by
-    starting `ServerProcess(..., extra_args=["--workspace", str(root)])` from bench_common,
-    reading a sample of the tree's files chunk by chunk with the client, cold then warm, and
-    returning one row per mode; main() prints whatever rows it gets.
-    """
-    del root, runs
-    return []
+
+def read_call(
+    client: Client, path: str, strategy: ChunkStrategy, index: int
+) -> tuple[float, FileChunk]:
+    t0 = time.perf_counter()
+    chunk = client.read_file_chunk(
+        CONVERSATION,
+        path,
+        strategy=strategy,
+        chunk_index=index,
+        record=False,
+    )
+    return (time.perf_counter() - t0) * 1000, chunk
+
+
+def chunk_read_rows(cached: Client, uncached: Client, files: Sequence[str]) -> list[list[str]]:
+    """Per strategy: reads of the first chunk without a cache (cold: read, parse, plan every
+    time) and with it, of a random chunk of a file read before (warm)."""
+    rows = []
+    rng = random.Random(11)
+    strategies: tuple[ChunkStrategy, ...] = ("lines", "functions", "semantic")
+    for strategy in strategies:
+        cold: list[float] = []
+        warm: list[float] = []
+        chunks: dict[str, int] = {}
+        for path in files:
+            cold.append(read_call(uncached, path, strategy, 0)[0])
+            chunks[path] = read_call(cached, path, strategy, 0)[1].total_chunks
+        for path in files:
+            warm.append(read_call(cached, path, strategy, rng.randrange(chunks[path]))[0])
+        (c50, c99), (w50, w99) = p50_p99(cold), p50_p99(warm)
+        rows.append([strategy, f"{c50:.2f}", f"{c99:.2f}", f"{w50:.2f}", f"{w99:.2f}"])
+    return rows
+
+
+def scroll_hit_rate(client: Client, files: Sequence[str]) -> tuple[float, int]:
+    """An agent's scroll-heavy pattern: open a file, page down to its end, back up two,
+    jump to a line, reopen it; then return to the first files. Returns (the cache's hit rate
+    over the pattern, reads made)."""
+    before = client.get_stats().chunk_cache
+    reads = 0
+
+    def read(path: str) -> None:
+        nonlocal reads
+        chunk = client.read_file_chunk(
+            CONVERSATION, path, strategy="lines", max_lines=40, record=False
+        )
+        reads += 1
+        for _ in range(chunk.total_chunks - 1):
+            client.scroll_file(CONVERSATION, "next", record=False)
+            reads += 1
+        for _ in range(min(2, chunk.total_chunks - 1)):
+            client.scroll_file(CONVERSATION, "previous", record=False)
+            reads += 1
+        client.scroll_file(CONVERSATION, line=max(1, chunk.total_lines // 2), record=False)
+        reads += 1
+
+    for path in [*files, *files[: len(files) // 2]]:
+        read(path)
+    after = client.get_stats().chunk_cache
+    hits, misses = after.hits - before.hits, after.misses - before.misses
+    return hits / max(1, hits + misses), reads
+
+
+def cache_at_bound(client: Client, files: Sequence[str]) -> ChunkCacheStats:
+    """Reads every file once, through a cache far smaller than the tree."""
+    for path in files:
+        client.read_file_chunk(CONVERSATION, path, strategy="semantic", record=False)
+    return client.get_stats().chunk_cache
+
+
+# ------------------------------------------------------------------ the service
+
+
+@contextmanager
+def service(root: Path, data: Path, cache_mb: float) -> Iterator[Client]:
+    """A `contextwm serve` subprocess on the tree, its cache bounded at cache_mb."""
+    env = {"CONTEXTWM_CONTEXT_WINDOW__CACHE_SIZE_MB": str(cache_mb)}
+    with (
+        ServerProcess(data, extra_args=["--workspace", str(root)], env=env) as server,
+        Client(server.target, timeout=120.0) as client,
+    ):
+        client.create_conversation(CONVERSATION)
+        yield client
+
+
+def bench_tree(
+    title: str, root: Path, tmp: Path, rg: str, real: bool, args: argparse.Namespace
+) -> None:
+    log(f"tree {root.name}")
+    files = sample_files(root, args.sample, args.seed)
+    with (
+        service(root, tmp / f"{root.name}-cached", DEFAULT_CACHE_MB) as cached,
+        service(root, tmp / f"{root.name}-uncached", 0) as uncached,
+    ):
+        timings = bench_searches(cached, uncached, root, rg, real, args.runs)
+        print_searches(f"{title}: search, first page, {args.runs} runs (ms)", timings)
+        headers = ["strategy", "cold p50", "cold p99", "warm p50", "warm p99"]
+        rows = chunk_read_rows(cached, uncached, files)
+        print_table(f"{title}: chunk reads of {len(files)} files (ms)", headers, rows)
+        worst = max(float(r[1]) for r in rows)
+        print(f"chunk read p50 under 50 ms, cold, every strategy (worst {worst:.2f} ms): "
+              f"{verdict(worst < 50)}")  # fmt: skip
+        rate, reads = scroll_hit_rate(cached, files[:20])
+        print(f"scroll-heavy pattern: {reads} reads of 20 files, cache hit rate {rate:.1%}: "
+              f"{verdict(rate > 0.8)}")  # fmt: skip
+    with service(root, tmp / f"{root.name}-small", args.bound_mb) as small:
+        every = sample_files(root, 10**9, args.seed)
+        stats = cache_at_bound(small, every)
+        print(
+            f"cache at its bound after reading all {len(every)} files: {stats.bytes / 2**20:.2f}"
+            f" MiB of {stats.max_bytes / 2**20:.2f} MiB, {stats.entries} files held,"
+            f" {stats.evictions} evicted: {verdict(0 < stats.bytes <= stats.max_bytes)}"
+        )
 
 
 def main() -> None:
@@ -474,23 +576,20 @@ def main() -> None:
         real = copy_real_tree(args.real_package, tmp / args.real_package)
         count = sum(1 for p in real.rglob("*") if p.is_file())
         log(f"{version}; generated {args.files} files; {args.real_package}: {count} files")
-        # The caches do not trust a file modified within RACY_NS of its read (a second write
+        # The cache does not trust a file modified within RACY_NS of its read (a second write
         # in the same timestamp tick could hide): let the new trees age past it, so "warm"
         # means served from the cache.
         time.sleep(RACY_NS / 1e9)
-        trees = (
-            (f"generated: {args.files} files x {args.lines} lines, git", generated, False),
-            (f"real: {args.real_package}, {count} files, plain directory", real, True),
+        bench_tree(
+            f"generated: {args.files} files x {args.lines} lines, git",
+            generated,
+            tmp,
+            rg,
+            False,
+            args,
         )
-        for title, root, is_real in trees:
-            log(f"tree {root.name}")
-            timings = bench_tree(root, rg, is_real, args.runs)
-            print_tree(f"{title}; first page, {args.runs} runs", timings)
-            rows = grpc_chunk_read_rows(root, args.runs)
-            if rows:
-                headers = ["mode", "p50 ms", "p99 ms"]
-                print_table(f"{title}: chunk reads through gRPC", headers, rows)
-        print(f"\n{version}; Python {sys.version.split()[0]}; cold: a fresh cache's first call")
+        bench_tree(f"real: {args.real_package}, {count} files", real, tmp, rg, True, args)
+        print(f"\n{version}; Python {sys.version.split()[0]}; each call through gRPC")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

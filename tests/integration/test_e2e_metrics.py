@@ -17,9 +17,12 @@ APPENDED = 8
 WINDOW_ITEMS = 3
 
 
-def test_a_scrape_counts_what_was_done(start_service: StartService) -> None:
+def test_a_scrape_counts_what_was_done(start_service: StartService, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("".join(f"line {n}\n" for n in range(300)))
     # Long enough that the search below returns only once every item is embedded.
-    service = start_service(metrics_port=0, index_wait_seconds=60.0)
+    service = start_service(metrics_port=0, index_wait_seconds=60.0, workspace_root=str(workspace))
     assert service.metrics_port
     with Client(f"127.0.0.1:{service.port}") as client:
         client.create_conversation(
@@ -37,6 +40,7 @@ def test_a_scrape_counts_what_was_done(start_service: StartService) -> None:
         # Dense search waits until the conversation's items are embedded (read-your-writes).
         client.search("which runner passed?", conversation_id="m")
         conversation = client.get_conversation("m")
+        client.read_file_chunk("m", "notes.md", record=False)
     assert conversation.pending_embeddings == 0
     assert evicted == APPENDED - WINDOW_ITEMS == conversation.archived_items
 
@@ -52,6 +56,7 @@ def test_a_scrape_counts_what_was_done(start_service: StartService) -> None:
         ("GetConversation", "OK"): 1,
         ("GetContext", "INVALID_ARGUMENT"): 1,
         ("Search", "OK"): 1,
+        ("ReadFileChunk", "OK"): 1,
     }
     for method in {m for m, _ in calls}:
         count = scrape.value("contextwm_request_duration_seconds_count", method=method)
@@ -86,7 +91,12 @@ def test_a_scrape_counts_what_was_done(start_service: StartService) -> None:
     hits = {s.labels["cache"]: s.value for s in scrape.of("contextwm_cache_hits_total")}
     misses = {s.labels["cache"]: s.value for s in scrape.of("contextwm_cache_misses_total")}
     caches = {"conversations", "token_counts", "contributor_embeddings", "contributor_pieces"}
-    assert set(hits) == set(misses) == caches
+    assert set(hits) == set(misses) == caches | {"workspace_chunks"}
+    # The chunk cache, bounded in bytes, also reports its size.
+    assert misses["workspace_chunks"] == 1
+    assert scrape.value("contextwm_cache_bytes", cache="workspace_chunks") > 2000
+    assert scrape.value("contextwm_cache_entries", cache="workspace_chunks") == 1
+    assert scrape.value("contextwm_cache_evictions_total", cache="workspace_chunks") == 0
     # Every call after the first found the conversation in memory; the unknown one and the
     # first load went to the store.
     assert hits["conversations"] >= APPENDED and misses["conversations"] >= 2

@@ -42,12 +42,12 @@ def write(ws: Workspace, name: str, text: str, *, age: float = 10.0) -> None:
     os.utime(path, ns=(stamp, stamp))
 
 
-def frozen_stat() -> Callable[[Path], os.stat_result]:
+def frozen_stat() -> Callable[[str], os.stat_result]:
     """A stat that gives each path's first result forever: a filesystem whose timestamps did
     not move on a rewrite (one inside its granularity)."""
-    seen: dict[Path, os.stat_result] = {}
+    seen: dict[str, os.stat_result] = {}
 
-    def stat(path: Path) -> os.stat_result:
+    def stat(path: str) -> os.stat_result:
         return seen.setdefault(path, os.stat(path))
 
     return stat

@@ -12,7 +12,7 @@ from contextwm import cli
 from contextwm.cli import parser as cli_parser
 from contextwm.cli import render
 from contextwm.cli.stats import stats
-from contextwm_client import ConversationStats, StateStats, StatsResult, StoreStats
+from contextwm_client import ChunkCacheStats, ConversationStats, StateStats, StatsResult, StoreStats
 
 T0 = datetime(2025, 3, 3, 14, 10, tzinfo=UTC)
 T1 = datetime(2025, 3, 4, 9, 5, tzinfo=UTC)
@@ -34,6 +34,9 @@ def figures(items: int, index_bytes: int = 0, *, times: bool = True) -> StoreSta
     )
 
 
+NO_CACHE = ChunkCacheStats(0, 0, 0.0, 0, 0, 0, 0)
+
+
 def result(*rows: tuple[str, str, StoreStats], token: str = "", count: int = 0) -> StatsResult:
     conversations = tuple(ConversationStats(ns, cid, s) for ns, cid, s in rows)
     return StatsResult(
@@ -42,6 +45,7 @@ def result(*rows: tuple[str, str, StoreStats], token: str = "", count: int = 0) 
         conversation_count=count or len(rows),
         next_page_token=token,
         model="all-MiniLM-L6-v2",
+        chunk_cache=NO_CACHE,
     )
 
 
@@ -106,7 +110,9 @@ def test_every_page_is_read_and_printed_with_the_last_totals(
     )
     assert stats(client, args) == 0  # type: ignore[arg-type]
     assert client.asked == [(None, True, ""), (None, True, "a/1")]
-    expected = StatsResult(first.conversations + last.conversations, last.total, 2, "", last.model)
+    expected = StatsResult(
+        first.conversations + last.conversations, last.total, 2, "", last.model, NO_CACHE
+    )
     assert capsys.readouterr().out == render.to_json(expected) + "\n"
 
 

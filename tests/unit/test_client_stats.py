@@ -6,7 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from contextwm_client import Client, ConversationStats, StateStats, StatsResult, StoreStats
+from contextwm_client import (
+    ChunkCacheStats,
+    Client,
+    ConversationStats,
+    StateStats,
+    StatsResult,
+    StoreStats,
+)
 from contextwm_client._convert import from_proto_get_stats_response, to_proto_timestamp
 from contextwm_client.v1 import contextwm_pb2 as pb
 from google.protobuf.message import Message
@@ -57,6 +64,9 @@ def test_a_response_with_every_field_set_reads_back_whole() -> None:
     message = pb.GetStatsResponse(
         conversations=[pb.ConversationStats(namespace="ns", conversation_id="c", stats=PB_STORE)],
         total=PB_STORE,
+        chunk_cache=pb.ChunkCacheStats(
+            hits=9, misses=1, hit_rate=0.9, bytes=5, max_bytes=50, entries=2, evictions=3
+        ),
         conversation_count=3,
         next_page_token="ns/c",
         model="all-MiniLM-L6-v2",
@@ -71,6 +81,9 @@ def test_a_response_with_every_field_set_reads_back_whole() -> None:
         conversation_count=3,
         next_page_token="ns/c",
         model="all-MiniLM-L6-v2",
+        chunk_cache=ChunkCacheStats(
+            hits=9, misses=1, hit_rate=0.9, bytes=5, max_bytes=50, entries=2, evictions=3
+        ),
     )
 
 

@@ -8,7 +8,6 @@ import random
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,7 @@ from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied,
 from contextwm.domain.workspace_files import CaseMode, FileMatches, FileSearchQuery, SearchPage
 from contextwm.workspace_files._search_literals import required_literals
 from contextwm.workspace_files._search_match import compile_pattern, matching_lines
-from contextwm.workspace_files.chunk_cache import RACY_NS
 from contextwm.workspace_files.file_search import search_files
-from contextwm.workspace_files.file_source import StatCachedFiles
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -432,39 +429,6 @@ def test_context_is_dropped_before_a_page_is_refused(root: Path) -> None:
     assert page.token_count <= bare
     with pytest.raises(ResourceExhausted, match=f"needs {bare} tokens"):
         search(root, "hit", max_tokens=bare - 1)
-
-
-# --- the file source cache -------------------------------------------------------------------
-
-
-def test_the_stat_cache_serves_unchanged_files_and_rereads_changed_ones(root: Path) -> None:
-    write(root, {"a.txt": "old hit\n", "b.bin": b"\0hit"})
-    ws, cache = Workspace(root), StatCachedFiles(clock=lambda: time.time_ns() + RACY_NS)
-    query = FileSearchQuery("hit")
-    first = search_files(ws, query, COUNTER, files=cache)
-    assert (cache.hits, cache.misses) == (0, 2)
-    again = search_files(ws, query, COUNTER, files=cache)
-    assert (cache.hits, again.binary_skipped) == (2, 1)
-    assert again.text == first.text
-    (root / "a.txt").write_text("new hit, longer\n")
-    assert "new hit" in search_files(ws, query, COUNTER, files=cache).text
-
-
-def test_the_stat_cache_rereads_files_written_too_recently_to_trust(root: Path) -> None:
-    write(root, {"a.txt": "hit\n"})
-    ws, cache = Workspace(root), StatCachedFiles()  # the real clock: a.txt is brand new
-    for _ in range(2):
-        search_files(ws, FileSearchQuery("hit"), COUNTER, files=cache)
-    assert (cache.hits, cache.misses) == (0, 2)
-
-
-def test_the_stat_cache_keeps_to_its_byte_bound(root: Path) -> None:
-    write(root, {f"f{i}.txt": "x" * 1000 + "\n" for i in range(10)})
-    ws, cache = Workspace(root), StatCachedFiles(3000, clock=lambda: time.time_ns() + RACY_NS)
-    for _ in range(2):
-        search_files(ws, FileSearchQuery("x"), COUNTER, files=cache)
-    assert cache.hits == 0  # each pass evicts what the next one needs first
-    assert cache._used <= 3000
 
 
 # --- the matcher against a per-line reference ------------------------------------------------

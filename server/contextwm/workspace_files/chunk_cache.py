@@ -66,6 +66,15 @@ class _Entry:
     plans: dict[ChunkSpec, ChunkPlan] = field(default_factory=dict)
 
 
+def _plain(path: str) -> str | None:
+    """path normalised when it is a plain relative path (no NUL, not absolute, not above the
+    root), else None: then Workspace.relative must check and translate it."""
+    if not path or "\0" in path or path.startswith("/"):
+        return None
+    name = posixpath.normpath(path)
+    return None if name == ".." or name.startswith("../") else name
+
+
 class ChunkCache:
     """Files and their chunk plans per (workspace root, path); thread-safe.
 
@@ -79,7 +88,7 @@ class ChunkCache:
         max_bytes: int,
         parser: DefinitionParser,
         *,
-        stat: Callable[[Path], os.stat_result] = os.stat,
+        stat: Callable[[str], os.stat_result] = os.stat,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         """Args:
@@ -117,16 +126,22 @@ class ChunkCache:
         Raises:
             What workspace.relative() and read_file() raise; the file's entry is dropped.
         """
-        name = Path(workspace.relative(path)).as_posix()
+        # A hit costs one stat, no resolve: the entry was read through the workspace's
+        # confinement for that very file, and a symlink swapped in since leads to another
+        # file, whose stamp differs, so the read that follows checks the path afresh.
+        name = _plain(path)
+        if name is None:
+            try:
+                name = Path(workspace.relative(path)).as_posix()
+            except ContextWMError:
+                self._drop((str(workspace.root), posixpath.normpath(path)))
+                raise
         key = (str(workspace.root), name)
         try:
-            info = self._stat(workspace.resolve(name))
+            info = self._stat(os.path.join(workspace.root, name))
             stamp: Stamp | None = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
         except OSError:
             stamp = None  # read_file says what is wrong
-        except ContextWMError:  # a symlink on the way now leads outside the root
-            self._drop(key)
-            raise
         with self._lock:
             entry = self._entries.get(key)
             if (

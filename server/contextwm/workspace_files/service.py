@@ -160,7 +160,14 @@ class WorkspaceFiles:
     ) -> SearchPage:
         """One page of a search of the conversation's workspace (see file_search)."""
         workspace, counter = self._workspace(namespace, conversation_id)
-        return search_files(workspace, query, counter, page_token, files=self.cache)
+        return search_files(
+            workspace,
+            query,
+            counter,
+            page_token,
+            files=self.cache,
+            max_file_bytes=self._max_file_bytes,
+        )
 
     def edit(
         self,
