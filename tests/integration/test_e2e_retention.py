@@ -495,7 +495,8 @@ def test_the_retention_command(
 
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README[README.index("## Retention") : README.index("## Settings")]
+_START = README.index("## Retention")
+SECTION = README[_START : README.index("\n## ", _START)]
 
 
 def test_the_readme_settings_give_the_policies_it_says(tmp_path: Path) -> None:
