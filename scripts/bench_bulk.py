@@ -7,14 +7,13 @@ Measures:
    machine, embedding a sample of the same texts in batches of 256 (the import's chunk) and
    64 (the model's own batch); the faster is the reference, measured before the import and
    again after it (the machine is shared: the drift shows);
-2. the import: `contextwm serve` as a subprocess with the default settings (an import
-   embeds in a child process of its own at the server's priority, live appends' indexing in
-   the lower-priority indexer child), then
+2. the import: `contextwm serve` as a subprocess with the default settings (the indexer's
+   model in a child process, which embeds imports too), then
    `contextwm import FILE` as another, timed from its start to its exit. Items are
    acknowledged only once embedded and stored, so the import's rate is the ingest rate;
    the store is then checked: every item stored, none without vector;
 3. the server's resident memory (VmRSS, sampled every 0.25 s): before the import, its peak
-   during it, at its end; and the embedding children's (summed), likewise.
+   during it, at its end; and the embedding child's, likewise.
 
 Texts: seeded turns of about 40 cl100k tokens (bench_common.TextGenerator), spread over
 --conversations conversations in order, with historic timestamps a minute apart.
@@ -197,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             ["server", f"{server_mb[0]:.0f}", f"{max(server_mb):.0f}", f"{server_mb[-1]:.0f}"],
             [
-                "embedding children",
+                "embedding child",
                 f"{child_mb[0]:.0f}",
                 f"{max(child_mb):.0f}",
                 f"{child_mb[-1]:.0f}",

@@ -1097,6 +1097,7 @@ def from_proto_search_files_page(message: pb.SearchFilesPage) -> FileSearchPage:
         remaining_files=message.remaining_files,
         files_searched=message.files_searched,
         binary_skipped=message.binary_skipped,
+        too_large_skipped=message.too_large_skipped,
         text=message.text,
         token_count=message.token_count,
     )

@@ -1224,6 +1224,7 @@ class FileSearchPage(ShortRepr):
         remaining_files: Files with matches not yet shown in full.
         files_searched: Files looked at.
         binary_skipped: Binary files skipped.
+        too_large_skipped: Files over the server's size limit, skipped.
         text: The page as text (path lines, `N:match`, `N-context`, `--` between blocks).
         token_count: Tokens of text in the conversation's encoding.
     """
@@ -1236,6 +1237,7 @@ class FileSearchPage(ShortRepr):
     remaining_files: int
     files_searched: int
     binary_skipped: int
+    too_large_skipped: int
     text: str
     token_count: int
 

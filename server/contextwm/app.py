@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from contextwm.adapters.code_definitions import TreeSitterDefinitions
-from contextwm.adapters.embedder_process import OnDemandProcessEmbedder, ProcessEmbedder
+from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import ShortCountCache, token_counter
@@ -63,8 +63,6 @@ class Service:
     metrics: Metrics | None = None  # when settings.metrics_port is set
     # The background run of retention (None when retention_interval_seconds is 0).
     retention_task: RetentionTask | None = None
-    # Imports' embedding process, started by an import (with indexer_process).
-    import_embedder: OnDemandProcessEmbedder | None = None
 
     @property
     def metrics_port(self) -> int | None:
@@ -218,18 +216,12 @@ class Service:
             context_lines=window.context_lines_around_matches,
         )
         engine.caches["workspace_chunks"] = files.cache
-        # An import is the work its caller waits for: it embeds in a process of its own at the
-        # server's priority (live appends' indexing keeps the lower-priority child), which
-        # also keeps the server's memory flat while it loads.
-        import_embedder = (
-            OnDemandProcessEmbedder(embedder.model_name, embedder.dimension)
-            if batch_embedder is not None
-            else None
-        )
         listening.server.serve(
             engine,
             reembedder,
-            Imports(engine.appends, import_embedder or embedder),
+            # The indexer's child embeds imports too: a bulk load yields the CPU to live
+            # requests, and the server's own memory stays flat while it loads.
+            Imports(engine.appends, batch_embedder or embedder),
             files,
             ToolSessions(sessions, window.tools),
         )
@@ -248,7 +240,6 @@ class Service:
             batch_embedder,
             listening.metrics,
             retention_task,
-            import_embedder,
         )
 
     def stop(self, grace: float | None = None) -> None:
@@ -263,8 +254,6 @@ class Service:
         self.indexer.stop()
         if self.batch_embedder is not None:
             self.batch_embedder.close()
-        if self.import_embedder is not None:
-            self.import_embedder.close()
         self.store.close()
         if self.metrics is not None:
             self.metrics.stop()

@@ -205,6 +205,23 @@ def test_the_byte_bound_holds_and_the_least_recent_go(workspace: Workspace) -> N
     assert cache.stats().misses == len(names) + 1  # the first went
 
 
+def test_a_scan_keeps_files_only_in_free_room(workspace: Workspace) -> None:
+    names = [f"s{i:03}.py" for i in range(60)]
+    for name in names:
+        write(workspace, name, SAMPLES["circle.py"] + f"# {name}\n")
+    cache = ChunkCache(30_000, PARSER)
+    for name in names:  # a search: each file once, none pushing another out
+        cache.file(workspace, name, LIMIT, evict=False)
+    held = cache.stats()
+    assert held.evictions == 0 and 0 < held.entries < len(names)
+    assert held.bytes <= 30_000
+    first = names[0]
+    cache.file(workspace, first, LIMIT, evict=False)  # the first files stay, found again
+    assert cache.stats().hits == 1
+    cache.file(workspace, names[-1], LIMIT)  # a chunk read may push out older ones
+    assert cache.stats().evictions >= 1
+
+
 def test_the_byte_estimate_matches_the_memory_held(workspace: Workspace) -> None:
     names = [f"m{i}.py" for i in range(40)]
     for i, name in enumerate(names):

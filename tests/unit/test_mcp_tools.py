@@ -114,6 +114,7 @@ def page(token: str, remaining: int, first: int) -> FileSearchPage:
         remaining_files=1 if remaining else 0,
         files_searched=7,
         binary_skipped=1,
+        too_large_skipped=0,
         text=f"notes.md\n{first + 1}:line {first + 1} of the long log\n",
         token_count=30,
     )
@@ -236,7 +237,7 @@ def test_an_unknown_page_token_is_a_tool_error_that_says_what_to_do() -> None:
 
 def test_no_match_says_how_many_files_were_searched() -> None:
     client = fake_client()
-    client.search_files.return_value = FileSearchPage((), "", 0, 0, 0, 0, 7, 0, "", 0)
+    client.search_files.return_value = FileSearchPage((), "", 0, 0, 0, 0, 7, 0, 0, "", 0)
     assert (
         text(call(client, "search_files", {"pattern": "zzz"})) == "No matches (7 files searched)."
     )

@@ -3790,6 +3790,7 @@ class SearchFilesPage(_message.Message):
     BINARY_SKIPPED_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
     TOKEN_COUNT_FIELD_NUMBER: _builtins.int
+    TOO_LARGE_SKIPPED_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
     """Empty on the last page."""
     total_matches: _builtins.int
@@ -3803,6 +3804,8 @@ class SearchFilesPage(_message.Message):
     tokens in the conversation's encoding.
     """
     token_count: _builtins.int
+    too_large_skipped: _builtins.int
+    """Files over the server's size limit (max_file_mb), not searched."""
     @_builtins.property
     def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___FileMatches]: ...
     def __init__(
@@ -3818,10 +3821,11 @@ class SearchFilesPage(_message.Message):
         binary_skipped: _builtins.int = ...,
         text: _builtins.str = ...,
         token_count: _builtins.int = ...,
+        too_large_skipped: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary_skipped", b"binary_skipped", "files", b"files", "files_searched", b"files_searched", "next_page_token", b"next_page_token", "remaining_files", b"remaining_files", "remaining_matches", b"remaining_matches", "text", b"text", "token_count", b"token_count", "total_files", b"total_files", "total_matches", b"total_matches"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary_skipped", b"binary_skipped", "files", b"files", "files_searched", b"files_searched", "next_page_token", b"next_page_token", "remaining_files", b"remaining_files", "remaining_matches", b"remaining_matches", "text", b"text", "token_count", b"token_count", "too_large_skipped", b"too_large_skipped", "total_files", b"total_files", "total_matches", b"total_matches"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

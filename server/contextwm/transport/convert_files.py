@@ -137,6 +137,7 @@ def to_proto_search_files_page(page: SearchPage) -> pb.SearchFilesPage:
         remaining_files=page.remaining_files,
         files_searched=page.files_searched,
         binary_skipped=page.binary_skipped,
+        too_large_skipped=page.too_large_skipped,
         text=page.text,
         token_count=page.token_count,
     )

@@ -112,7 +112,9 @@ class ChunkCache:
         self._bytes = 0
         self._hits = self._misses = self._plan_hits = self._plan_misses = self._evictions = 0
 
-    def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
+    def file(
+        self, workspace: Workspace, path: str, max_bytes: int, *, evict: bool = True
+    ) -> FileText:
         """A file as Workspace.read_file reads it, from the cache while it is unchanged.
 
         A stat is taken every time; the file is read again when its stamp changed, when it
@@ -122,6 +124,9 @@ class ChunkCache:
             workspace: does the confined reads.
             path: workspace-relative, or absolute inside the root.
             max_bytes: a larger file is refused, as by read_file.
+            evict: keep a file read now even if older entries must go; False keeps it only
+                in free room (a search reads every file once: over a tree larger than the
+                cache it would otherwise push out everything on every search, for nothing).
 
         Raises:
             What workspace.relative() and read_file() raise; the file's entry is dropped.
@@ -165,7 +170,7 @@ class ChunkCache:
         if stamp is None:
             self._drop(key)
             return read
-        return self._keep(key, read, stamp, racy=now - stamp[0] < RACY_NS)
+        return self._keep(key, read, stamp, racy=now - stamp[0] < RACY_NS, evict=evict)
 
     def plan(self, file: FileText, root: Path, spec: ChunkSpec, counter: TokenCounter) -> ChunkPlan:
         """plan_chunks() for a file, kept with the file's entry while its content is the same.
@@ -240,7 +245,9 @@ class ChunkCache:
                 max_bytes=self._max,
             )
 
-    def _keep(self, key: tuple[str, str], read: FileText, stamp: Stamp, *, racy: bool) -> FileText:
+    def _keep(
+        self, key: tuple[str, str], read: FileText, stamp: Stamp, *, racy: bool, evict: bool
+    ) -> FileText:
         """Stores a file just read; an entry of the same content keeps its text and plans.
 
         Returns:
@@ -251,7 +258,7 @@ class ChunkCache:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old.bytes
-            if size > self._max:
+            if size > self._max or (not evict and self._bytes + size > self._max):
                 return read  # it would push out everything else and still not fit
             entry = _Entry(read, stamp, racy, size)
             if old is not None and old.file.sha256 == read.sha256:

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from contextwm.domain.workspace_files import FileText
 from contextwm.ports.workspace import Workspace
+from contextwm.workspace_files.chunk_cache import ChunkCache
 
 
 class FileSource(Protocol):
@@ -33,3 +34,16 @@ class ReadThroughFiles:
 
     def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
         return workspace.read_file(path, max_bytes)
+
+
+class ScanningFiles:
+    """A search's view of the chunk cache: files found there are served from it, files read
+    now are kept only in its free room. A search reads every file of a tree once; over a
+    tree larger than the cache, keeping each would push out everything on every search
+    (what chunk reads use included) and leave nothing for the next one."""
+
+    def __init__(self, cache: ChunkCache) -> None:
+        self._cache = cache
+
+    def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
+        return self._cache.file(workspace, path, max_bytes, evict=False)

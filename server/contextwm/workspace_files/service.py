@@ -25,6 +25,7 @@ from contextwm.workspace_files.chunk_cache import ChunkCache
 from contextwm.workspace_files.chunking import chunk_at, chunk_of_line, chunk_of_text
 from contextwm.workspace_files.editing import edit_file
 from contextwm.workspace_files.file_search import search_files
+from contextwm.workspace_files.file_source import ScanningFiles
 from contextwm.workspace_files.sessions import Sessions
 
 
@@ -141,8 +142,6 @@ class WorkspaceFiles:
                     f" ({view.chunk_index + 1} of {view.total_chunks})"
                 )
             position = Position(index=target)
-        elif position.text is not None:
-            position = dataclasses.replace(position, line=None)
         return self._read(
             namespace,
             conversation_id,
@@ -165,7 +164,7 @@ class WorkspaceFiles:
             query,
             counter,
             page_token,
-            files=self.cache,
+            files=ScanningFiles(self.cache),
             max_file_bytes=self._max_file_bytes,
         )
 
@@ -243,9 +242,13 @@ class WorkspaceFiles:
 
         def view(session: SessionState) -> SessionState:
             old = session.view
-            same = old is not None and old.path == chunk.path and old.sha256 == chunk.sha256
-            seen = set(old.seen) if same and old is not None else set()
-            seen.add(chunk.index)
+            # Chunk numbers mean the same only for the same content cut the same way.
+            same_cut = old is not None and (old.path, old.sha256, old.spec) == (
+                chunk.path,
+                chunk.sha256,
+                spec,
+            )
+            seen = {*old.seen, chunk.index} if same_cut and old is not None else {chunk.index}
             new = FileView(
                 chunk.path, spec, chunk.index, chunk.total_chunks, tuple(sorted(seen)), chunk.sha256
             )
