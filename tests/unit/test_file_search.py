@@ -22,27 +22,9 @@ from contextwm.workspace_files._search_match import compile_pattern, matching_li
 from contextwm.workspace_files.file_search import search_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from workspace_trees import git, needs_git, write
 
 COUNTER = token_counter("cl100k_base")
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> None:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(root), "-c", "commit.gpgsign=false", *args],
-        capture_output=True,
-        check=True,
-    )
 
 
 def make_repo(root: Path) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,29 +17,9 @@ from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied,
 from contextwm.ports.workspace import WorkingFile
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from workspace_trees import git, needs_git, write
 
 COUNTER = token_counter("cl100k_base")
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> None:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), "-c", "commit.gpgsign=false", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
 
 
 def make_repo(root: Path, files: dict[str, str | bytes]) -> Path:
