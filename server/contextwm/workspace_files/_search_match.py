@@ -6,6 +6,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import cast
 
 import regex
@@ -145,24 +146,48 @@ def _candidate_lines(
     starts: Sequence[int],
     keep: int,
 ) -> tuple[list[int], int]:
-    """The regex tried alone on each line holding one of its required literals: a match
+    """The regex run over the lines holding one of its required literals, joined: a match
     lies within a line, so every matching line holds one of them. candidates runs to its
-    line's end, so each match is a new line and its end is the line's."""
-    at: list[int] = []
-    count = 0
-    search, rfind = pattern.search, text.rfind
-    for m in candidates.finditer(text):
-        start = rfind("\n", 0, m.start()) + 1
-        if search(text, start, m.end()) is not None:
-            count += 1
-            if len(at) < keep:
-                at.append(start)
+    line's end, so each match is a new line and its end is the line's. One C-level scan of
+    the joined lines costs less than a call per line (30,000 lines in a 1,000-file tree)."""
+    rfind = text.rfind
+    spans = [(rfind("\n", 0, m.start()) + 1, m.end()) for m in candidates.finditer(text)]
+    if not spans:
+        return [], 0
+    joined = "\n".join([text[a:b] for a, b in spans])
+    # Where each candidate line starts in joined; the last entry is one past its end.
+    offsets = list(accumulate((b - a + 1 for a, b in spans), initial=0))
+    hits = _joined_lines(pattern, joined, offsets)
+    count = len(hits)
     found: list[int] = []
     line = 0
-    for position in at:
-        line = bisect_right(starts, position, line) - 1
+    for i in hits[:keep]:
+        line = bisect_right(starts, spans[i][0], line) - 1
         found.append(line)
     return found, count
+
+
+def _joined_lines(pattern: re.Pattern[str], joined: str, offsets: list[int]) -> list[int]:
+    """Indexes of the joined lines the pattern matches within (as _line_by_line, on them)."""
+    hits: list[int] = []
+    search = pattern.search
+    size = len(joined)
+    pos = 0
+    line = 0
+    while pos <= size:
+        m = search(joined, pos)
+        if m is None:
+            break
+        line = bisect_right(offsets, m.start(), line) - 1
+        if line >= len(offsets) - 1:  # an empty match after the last line
+            break
+        end = offsets[line + 1] - 1  # the line's end: its "\n" in joined, or the end
+        if m.end() > end and search(joined, offsets[line], end) is None:
+            pos = offsets[line + 1]
+            continue
+        hits.append(line)
+        pos = offsets[line + 1]
+    return hits
 
 
 def _line_by_line(
