@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from code_samples import SAMPLES
 from conftest import StartService
 from contextwm.settings import ContextWindowSettings
 from contextwm_client import (
@@ -138,6 +139,21 @@ def test_functions_cut_at_definitions_and_other_files_fall_back(client: Client) 
     assert all(c.strategy == "functions" for c in chunks)
     md = client.read_file_chunk("agent", "notes.md", strategy="functions")
     assert md.strategy == "lines" and ".md" in md.fallback
+
+
+def test_every_parsed_language_is_cut_at_its_definitions(client: Client, workspace: Path) -> None:
+    # Real code in each language: a class (or its equivalent), nested functions and a
+    # definition longer than the limit, which is split.
+    for name, source in SAMPLES.items():
+        (workspace / name).write_text(source)
+        first = client.read_file_chunk("agent", name, strategy="functions", max_lines=5)
+        chunks = [first] + [
+            client.scroll_file("agent", "next", record=False) for _ in range(first.total_chunks - 1)
+        ]
+        assert "".join(c.content for c in chunks) == source, name
+        assert all(c.strategy == "functions" and c.fallback == "" for c in chunks), name
+        assert any(c.split for c in chunks), name
+        assert all(c.last_line - c.first_line < 5 for c in chunks), name
 
 
 def test_semantic_keeps_the_header_apart_and_groups_definitions(client: Client) -> None:
