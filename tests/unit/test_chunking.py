@@ -11,7 +11,6 @@ import pytest
 from code_samples import SAMPLES
 from contextwm.adapters.code_definitions import TreeSitterDefinitions
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.adapters.workspace import line_starts
 from contextwm.domain.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -37,7 +36,7 @@ LINES, FUNCTIONS, SEMANTIC = ChunkStrategy.LINES, ChunkStrategy.FUNCTIONS, Chunk
 
 
 def text_file(path: str, text: str) -> FileText:
-    return FileText(path, text, line_starts(text), "0" * 64, len(text.encode()))
+    return FileText(path, text, "0" * 64, len(text.encode()))
 
 
 def plan(path: str, text: str, spec: ChunkSpec) -> ChunkPlan:

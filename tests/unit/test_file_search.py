@@ -14,9 +14,15 @@ from typing import Any
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.adapters.workspace import Workspace, line_starts
+from contextwm.adapters.workspace import Workspace
 from contextwm.domain.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
-from contextwm.domain.workspace_files import CaseMode, FileMatches, FileSearchQuery, SearchPage
+from contextwm.domain.workspace_files import (
+    CaseMode,
+    FileMatches,
+    FileSearchQuery,
+    SearchPage,
+    line_starts,
+)
 from contextwm.workspace_files._search_literals import required_literals
 from contextwm.workspace_files._search_match import compile_pattern, matching_lines
 from contextwm.workspace_files.file_search import search_files

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import operator
 import os
 import shutil
 import stat
 import subprocess
 from collections.abc import Sequence
-from itertools import accumulate, repeat
 from pathlib import Path
 
 from contextwm.adapters.code_map import render_map, walk_files
@@ -44,21 +42,6 @@ _GIT_ENV = {
 # The agent's repo config must not make us run its programs: fsmonitor hooks, external diff
 # drivers and textconv are switched off (a clean filter from .gitattributes still runs).
 _GIT_SAFE = ("-c", "core.fsmonitor=false")
-
-
-def line_starts(text: str) -> tuple[int, ...]:
-    """Where each line starts, lines ending at "\n" only: str.splitlines also ends lines at
-    form feeds and Unicode separators, which editors, git and ripgrep do not."""
-    if not text:
-        return ()
-    # Every step runs in C (split, len, add, accumulate): a loop of str.find calls in
-    # Python costs as much as the rest of reading a file.
-    parts = text.split("\n")
-    starts = list(accumulate(map(operator.add, map(len, parts), repeat(1)), initial=0))
-    del starts[len(parts) :]
-    if not parts[-1]:  # the text ends with a line break: no line starts after it
-        starts.pop()
-    return tuple(starts)
 
 
 class Workspace:
@@ -186,7 +169,6 @@ class Workspace:
         return FileText(
             path=Path(name).as_posix(),
             text=text,
-            line_starts=line_starts(text),
             sha256=hashlib.sha256(data).hexdigest(),
             size=len(data),
             replaced=replaced,

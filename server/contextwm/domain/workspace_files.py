@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import enum
+import functools
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
 
 
 class ChunkStrategy(enum.Enum):
@@ -52,7 +55,23 @@ class ChunkPlan:
     fallback: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+def line_starts(text: str) -> tuple[int, ...]:
+    """Where each line starts, lines ending at "\n" only: str.splitlines also ends lines at
+    form feeds and Unicode separators, which editors, git and ripgrep do not."""
+    if not text:
+        return ()
+    # Every step runs in C (split, len, add, accumulate): a loop of str.find calls in
+    # Python costs as much as the rest of reading a file.
+    parts = text.split("\n")
+    starts = list(accumulate(map(operator.add, map(len, parts), repeat(1)), initial=0))
+    del starts[len(parts) :]
+    if not parts[-1]:  # the text ends with a line break: no line starts after it
+        starts.pop()
+    return tuple(starts)
+
+
+# Not slotted: line_starts is computed on first use and kept in the instance's __dict__.
+@dataclass(frozen=True)
 class FileText:
     """A workspace file as read: its decoded text, where each line starts, and how it was
     decoded. Lines end at "\n" only and keep their endings; line n (1-based) is
@@ -60,11 +79,16 @@ class FileText:
 
     path: str  # workspace-relative, POSIX separators
     text: str
-    line_starts: tuple[int, ...]  # one per line; () for an empty file
     sha256: str  # of the bytes on disk, hex: what an edit's expected hash is compared with
     size: int  # bytes on disk
     # Bytes that are not UTF-8 were replaced (U+FFFD); the read says so.
     replaced: bool = False
+
+    @functools.cached_property
+    def line_starts(self) -> tuple[int, ...]:
+        """One per line; () for an empty file. Computed on first use: a search looks at the
+        lines of the few files that match, and splitting a file costs more than reading it."""
+        return line_starts(self.text)
 
     @property
     def total_lines(self) -> int:
@@ -75,8 +99,9 @@ class FileText:
         "" when last < first (the one chunk of an empty file is lines 1..0)."""
         if last < first:
             return ""
-        end = self.line_starts[last] if last < len(self.line_starts) else len(self.text)
-        return self.text[self.line_starts[first - 1] : end]
+        starts = self.line_starts
+        end = starts[last] if last < len(starts) else len(self.text)
+        return self.text[starts[first - 1] : end]
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,12 @@ class Matcher:
     whole_lines: re.Pattern[str] | None = None
     candidates: re.Pattern[str] | None = None
 
+    def may_match(self, text: str) -> bool:
+        """False only when no line of text can match: one scan with the cheapest pattern
+        that every matching line matches (matching_lines scans the whole text too)."""
+        probe = self.whole_lines or self.candidates or self.pattern
+        return probe.search(text) is not None
+
 
 def _fast(source: str, ignore_case: bool) -> re.Pattern[str]:
     """A pattern of literal text compiled with the `regex` package, whose search for a

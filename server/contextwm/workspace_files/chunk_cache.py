@@ -9,7 +9,6 @@ again and its hash compared until it is older than that.
 
 from __future__ import annotations
 
-import bisect
 import os
 import posixpath
 import sys
@@ -282,20 +281,20 @@ class ChunkCache:
             self._evictions += 1
 
 
-_ENTRY_OBJECT_BYTES = _block(
-    sys.getsizeof(_Entry(FileText("", "", (), "", 0), (0, 0, 0, 0), False, 0))
-)
+_ENTRY_OBJECT_BYTES = _block(sys.getsizeof(_Entry(FileText("", "", "", 0), (0, 0, 0, 0), False, 0)))
 
 
 def _entry_bytes(key: tuple[str, str], file: FileText) -> int:
-    """The memory an entry holds: the file's text, path, hash and line starts, its stamp, the
-    entry itself, its plans' dict and its key."""
-    starts = file.line_starts
-    large = len(starts) - bisect.bisect_right(starts, 256)
-    objects = (file, file.text, file.path, file.sha256, starts, (0, 0, 0, 0), {0: 0}, *key)
+    """The memory an entry holds: the file's text, path, hash and line starts (counted
+    whether or not they were computed yet: a chunk read computes them), its attributes, its
+    stamp, the entry itself, its plans' dict and its key."""
+    text = file.text
+    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    objects = (file, vars(file), text, file.path, file.sha256, (0, 0, 0, 0), {0: 0}, *key)
     return (
         sum(_block(sys.getsizeof(o)) for o in objects)
-        + large * _INT_BYTES
+        + _block(sys.getsizeof(()) + 8 * lines)  # the line starts' tuple
+        + lines * _INT_BYTES  # and its ints (all but the first few lines' are not shared)
         + 2 * _INT_BYTES  # the stamp's size and inode
         + 2 * _NS_BYTES  # its times
         + _ENTRY_OBJECT_BYTES

@@ -198,6 +198,10 @@ def _scan(
         except ContextWMError:  # deleted, unreadable, or swapped for an escaping link
             continue
         searched += 1
+        # Most files of a search have no match: one scan says so before the file's lines
+        # are looked at (splitting a file into lines costs more than reading it).
+        if not matcher.may_match(text.text):
+            continue
         lines, count = matching_lines(matcher, text.text, text.line_starts, cap)
         if not count:
             continue
