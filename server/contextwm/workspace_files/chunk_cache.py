@@ -9,6 +9,7 @@ again and its hash compared until it is older than that.
 
 from __future__ import annotations
 
+import bisect
 import os
 import posixpath
 import sys
@@ -63,6 +64,9 @@ class _Entry:
     racy: bool  # modified within RACY_NS of being read: the stamp alone proves nothing
     bytes: int
     plans: dict[ChunkSpec, ChunkPlan] = field(default_factory=dict)
+    # Whether bytes counts the file's line starts (computed by the first plan, not by a
+    # search that found no match in it).
+    starts_counted: bool = False
 
 
 def _plain(path: str) -> str | None:
@@ -200,6 +204,9 @@ class ChunkCache:
             fresh = entry is not None and entry.file.sha256 == file.sha256
             if entry is not None and fresh and spec_key not in entry.plans:
                 size = _plan_bytes(plan)
+                if not entry.starts_counted:
+                    size += _starts_bytes(entry.file)
+                    entry.starts_counted = True
                 entry.plans[spec_key] = plan
                 entry.bytes += size
                 self._bytes += size
@@ -262,6 +269,7 @@ class ChunkCache:
             entry = _Entry(read, stamp, racy, size)
             if old is not None and old.file.sha256 == read.sha256:
                 entry.file, entry.plans, entry.bytes = old.file, old.plans, old.bytes
+                entry.starts_counted = old.starts_counted
             self._entries[key] = entry
             self._bytes += entry.bytes
             self._evict()
@@ -285,21 +293,24 @@ _ENTRY_OBJECT_BYTES = _block(sys.getsizeof(_Entry(FileText("", "", "", 0), (0, 0
 
 
 def _entry_bytes(key: tuple[str, str], file: FileText) -> int:
-    """The memory an entry holds: the file's text, path, hash and line starts (counted
-    whether or not they were computed yet: a chunk read computes them), its attributes, its
-    stamp, the entry itself, its plans' dict and its key."""
-    text = file.text
-    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    objects = (file, vars(file), text, file.path, file.sha256, (0, 0, 0, 0), {0: 0}, *key)
+    """The memory an entry holds: the file's text, path, hash, its attributes, its stamp,
+    the entry itself, its plans' dict and its key (its line starts once a plan counts them)."""
+    objects = (file, vars(file), file.text, file.path, file.sha256, (0, 0, 0, 0), {0: 0}, *key)
     return (
         sum(_block(sys.getsizeof(o)) for o in objects)
-        + _block(sys.getsizeof(()) + 8 * lines)  # the line starts' tuple
-        + lines * _INT_BYTES  # and its ints (all but the first few lines' are not shared)
         + 2 * _INT_BYTES  # the stamp's size and inode
         + 2 * _NS_BYTES  # its times
         + _ENTRY_OBJECT_BYTES
         + _ORDERED_SLOT_BYTES
     )
+
+
+def _starts_bytes(file: FileText) -> int:
+    """The memory of a file's line starts: the tuple and its ints (those of the first lines,
+    under 257, are shared)."""
+    starts = file.line_starts
+    large = len(starts) - bisect.bisect_right(starts, 256)
+    return _block(sys.getsizeof(starts)) + large * _INT_BYTES
 
 
 def _plan_bytes(plan: ChunkPlan) -> int:
