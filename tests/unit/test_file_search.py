@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
@@ -23,8 +24,14 @@ from contextwm.domain.workspace_files import (
     SearchPage,
     line_starts,
 )
+from contextwm.workspace_files import _search_match
 from contextwm.workspace_files._search_literals import required_literals
-from contextwm.workspace_files._search_match import compile_pattern, matching_lines
+from contextwm.workspace_files._search_match import (
+    case_sensitive,
+    compile_pattern,
+    matching_lines,
+)
+from contextwm.workspace_files._search_trim import trimmed
 from contextwm.workspace_files.file_search import search_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -268,6 +275,19 @@ def test_caps_per_file_keep_the_real_count(root: Path) -> None:
     assert page.total_matches == 6  # each file counted up to its cap
 
 
+@pytest.mark.parametrize("regex", [False, True])
+def test_files_on_later_pages_keep_their_real_count(root: Path, regex: bool) -> None:
+    # The first page does not count beyond the cap in files it cannot show; their page must.
+    write(root, {f"f{n}.txt": "hit\n" * (30 + n) for n in range(4)})
+    got = [
+        (f.path, f.matches_in_file, f.capped)
+        for page in pages(root, "h.t" if regex else "hit", regex=regex, page_matches=15)
+        for f in page.files
+    ]
+    assert {(path, count) for path, count, _ in got} == {(f"f{n}.txt", 30 + n) for n in range(4)}
+    assert all(capped for _, _, capped in got)
+
+
 def numbered(hits: list[int], total: int = 20) -> str:
     return "".join("hit\n" if n in hits else f"line {n}\n" for n in range(1, total + 1))
 
@@ -424,6 +444,8 @@ def test_context_is_dropped_before_a_page_is_refused(root: Path) -> None:
 PATTERNS = ["a", "ab", "^a", "b$", r"a\s*b", r"[^a]b", "x*", "^", "$", r"\s", r"b\n?a", r"\bab"]
 # Regexes with a literal of three or more characters: their candidate lines are searched.
 PATTERNS += ["ab a", r"(?:ab|ba) \s*a", r"^ab ", r"bab$", "aba|bab", r"a[ b]ab\s", r"(?i)AB A"]
+# Repeats at the ends, which the matcher cuts to their minimum.
+PATTERNS += [r"\w+ b", r".*ab", r"ab.*", r"\s*a\s+", r"[ab]{2,}b", r"a*?b+?", r"\s+", r"a++b"]
 LITERALS = ["a", "ab", "b a", "a\r", " "]
 
 
@@ -435,16 +457,56 @@ LITERALS = ["a", "ab", "b a", "a\r", " "]
         st.builds(FileSearchQuery, st.sampled_from(LITERALS)),
     ),
     st.integers(min_value=1, max_value=4),
+    st.one_of(st.none(), st.integers(min_value=1, max_value=6)),
 )
 def test_matching_lines_equals_a_line_by_line_search(
-    text: str, query: FileSearchQuery, keep: int
+    text: str, query: FileSearchQuery, keep: int, count_to: int | None
 ) -> None:
     matcher = compile_pattern(query)
+    source = query.pattern if query.regex else re.escape(query.pattern)
+    case = re.IGNORECASE if not case_sensitive(query.pattern, query.regex, query.case) else 0
+    pattern = re.compile(source, re.MULTILINE | case)
     starts = line_starts(text)
     bounds = [*starts[1:], len(text)] if starts else []
     contents = [text[s:e].removesuffix("\n") for s, e in zip(starts, bounds, strict=True)]
-    reference = [i for i, line in enumerate(contents) if matcher.pattern.search(line)]
-    assert matching_lines(matcher, text, starts, keep) == (reference[:keep], len(reference))
+    reference = [i for i, line in enumerate(contents) if pattern.search(line)]
+    count = len(reference) if count_to is None else min(len(reference), max(count_to, keep))
+    got = matching_lines(matcher, text, starts, keep, count_to=count_to)
+    assert got == (reference[:keep], count)
+    with mock.patch.object(_search_match, "_FIRST_BLOCK", 1):  # candidates a line at a time
+        assert matching_lines(matcher, text, starts, keep, count_to=count_to) == got
+
+
+def test_a_count_stops_at_count_to_across_blocks_of_candidate_lines() -> None:
+    text = "x ab a\n" * 500
+    matcher = compile_pattern(FileSearchQuery(r"x ab\s", regex=True))
+    assert matcher.candidates is not None
+    starts = line_starts(text)
+    for count_to in (1, 5, 64, 65, 300):
+        assert matching_lines(matcher, text, starts, 1, count_to=count_to) == ([0], count_to)
+    assert matching_lines(matcher, text, starts, 2) == ([0, 1], 500)
+
+
+@pytest.mark.parametrize(
+    ("source", "cut"),
+    [
+        (r"\w+_count", r"\w_count"),
+        (r".*Error.*", "Error"),
+        (r"[a-z]{2,}x\d*?", "[a-z][a-z]x"),
+        (r"\s+", r"\s"),
+        (r"\w++x", None),  # possessive: \w++ takes the x, so it never matches
+        (r"(\w)+\1", None),  # a group, which may be referred to
+        (r"\w{20,}", None),  # a long minimum stays a repeat
+        (r"^\s*def", None),  # the anchor comes first
+    ],
+)
+def test_repeats_at_the_ends_are_cut_to_their_minimum(source: str, cut: str | None) -> None:
+    pattern = re.compile(source)
+    want = pattern if cut is None else re.compile(cut)
+    got = trimmed(pattern)
+    assert (got is pattern) == (cut is None)
+    for line in ["abc_count x", "  def f", "xx7 Error: no", "ab x", "wwwx", "aa", " ", "x" * 25]:
+        assert bool(got.search(line)) == bool(pattern.search(line)) == bool(want.search(line))
 
 
 # --- against ripgrep itself --------------------------------------------------------------------

@@ -498,6 +498,15 @@ def test_codebase_map_in_git_lists_tracked_and_untracked_files(tmp_path: Path) -
     assert lines == [*IGNORING_MAP[:6], "    nested", "    new.py: def fresh", *IGNORING_MAP[6:]]
 
 
+@needs_git
+def test_a_root_inside_a_repository_is_listed_by_git(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"sub/a.py": "x = 1\n"})
+    write(repo, {"sub/b.py": "y = 2\n", "sub/c.py": "z = 3\n"})
+    (repo / ".git" / "info" / "exclude").write_text("c.py\n")  # only git reads this file
+    assert Workspace(repo / "sub").listed_files() == ["a.py", "b.py"]
+    assert Workspace(repo / "sub").head_commit() == Workspace(repo).head_commit() is not None
+
+
 def test_codebase_map_hides_symbols_behind_escaping_symlinks(tmp_path: Path, root: Path) -> None:
     write(tmp_path, {"outside.py": "def secret(): ...\n"})
     (root / "evil.py").symlink_to(tmp_path / "outside.py")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import cast
 
 import regex
@@ -14,6 +15,10 @@ import regex
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.workspace_files import CaseMode, FileSearchQuery
 from contextwm.workspace_files._search_literals import required_literals
+from contextwm.workspace_files._search_trim import trimmed
+
+# Candidate lines a regex is first run over; each later block is four times larger.
+_FIRST_BLOCK = 64
 
 # Escapes (\S, \W, \D, \A ...) name classes or anchors, not letters, and a group's name is no
 # literal either: neither makes a smart-case pattern case sensitive, as in ripgrep.
@@ -96,14 +101,19 @@ def compile_pattern(query: FileSearchQuery) -> Matcher:
     # The pattern's own flags: an inline (?i) makes the literals case-insensitive too.
     literals = required_literals(query.pattern, pattern.flags)
     if not literals or any("\n" in s for s in literals):
-        return Matcher(pattern)
+        return Matcher(trimmed(pattern))
     alternatives = "|".join(regex.escape(s) for s in literals)
     candidates = _fast(rf"(?:{alternatives})[^\n]*", bool(pattern.flags & re.IGNORECASE))
-    return Matcher(pattern, candidates=candidates)
+    return Matcher(trimmed(pattern), candidates=candidates)
 
 
 def matching_lines(
-    matcher: Matcher, text: str, starts: Sequence[int], keep: int
+    matcher: Matcher,
+    text: str,
+    starts: Sequence[int],
+    keep: int,
+    *,
+    count_to: int | None = None,
 ) -> tuple[list[int], int]:
     """The lines of a text that the pattern matches, each counted once.
 
@@ -112,31 +122,38 @@ def matching_lines(
         text: the file's text.
         starts: where each line starts (FileText.line_starts).
         keep: how many of the first matching lines to return.
+        count_to: stop counting at this many matching lines (at least keep); None counts
+            them all.
 
     Returns:
-        (0-based indexes of the first `keep` matching lines, count of all matching lines).
+        (0-based indexes of the first `keep` matching lines, count of the matching lines).
     """
+    limit = sys.maxsize if count_to is None else max(count_to, keep)
     if matcher.whole_lines is not None:
-        return _whole_lines(matcher.whole_lines, text, starts, keep)
+        return _whole_lines(matcher.whole_lines, text, starts, keep, limit)
     if matcher.candidates is not None:
-        return _candidate_lines(matcher.pattern, matcher.candidates, text, starts, keep)
-    return _line_by_line(matcher.pattern, text, starts, keep)
+        return _candidate_lines(matcher.pattern, matcher.candidates, text, starts, keep, limit)
+    return _line_by_line(matcher.pattern, text, starts, keep, limit)
 
 
 def _whole_lines(
-    whole_lines: re.Pattern[str], text: str, starts: Sequence[int], keep: int
+    whole_lines: re.Pattern[str], text: str, starts: Sequence[int], keep: int, limit: int
 ) -> tuple[list[int], int]:
     """Each match runs to its line's end, so the next one is on a later line."""
     at: list[int] = []
     end = 0
-    for m in whole_lines.finditer(text):
+    matches = whole_lines.finditer(text)
+    for m in matches:
         at.append(m.start())
         end = m.end()
         if len(at) == keep:
             break
     count = len(at)
     if count == keep and count:
-        count += len(whole_lines.findall(text, end))
+        if limit == sys.maxsize:
+            count += len(whole_lines.findall(text, end))
+        else:
+            count += sum(1 for _ in islice(matches, limit - count))
     found: list[int] = []
     line = 0
     for position in at:
@@ -151,36 +168,47 @@ def _candidate_lines(
     text: str,
     starts: Sequence[int],
     keep: int,
+    limit: int,
 ) -> tuple[list[int], int]:
     """The regex run over the lines holding one of its required literals, joined: a match
     lies within a line, so every matching line holds one of them. candidates runs to its
     line's end, so each match is a new line and its end is the line's. One C-level scan of
-    the joined lines costs less than a call per line (30,000 lines in a 1,000-file tree)."""
+    the joined lines costs less than a call per line (30,000 lines in a 1,000-file tree).
+    The lines are taken in growing blocks, so a count that stops at `limit` leaves the
+    rest of a file with many candidates unscanned."""
     rfind = text.rfind
-    spans = [(rfind("\n", 0, m.start()) + 1, m.end()) for m in candidates.finditer(text)]
-    if not spans:
-        return [], 0
-    joined = "\n".join([text[a:b] for a, b in spans])
-    # Where each candidate line starts in joined; the last entry is one past its end.
-    offsets = list(accumulate((b - a + 1 for a, b in spans), initial=0))
-    hits = _joined_lines(pattern, joined, offsets)
-    count = len(hits)
+    lines = ((rfind("\n", 0, m.start()) + 1, m.end()) for m in candidates.finditer(text))
+    matched: list[int] = []  # where each matching line starts in text
+    size = _FIRST_BLOCK
+    while len(matched) < limit:
+        spans = list(islice(lines, size))
+        if not spans:
+            break
+        joined = "\n".join([text[a:b] for a, b in spans])
+        # Where each candidate line starts in joined; the last entry is one past its end.
+        offsets = list(accumulate((b - a + 1 for a, b in spans), initial=0))
+        hits = _joined_lines(pattern, joined, offsets, limit - len(matched))
+        matched += [spans[i][0] for i in hits]
+        size *= 4
     found: list[int] = []
     line = 0
-    for i in hits[:keep]:
-        line = bisect_right(starts, spans[i][0], line) - 1
+    for at in matched[:keep]:
+        line = bisect_right(starts, at, line) - 1
         found.append(line)
-    return found, count
+    return found, len(matched)
 
 
-def _joined_lines(pattern: re.Pattern[str], joined: str, offsets: list[int]) -> list[int]:
-    """Indexes of the joined lines the pattern matches within (as _line_by_line, on them)."""
+def _joined_lines(
+    pattern: re.Pattern[str], joined: str, offsets: list[int], limit: int
+) -> list[int]:
+    """Indexes of the first `limit` joined lines the pattern matches within (as
+    _line_by_line, on them)."""
     hits: list[int] = []
     search = pattern.search
     size = len(joined)
     pos = 0
     line = 0
-    while pos <= size:
+    while pos <= size and len(hits) < limit:
         m = search(joined, pos)
         if m is None:
             break
@@ -197,7 +225,7 @@ def _joined_lines(pattern: re.Pattern[str], joined: str, offsets: list[int]) -> 
 
 
 def _line_by_line(
-    pattern: re.Pattern[str], text: str, starts: Sequence[int], keep: int
+    pattern: re.Pattern[str], text: str, starts: Sequence[int], keep: int, limit: int
 ) -> tuple[list[int], int]:
     """One regex runs over the whole text, so a file without a match costs one C-level scan
     and no per-line work. After a match the search goes on at the next line's start: a
@@ -211,7 +239,7 @@ def _line_by_line(
     search = pattern.search
     pos = 0
     line = 0
-    while pos < size:
+    while pos < size and count < limit:
         m = search(text, pos)
         if m is None:
             break

@@ -14,7 +14,7 @@ class FileHits:
 
     path: str
     lines: tuple[int, ...]  # 0-based indexes of the matching lines shown, up to the cap
-    matches: int  # matching lines in the whole file
+    matches: int  # matching lines in the whole file; only up to the cap + 1 when file is None
     file: FileText | None  # kept only while the file may still be on the page
 
 

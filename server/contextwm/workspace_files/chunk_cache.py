@@ -116,12 +116,18 @@ class ChunkCache:
         self._hits = self._misses = self._plan_hits = self._plan_misses = self._evictions = 0
 
     def file(
-        self, workspace: Workspace, path: str, max_bytes: int, *, evict: bool = True
+        self,
+        workspace: Workspace,
+        path: str,
+        max_bytes: int,
+        *,
+        evict: bool = True,
+        info: os.stat_result | None = None,
     ) -> FileText:
         """A file as Workspace.read_file reads it, from the cache while it is unchanged.
 
-        A stat is taken every time; the file is read again when its stamp changed, when it
-        was racily clean, or when it is larger than this read's max_bytes allows.
+        A stat is taken (or given) every time; the file is read again when its stamp changed,
+        when it was racily clean, or when it is larger than this read's max_bytes allows.
 
         Args:
             workspace: does the confined reads.
@@ -130,6 +136,8 @@ class ChunkCache:
             evict: keep a file read now even if older entries must go; False keeps it only
                 in free room (a search reads every file once: over a tree larger than the
                 cache it would otherwise push out everything on every search, for nothing).
+            info: the path's stat just taken by the caller (an lstat that found a regular
+                file is one), used instead of taking another.
 
         Raises:
             What workspace.relative() and read_file() raise; the file's entry is dropped.
@@ -146,7 +154,8 @@ class ChunkCache:
                 raise
         key = (str(workspace.root), name)
         try:
-            info = self._stat(os.path.join(workspace.root, name))
+            if info is None:
+                info = self._stat(os.path.join(workspace.root, name))
             stamp: Stamp | None = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
         except OSError:
             stamp = None  # read_file says what is wrong

@@ -188,7 +188,7 @@ def _scan(
             too_large += 1
             continue
         try:
-            text = source.file(workspace, name, max_file_bytes)
+            text = source.file(workspace, name, max_file_bytes, info)
         except InvalidArgument:  # a regular file of a size we take: refused as binary
             binary += 1
             continue
@@ -202,10 +202,14 @@ def _scan(
         # are looked at (splitting a file into lines costs more than reading it).
         if not matcher.may_match(text.text):
             continue
-        lines, count = matching_lines(matcher, text.text, text.line_starts, cap)
+        # Only a file the page may show needs its matching lines counted to the end (the
+        # page says how many it has); for the others, one past the cap says it is capped.
+        keep = wanted > 0 and (not start.path or _key(name) >= start_key)
+        lines, count = matching_lines(
+            matcher, text.text, text.line_starts, cap, count_to=None if keep else cap + 1
+        )
         if not count:
             continue
-        keep = wanted > 0 and (not start.path or _key(name) >= start_key)
         if keep:
             wanted -= len(lines)
         hits.append(FileHits(name, tuple(lines), count, text if keep else None))

@@ -3,6 +3,7 @@ service passes its ChunkCache)."""
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 from contextwm.domain.workspace_files import FileText
@@ -13,13 +14,17 @@ from contextwm.workspace_files.chunk_cache import ChunkCache
 class FileSource(Protocol):
     """Gives a workspace file's text; a cache may stand in for the read."""
 
-    def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
+    def file(
+        self, workspace: Workspace, path: str, max_bytes: int, info: os.stat_result | None = None
+    ) -> FileText:
         """The text of a workspace file as Workspace.read_file reads it now.
 
         Args:
             workspace: the file's workspace; every read goes through its confinement.
             path: workspace-relative.
             max_bytes: a larger file is refused whole.
+            info: the path's stat taken just now, when the caller has it (a cache need not
+                take another).
 
         Raises:
             InvalidArgument: a binary file or not a regular file.
@@ -32,7 +37,9 @@ class FileSource(Protocol):
 class ReadThroughFiles:
     """A FileSource that reads every file anew through Workspace.read_file."""
 
-    def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
+    def file(
+        self, workspace: Workspace, path: str, max_bytes: int, info: os.stat_result | None = None
+    ) -> FileText:
         return workspace.read_file(path, max_bytes)
 
 
@@ -45,5 +52,7 @@ class ScanningFiles:
     def __init__(self, cache: ChunkCache) -> None:
         self._cache = cache
 
-    def file(self, workspace: Workspace, path: str, max_bytes: int) -> FileText:
-        return self._cache.file(workspace, path, max_bytes, evict=False)
+    def file(
+        self, workspace: Workspace, path: str, max_bytes: int, info: os.stat_result | None = None
+    ) -> FileText:
+        return self._cache.file(workspace, path, max_bytes, evict=False, info=info)
