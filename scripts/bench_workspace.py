@@ -83,19 +83,11 @@ def parse_args() -> argparse.Namespace:
 
 
 def ensure_ripgrep() -> str:
-    """The path of `rg`, installed with apt-get (the Debian package) when missing."""
+    """The path of `rg`, installed by scripts/install_ripgrep when missing."""
+    if subprocess.run([str(Path(__file__).with_name("install_ripgrep"))], check=False).returncode:
+        sys.exit("ripgrep is missing and could not be installed")
     found = shutil.which("rg")
-    if found:
-        return found
-    log("rg not found: installing ripgrep with apt-get")
-    install = ["apt-get", "install", "-y", "-q", "ripgrep"]
-    if subprocess.run(install, capture_output=True, check=False).returncode != 0:
-        # A fresh machine has no package lists yet.
-        subprocess.run(["apt-get", "update", "-q"], capture_output=True, check=False)
-        subprocess.run(install, capture_output=True, check=False)
-    found = shutil.which("rg")
-    if not found:
-        sys.exit("ripgrep is missing and `apt-get install ripgrep` failed (are you root?)")
+    assert found is not None
     return found
 
 
