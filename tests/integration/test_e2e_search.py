@@ -110,3 +110,61 @@ def test_bad_search_requests(client: Client) -> None:
         client.search("invoice", conversation_id="s", top_k=5000)
     with pytest.raises(InvalidArgumentError, match="unknown importance flag"):
         client.search("invoice", conversation_id="s", flags=["shiny"])  # type: ignore[list-item]
+
+
+_TOPICS = [
+    "The deploy pipeline failed on the staging cluster again.",
+    "Lunch was a mushroom risotto with too much salt.",
+    "The quarterly budget review moved to Thursday afternoon.",
+    "Our cat knocked the plant off the windowsill this morning.",
+    "The database migration added an index on the orders table.",
+    "I started reading a novel about a lighthouse keeper.",
+    "The marathon training plan says ten kilometres on Sunday.",
+    "We replaced the office printer after the paper jam saga.",
+    "The garden needs watering twice a day in this heat.",
+    "The new hire starts on the support team next week.",
+]
+
+
+def test_namespace_search_ranks_every_conversation_on_one_scale(client: Client) -> None:
+    # 50 conversations of everyday chatter; two of them talk about a trip to Lisbon. Each
+    # conversation's best hit used to be worth as much as any other's: off-topic chatter from
+    # the 48 others outranked the literal matches.
+    trips = {7: "trip-a", 31: "trip-b"}
+    for n in range(50):
+        cid = trips.get(n, f"chat-{n:02d}")
+        texts = [_TOPICS[(n + k) % len(_TOPICS)] for k in range(10)]
+        if n in trips:
+            texts[2] = "We booked the flights to Lisbon for the conference in May."
+            texts[5] = "The hotel in Lisbon is close to the tram line."
+            texts[8] = "In Lisbon we should try the custard tarts in Belem."
+        client.create_conversation(
+            cid, settings=ConversationSettings(window_max_items=4), namespace="ns-scale"
+        )
+        client.append_batch(
+            cid,
+            [
+                NewItem(t, role="user", timestamp=T0 + timedelta(minutes=k))
+                for k, t in enumerate(texts)
+            ],
+            namespace="ns-scale",
+        )
+    hits = client.search("Lisbon", top_k=6, include_window=True, namespace="ns-scale").hits
+    assert [h.item.conversation_id in {"trip-a", "trip-b"} for h in hits] == [True] * 6
+    assert all("Lisbon" in h.item.content for h in hits)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    # A fact said in one conversation only is the best hit of all 50.
+    client.append(
+        "chat-23", "The vault credentials rotate every 45 days.", role="user", namespace="ns-scale"
+    )
+    top = client.search(
+        "how often do the vault credentials rotate?",
+        top_k=3,
+        include_window=True,
+        namespace="ns-scale",
+    ).hits
+    assert (top[0].item.conversation_id, top[0].item.content) == (
+        "chat-23",
+        "The vault credentials rotate every 45 days.",
+    )

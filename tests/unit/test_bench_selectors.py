@@ -1,8 +1,11 @@
-"""Tests for the benchmark's simple selectors and haystack handling (scripts/)."""
+"""Tests for the conversation benchmarks' simple selectors and data set loaders (scripts/)."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,8 +13,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from bench_longmemeval import Haystack, Question, stored, trim
-from bench_selectors import Bm25, Turn, fill, order_by, rrf, selectors
+import bench_locomo
+import bench_longmemeval
+from bench_conversations import stored
+from bench_selectors import TURN_OVERHEAD, Bm25, Turn, fill, order_by, rrf, selectors
 from contextwm_client import Role
 
 
@@ -42,22 +47,91 @@ def test_selectors_rank_every_turn() -> None:
     assert sorted(ranks["BM25+dense RRF"]("beta", vectors[1])) == [0, 1, 2]
 
 
-def _haystack() -> Haystack:
-    sessions = (0, 0, 1, 1, 2, 2, 3, 3)
-    turns = tuple(turn(f"turn {i}" if i != 5 else " ", 100) for i in range(8))
-    times = tuple(datetime(2024, 1, 1 + s, tzinfo=UTC) for s in sessions)
-    question = Question("q1", "multi-session", "?", datetime(2024, 2, 1, tzinfo=UTC), (2, 7))
-    return Haystack(question, turns, times, sessions)
+class _Words:
+    """Counts words: enough for the loaders' turn costs."""
+
+    @staticmethod
+    def count(text: str) -> int:
+        return len(text.split())
 
 
-def test_trim_keeps_the_evidence_sessions_and_their_order() -> None:
-    h = _haystack()
-    cut = trim(h, 400)
-    assert len(cut.turns) == 4  # the two evidence sessions fill the 400 tokens
-    assert [cut.turns[i].content for i in cut.question.evidence] == ["turn 2", "turn 7"]
-    assert list(cut.sessions) == [1, 1, 3, 3]
-    assert trim(h, 10_000) == h
+def _write(directory: Path, name: str, rows: Sequence[Mapping[str, object]]) -> None:
+    with gzip.open(directory / name, "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
 
 
-def test_stored_leaves_out_empty_turns() -> None:
-    assert stored(_haystack()) == [0, 1, 2, 3, 4, 6, 7]
+def _longmemeval(directory: Path) -> Path:
+    turns = [
+        {
+            "question_id": "q1",
+            "session_index": i // 2,
+            "turn_index": i % 2,
+            "session_date": f"2024/01/0{1 + i // 2} (Mon) 10:00",
+            "order": i,
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": " ".join([f"turn{i}"] * 98) if i != 5 else " ",
+        }
+        for i in range(8)
+    ]
+    question = {
+        "question_id": "q1",
+        "question_type": "multi-session",
+        "question": "?",
+        "question_date": "2024/02/01 (Thu) 10:00",
+        "evidence": [[1, 0], [3, 1]],
+    }
+    _write(directory, "turns.jsonl.gz", turns)
+    _write(directory, "questions.jsonl.gz", [question])
+    return directory
+
+
+def test_trim_keeps_the_evidence_sessions_and_their_order(tmp_path: Path) -> None:
+    data = _longmemeval(tmp_path)
+    whole = bench_longmemeval.load(data, _Words())
+    cut = bench_longmemeval.load(data, _Words(), haystack_tokens=400)
+    (c,), (q,) = cut.conversations, cut.questions
+    assert len(c.turns) == 4  # the two evidence sessions fill the 400 tokens
+    assert [c.turns[i].content.split()[0] for i in q.evidence] == ["turn2", "turn7"]
+    assert [t.day for t in c.times] == [2, 2, 4, 4]
+    assert bench_longmemeval.load(data, _Words(), haystack_tokens=10_000) == whole
+
+
+def test_stored_leaves_out_empty_turns(tmp_path: Path) -> None:
+    (c,) = bench_longmemeval.load(_longmemeval(tmp_path), _Words()).conversations
+    assert stored(c) == [0, 1, 2, 3, 4, 6, 7]
+
+
+def test_locomo_turns_carry_their_speaker_and_questions_find_their_evidence(
+    tmp_path: Path,
+) -> None:
+    speakers = ["Ana", "Ben", "Ana"]
+    turns = [
+        {
+            "conversation_id": "conv-1",
+            "session": 1,
+            "dia_id": f"D1:{i + 1}",
+            "speaker": who,
+            "text": f"line {i}",
+            "timestamp": f"2023-05-0{i + 1}T13:56:00",
+            "order": 2 - i,  # replay order, not file order
+        }
+        for i, who in enumerate(speakers)
+    ]
+    question = {
+        "conversation_id": "conv-1",
+        "qa_index": 0,
+        "question": "?",
+        "category_name": "multi-hop",
+        "evidence": ["D1:1", "D1:3"],
+    }
+    _write(tmp_path, "turns.jsonl.gz", turns)
+    _write(tmp_path, "questions.jsonl.gz", [question])
+    data = bench_locomo.load(tmp_path, _Words())
+    (c,), (q,) = data.conversations, data.questions
+    assert [(t.role, t.content, t.cost) for t in c.turns] == [
+        ("user", "Ana: line 2", 3 + TURN_OVERHEAD),
+        ("assistant", "Ben: line 1", 3 + TURN_OVERHEAD),
+        ("user", "Ana: line 0", 3 + TURN_OVERHEAD),
+    ]
+    assert q.evidence == (0, 2)
+    assert q.asked == c.times[-1] == datetime(2023, 5, 1, 13, 56, tzinfo=UTC)

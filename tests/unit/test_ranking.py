@@ -1,4 +1,5 @@
-"""Tests for contextwm.retrieval.ranking: BM25, peakedness and fuse() in its three modes."""
+"""Tests for contextwm.retrieval.ranking: BM25, peakedness, fuse() in its three modes, and
+candidates rescored with the turns around them."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from contextwm.ports.store import TermPostings
 from contextwm.retrieval.ranking import (
     BM25_B,
     BM25_K1,
+    CONTEXT_REACH,
+    CONTEXT_SHARE,
     DENSE_FLOOR_RANK,
     Ranked,
     bm25,
     fuse,
     matched_idf,
     peakedness,
+    with_context,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -193,6 +197,37 @@ def test_weights_follow_the_more_peaked_signal() -> None:
     dense[8] = 0.45
     lexical = {7: 10.0, 8: 1.0, 9: 1.0}
     assert order(fuse(dense, lexical, population=100))[0] == 7
+
+
+# ---------------------------------------------------------------- the turns around a hit
+
+
+def test_a_turn_beside_a_strong_hit_outranks_an_isolated_one_of_equal_score() -> None:
+    ranked = [Ranked(10, 0.9, 0.0, 0.0), Ranked(11, 0.3, 0.0, 0.0), Ranked(40, 0.3, 0.0, 0.0)]
+    out = {r.seq: r.score for r in with_context(ranked)}
+    assert out[11] == pytest.approx(0.3 + CONTEXT_SHARE * 0.9)
+    assert out[40] == 0.3  # nothing around it
+    assert out[10] == pytest.approx(0.9 + CONTEXT_SHARE * 0.3)
+    assert order(with_context(ranked)) == [10, 11, 40]
+
+
+def test_only_turns_within_reach_count_and_the_best_of_them() -> None:
+    far = 20 + CONTEXT_REACH + 1
+    ranked = [
+        Ranked(20, 0.1, 0.0, 0.0),
+        Ranked(20 - CONTEXT_REACH, 0.5, 0.0, 0.0),
+        Ranked(21, 0.2, 0.0, 0.0),
+        Ranked(far, 1.0, 0.0, 0.0),
+    ]
+    out = {r.seq: r.score for r in with_context(ranked)}
+    assert out[20] == pytest.approx(0.1 + CONTEXT_SHARE * 0.5)
+
+
+def test_context_keeps_the_signals_and_ties_go_to_the_older_turn() -> None:
+    ranked = [Ranked(5, 0.4, 0.7, 0.2), Ranked(9, 0.4, 0.1, 0.9, measured=False)]
+    out = with_context(ranked)
+    assert out == ranked  # too far apart to lift each other
+    assert (out[1].similarity, out[1].lexical, out[1].measured) == (0.1, 0.9, False)
 
 
 @settings(max_examples=300, deadline=None)

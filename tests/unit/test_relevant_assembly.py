@@ -47,6 +47,38 @@ def test_the_best_evidence_per_token_goes_first() -> None:
     assert [s.item.seq for s in out.history] == [1]
 
 
+def test_a_short_filler_turn_does_not_beat_a_better_turn_of_a_few_lines() -> None:
+    # Per token alone, "Sounds great!" (score 0.5, 3 tokens) would be worth three times the
+    # evidence (score 0.8, about 30 tokens); the length prior lets relevance decide.
+    filler = scored(1, "Sounds great!", 0.5, state=ItemState.ARCHIVED)
+    evidence = scored(
+        2,
+        "We moved the billing service to port 8443 last week, after the audit asked for TLS.",
+        0.8,
+        state=ItemState.ARCHIVED,
+    )
+    room = COUNTER.count("# Relevant Historical Context") + COUNTER.count(day_heading(T0)) + 2
+    budget = room + COUNTER.count(f"assistant: {evidence.item.content}") + 1 + 3
+    out = assemble_relevant(
+        [], [filler, evidence], query=None, budget=budget, keep_newest=0, counter=COUNTER
+    )
+    assert [s.item.seq for s in out.history] == [2]
+
+
+def test_a_page_long_reply_gives_way_to_several_short_answers() -> None:
+    page = scored(
+        1, "The deploy log says " + "nothing new here " * 120, 0.6, state=ItemState.ARCHIVED
+    )
+    answers = [
+        scored(seq, f"Answer {seq}: the port is {8000 + seq}.", 0.5, state=ItemState.ARCHIVED)
+        for seq in range(2, 6)
+    ]
+    out = assemble_relevant(
+        [], [page, *answers], query=None, budget=400, keep_newest=0, counter=COUNTER
+    )
+    assert [s.item.seq for s in out.history] == [2, 3, 4, 5]
+
+
 def test_the_newest_items_are_kept_within_a_quarter_of_the_budget() -> None:
     window = [scored(seq, f"note {seq} about nothing in particular", 0.0) for seq in range(1, 11)]
     answer = scored(20, "The answer is 42.", 1.0, state=ItemState.ARCHIVED)

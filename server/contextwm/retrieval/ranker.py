@@ -16,7 +16,14 @@ from contextwm.conversations.vectors import Vectors
 from contextwm.domain.items import Item, ItemFilter, ItemState, ScoredItem, ScoreParts
 from contextwm.ports.store import Store
 from contextwm.retrieval.query_terms import query_terms
-from contextwm.retrieval.ranking import DENSE_FLOOR_RANK, Ranked, bm25, fuse, matched_idf
+from contextwm.retrieval.ranking import (
+    DENSE_FLOOR_RANK,
+    Ranked,
+    bm25,
+    fuse,
+    matched_idf,
+    with_context,
+)
 from contextwm.retrieval.timehints import TimeHint
 from contextwm.window.scoring import Clock, recency
 from contextwm.window.window import Vector
@@ -39,6 +46,15 @@ MAX_COUNTED_TERMS = 4096
 # time comes back when the words find nothing ("what did we discuss last week?").
 TIME_BOOST = 0.5
 TIME_FLOOR = 0.05
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Signals:
+    """What ranks a conversation's candidates, before fusion."""
+
+    dense: dict[int, float]  # seq -> cosine similarity to the query
+    lexical: dict[int, float]  # seq -> BM25
+    in_range: set[int]  # items inside the time range the query names
 
 
 class Ranker:
@@ -65,8 +81,46 @@ class Ranker:
         measure_all: bool = True,
         lexical: dict[int, float] | None = None,
     ) -> list[Ranked]:
-        """Fused dense + lexical candidates from the archive (and window, if in states)
-        (rt.lock held).
+        """Fused dense + lexical candidates from the archive (and window, if in states),
+        in hybrid mode rescored with the turns around them (rt.lock held). The arguments
+        are those of signals."""
+        found = self.signals(
+            rt,
+            query_vec,
+            text,
+            states=states,
+            mode=mode,
+            hint=hint,
+            flt=flt,
+            limit=limit,
+            measure_all=measure_all,
+            lexical=lexical,
+        )
+        ranked = fuse(
+            found.dense,
+            found.lexical,
+            population=rt.total,
+            threshold=threshold,
+            mode=mode,
+            keep=found.in_range,
+        )
+        return with_context(ranked) if mode == "hybrid" else ranked
+
+    def signals(
+        self,
+        rt: ConversationRuntime,
+        query_vec: Vector | None,
+        text: str,
+        *,
+        states: Sequence[ItemState],
+        mode: str,
+        hint: TimeHint | None,
+        flt: ItemFilter | None,
+        limit: int,
+        measure_all: bool = True,
+        lexical: dict[int, float] | None = None,
+    ) -> Signals:
+        """The candidates' similarity and BM25 before fusion (rt.lock held).
 
         measure_all=False leaves the similarity of archived items that only words or time
         found unmeasured in hybrid mode: they lie below the DENSE_FLOOR_RANK-th similarity,
@@ -115,14 +169,7 @@ class Ranker:
                 seqs = list(known)
                 sims = np.stack([known[s] for s in seqs]) @ query_vec
                 dense.update(zip(seqs, sims.tolist(), strict=True))
-        return fuse(
-            dense,
-            lexical,
-            population=rt.total,
-            threshold=threshold,
-            mode=mode,
-            keep=in_range_seqs,
-        )
+        return Signals(dense, lexical, in_range_seqs)
 
     def bm25(
         self,

@@ -3,6 +3,7 @@ weights that follow how clearly each signal singles out its best items."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -19,6 +20,12 @@ BM25_B = 0.75
 DENSE_FLOOR_RANK = 100
 # How many of a signal's best scores its peakedness is read from.
 PEAK_DEPTH = 50
+# Conversations are locally coherent: the turns around a strong hit are often about the same
+# thing though they share no word with the query (the reply that names no topic, the detail
+# said next). A candidate gains CONTEXT_SHARE of the best fused score among the candidates
+# within CONTEXT_REACH turns of it. Chosen on two kinds of real conversation (docs/design.md).
+CONTEXT_SHARE = 0.2
+CONTEXT_REACH = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,5 +164,21 @@ def fuse(
             near = max(0.0, (sim - floor) / span) if seq in dense else 0.0
             score = w_lex * lex + w_dense * near
         out.append(Ranked(seq, score, sim, lex, seq in dense))
+    out.sort(key=lambda r: (-r.score, r.seq))
+    return out
+
+
+def with_context(ranked: Sequence[Ranked]) -> list[Ranked]:
+    """The candidates rescored with the turns around them, best first: each gains
+    CONTEXT_SHARE of the best score (before this) among the candidates within CONTEXT_REACH
+    seqs of it."""
+    own = {r.seq: r.score for r in ranked}
+    out: list[Ranked] = []
+    for r in ranked:
+        around = max(
+            (own.get(r.seq + d, 0.0) for d in range(-CONTEXT_REACH, CONTEXT_REACH + 1) if d != 0),
+            default=0.0,
+        )
+        out.append(dataclasses.replace(r, score=r.score + CONTEXT_SHARE * around))
     out.sort(key=lambda r: (-r.score, r.seq))
     return out

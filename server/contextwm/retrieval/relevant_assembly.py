@@ -22,10 +22,13 @@ from contextwm.retrieval.assembly import (
 # The newest turns are kept whatever the query, but never more than this share of the
 # budget: a question about last month should not lose a quarter of its evidence to them.
 KEEP_SHARE = 0.25
-# Candidates are taken by score / tokens ** DENSITY: relevance per token, softened so that a
-# long item that is clearly the best still beats several short, weak ones. On real
-# conversations (LongMemEval) 0.3..0.7 did equally well; 1 (pure knapsack) and 0 did worse.
-DENSITY = 0.5
+# Candidates are taken by score / (tokens + LENGTH_PRIOR): relevance per token, but a short
+# item is charged as if it were LENGTH_PRIOR tokens longer. A turn's worth is not in
+# proportion to its length: "Sounds great!" says far less than a quarter of a four-line turn,
+# so below about a paragraph length barely counts, while a page-long reply that is not
+# clearly the best still gives way to several short answers. Chosen on two kinds of real
+# conversation (docs/design.md): plain score per token favoured short filler turns there.
+LENGTH_PRIOR = 96
 
 
 # No item line costs less (a role, one content token, the separator).
@@ -146,7 +149,7 @@ def assemble_relevant(
     for c in candidates:
         by_seq[c.item.seq] = c
     density = {
-        seq: max(s.score, 0.0) / max(1, s.item.token_count) ** DENSITY for seq, s in by_seq.items()
+        seq: max(s.score, 0.0) / (s.item.token_count + LENGTH_PRIOR) for seq, s in by_seq.items()
     }
     eligible = [s for s in by_seq.values() if s.item.seq in in_window or s.score > 0]
     for s in sorted(eligible, key=lambda s: (-density[s.item.seq], -s.item.seq)):

@@ -1,0 +1,401 @@
+"""Retrieval quality on real conversations, whatever the data set: the shared run of
+``bench_longmemeval.py`` and ``bench_locomo.py``. Not a benchmark by itself.
+
+A data set is conversations (turns in replay order, with their times) and questions about
+them (when each is asked, and which turns hold its answer). Every conversation is replayed
+through a real contextwm server, in order, with the turns' times as the items' timestamps and
+the server's default conversation settings; then each question is asked through
+``GetContext`` at each budget with the default options (and ``as_of`` set to when the
+question is asked). A question is a hit when every evidence turn is among the returned items.
+
+In the same run, on the same turns, four simple selectors fill the same budget with whole
+turns in rank order (each turn costing what its data set says, in cl100k_base): recency,
+BM25, dense cosine (all-MiniLM-L6-v2) and BM25 + dense reciprocal-rank fusion (k = 60). The
+service is judged on its own rendered text, whose exact count is never above the budget.
+
+Options every such benchmark takes: ``--compare-ref REV`` also replays everything through a
+server built from an earlier commit (a temporary git worktree run with this virtual
+environment); ``--variant`` asks again with other options in the same run; ``--cached-server``
+runs this checkout's server in this process with the selectors' cached vectors (same model,
+same vectors, minutes faster: a development shortcut), and ``--keep-data DIR`` with it keeps
+the replayed store in DIR, so a later run with the same DIR asks without replaying.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+import argparse
+import contextlib
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_common import ServerProcess, log, print_table
+from bench_selectors import Turn, fill, selectors
+from contextwm_client import Client, NewItem
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "bench-vectors"
+BUDGETS = (1024, 2048, 4096)
+ENCODING = "cl100k_base"
+BATCH = 100
+SERVICE = "contextwm (default)"
+SELECTORS = ("recency", "BM25", "dense", "BM25+dense RRF")
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    cid: str  # the conversation id on the server
+    turns: tuple[Turn, ...]  # in replay order
+    times: tuple[datetime, ...]  # each turn's time
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    qid: str
+    conversation: str  # Conversation.cid
+    kind: str  # the category reported apart
+    text: str
+    asked: datetime
+    evidence: tuple[int, ...]  # positions of the answer's turns in the conversation
+
+
+@dataclass(frozen=True, slots=True)
+class DataSet:
+    conversations: tuple[Conversation, ...]
+    questions: tuple[Question, ...]
+
+
+# ------------------------------------------------------------------ vectors
+
+
+class VectorCache:
+    """Vectors of texts by SHA-256, kept in one .npy file and a key list beside it."""
+
+    def __init__(self, directory: Path, model: str) -> None:
+        self._npy = directory / f"{model}.npy"
+        self._keys = directory / f"{model}.keys.json"
+        self._rows: dict[str, int] = {}
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        if self._npy.exists() and self._keys.exists():
+            self._matrix = np.load(self._npy)
+            self._rows = {k: i for i, k in enumerate(json.loads(self._keys.read_text()))}
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def get(self, text: str) -> npt.NDArray[np.float32] | None:
+        row = self._rows.get(self.key(text))
+        return None if row is None else self._matrix[row]
+
+    def fill(self, texts: Sequence[str], embed: Any) -> None:
+        """Embeds and stores the texts not cached yet."""
+        missing = sorted({t for t in texts if self.key(t) not in self._rows})
+        if not missing:
+            return
+        log(f"embedding {len(missing)} texts for the selectors (cached for later runs)")
+        began = time.perf_counter()
+        parts = []
+        for start in range(0, len(missing), 512):
+            parts.append(embed(missing[start : start + 512]))
+            log(f"  {start + len(parts[-1])}/{len(missing)} in {time.perf_counter() - began:.0f} s")
+        new = np.concatenate(parts).astype(np.float32)
+        self._matrix = new if self._matrix.size == 0 else np.concatenate([self._matrix, new])
+        for text in missing:
+            self._rows[self.key(text)] = len(self._rows)
+        self._npy.parent.mkdir(parents=True, exist_ok=True)
+        np.save(self._npy, self._matrix)
+        self._keys.write_text(json.dumps(list(self._rows)))
+
+
+class CachedEmbedder:
+    """The real embedder behind a VectorCache: cached texts skip the model."""
+
+    def __init__(self, inner: Any, cache: VectorCache) -> None:
+        self._inner = inner
+        self._cache = cache
+
+    @property
+    def model_name(self) -> str:
+        return str(self._inner.model_name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._inner.dimension)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        missing = []
+        for i, text in enumerate(texts):
+            v = self._cache.get(text)
+            if v is None:
+                missing.append(i)
+            else:
+                out[i] = v
+        if missing:
+            out[missing] = self._inner.embed([texts[i] for i in missing])
+        return out
+
+
+# ------------------------------------------------------------------ servers
+
+
+@contextlib.contextmanager
+def subprocess_server(work: Path, ref: str | None) -> Iterator[str]:
+    """A `contextwm serve` child process; ref: run the server code of that git revision."""
+    extra_env: dict[str, str] = {}
+    tree: Path | None = None
+    if ref is not None:
+        tree = work / f"tree-{ref}"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
+            check=True,
+            capture_output=True,
+        )
+        extra_env["PYTHONPATH"] = f"{tree / 'server'}:{tree / 'client'}"
+    data = work / f"data-{ref or 'head'}"
+    data.mkdir()
+    server = ServerProcess(data, env=extra_env)
+    try:
+        with server:
+            yield server.target
+    finally:
+        if tree is not None:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                check=False,
+                capture_output=True,
+            )
+
+
+@contextlib.contextmanager
+def cached_server(data: Path, cache: VectorCache) -> Iterator[str]:
+    """This checkout's server in-process on data, embedding through the vector cache."""
+    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    from contextwm.app import Service
+    from contextwm.settings import ServerSettings
+
+    settings = ServerSettings(port=0, data_dir=data, indexer_process=False)
+    service = Service.start(settings, embedder=CachedEmbedder(SentenceTransformerEmbedder(), cache))
+    try:
+        yield f"127.0.0.1:{service.port}"
+    finally:
+        service.stop(grace=0)
+
+
+# ------------------------------------------------------------------ the run
+
+
+def stored(c: Conversation) -> list[int]:
+    """The turn positions replayed, in order (so seq n is position stored[n - 1]): empty
+    turns are left out, as the service refuses empty items."""
+    return [i for i, t in enumerate(c.turns) if t.content.strip()]
+
+
+def replay(client: Client, conversations: Sequence[Conversation]) -> float:
+    """Appends every conversation; returns seconds until all are embedded."""
+    began = time.perf_counter()
+    for c in conversations:
+        items = [
+            NewItem(content=c.turns[i].content, role=c.turns[i].role, timestamp=c.times[i])
+            for i in stored(c)
+        ]
+        for start in range(0, len(items), BATCH):
+            client.append_batch(c.cid, items[start : start + BATCH])
+    log(f"appended {sum(len(c.turns) for c in conversations)} turns; waiting for embeddings")
+    for c in conversations:
+        while client.get_conversation(c.cid).pending_embeddings > 0:
+            time.sleep(0.2)
+    return time.perf_counter() - began
+
+
+def replayed(client: Client, conversations: Sequence[Conversation]) -> bool:
+    """Whether the server already holds every conversation, whole and embedded."""
+    from contextwm_client import NotFoundError
+
+    for c in conversations:
+        try:
+            info = client.get_conversation(c.cid)
+        except NotFoundError:
+            return False
+        if info.total_items != len(stored(c)) or info.pending_embeddings:
+            return False
+    return True
+
+
+def ask_service(
+    client: Client, c: Conversation, q: Question, budget: int, options: dict[str, Any]
+) -> tuple[bool, int, float]:
+    """(hit, tokens returned, seconds) for the service's context with these options."""
+    began = time.perf_counter()
+    ctx = client.get_context(c.cid, q.text, max_tokens=budget, as_of=q.asked, **options)
+    seconds = time.perf_counter() - began
+    if ctx.total_tokens > budget:
+        raise AssertionError(f"{q.qid}: {ctx.total_tokens} tokens over {budget}")
+    position = stored(c)
+    returned = {position[s.item.seq - 1] for s in (*ctx.recent, *ctx.history)}
+    return set(q.evidence) <= returned, ctx.total_tokens, seconds
+
+
+def arguments(description: str, data: Path | None) -> argparse.ArgumentParser:
+    """The options every conversation benchmark takes (see the module doc)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, default=data, required=data is None)
+    parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
+    parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    parser.add_argument("--compare-ref", help="also run the server of this git revision")
+    parser.add_argument("--cached-server", action="store_true", help="see the module doc")
+    parser.add_argument("--keep-data", type=Path, help="with --cached-server: see the module doc")
+    parser.add_argument("--json", type=Path, help="write every outcome here")
+    parser.add_argument(
+        "--variant",
+        type=_variant,
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE[,...]",
+        help="also ask with these get_context options, e.g. recent_share=0.5",
+    )
+    return parser
+
+
+def run(args: argparse.Namespace, load: Callable[[Path, Any], DataSet]) -> int:
+    """Loads the data set, ranks with the selectors, replays and asks; prints the tables."""
+    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    from contextwm.adapters.tokens_bpe import token_counter
+
+    data = load(args.data, token_counter(ENCODING))
+    questions = data.questions[: args.limit] if args.limit else data.questions
+    asked_about = {q.conversation for q in questions}
+    conversations = [c for c in data.conversations if c.cid in asked_about]
+    by_id = {c.cid: c for c in conversations}
+    log(
+        f"{len(questions)} questions about {len(conversations)} conversations,"
+        f" {sum(len(c.turns) for c in conversations)} turns"
+    )
+    model = SentenceTransformerEmbedder()
+    cache = VectorCache(CACHE, model.model_name)
+    cache.fill(
+        [t.content for c in conversations for t in c.turns] + [q.text for q in questions],
+        model.embed,
+    )
+
+    outcomes: list[dict[str, Any]] = []
+    for c in conversations:
+        vectors = np.stack([cache.get(t.content) for t in c.turns])  # type: ignore[misc]
+        ranks = selectors(c.turns, vectors)
+        for q in questions:
+            if q.conversation != c.cid:
+                continue
+            qvec = cache.get(q.text)
+            assert qvec is not None
+            for name, rank in ranks.items():
+                ranking = rank(q.text, qvec)
+                for budget in args.budgets:
+                    hit = set(q.evidence) <= fill(ranking, c.turns, budget)
+                    outcomes.append(_outcome(q, name, budget, hit))
+
+    shown: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="cwm-bench-") as tmp:
+        work = Path(tmp)
+        servers: list[tuple[str, Any]] = []
+        if args.cached_server:
+            store = args.keep_data or work / "data-cached"
+            servers.append((SERVICE + " [cached vectors]", cached_server(store, cache)))
+        else:
+            servers.append((SERVICE, subprocess_server(work, None)))
+        if args.compare_ref:
+            ref = args.compare_ref
+            servers.append((f"contextwm {ref} (default)", subprocess_server(work, ref)))
+        for name, make in servers:
+            with make as target, Client(target, timeout=600) as client:
+                if replayed(client, conversations):
+                    log(f"{name}: every conversation is stored already")
+                else:
+                    log(f"{name}: replayed and embedded in {replay(client, conversations):.0f} s")
+                for label, options in [("", {}), *args.variant]:
+                    who = f"{name} {label}".strip()
+                    shown.append(who)
+                    latencies: list[float] = []
+                    for q in questions:
+                        for budget in args.budgets:
+                            hit, tokens, took = ask_service(
+                                client, by_id[q.conversation], q, budget, options
+                            )
+                            latencies.append(took)
+                            outcomes.append(_outcome(q, who, budget, hit, tokens=tokens))
+                    latencies.sort()
+                    log(f"{who}: GetContext p50 {1000 * latencies[len(latencies) // 2]:.1f} ms")
+    report(outcomes, args.budgets, shown)
+    if args.json:
+        args.json.write_text(json.dumps(outcomes, indent=1))
+    return 0
+
+
+def _variant(text: str) -> tuple[str, dict[str, Any]]:
+    """ "recent_share=0.5,mode=dense" -> ("[recent_share=0.5,mode=dense]", options)."""
+    options: dict[str, Any] = {}
+    for pair in text.split(","):
+        key, _, value = pair.partition("=")
+        options[key.strip()] = (
+            json.loads(value) if value not in ("hybrid", "dense", "lexical") else value
+        )
+    return f"[{text}]", options
+
+
+def _outcome(q: Question, who: str, budget: int, hit: bool, tokens: int = 0) -> dict[str, Any]:
+    return {
+        "question": q.qid,
+        "type": q.kind,
+        "who": who,
+        "budget": budget,
+        "hit": hit,
+        "tokens": tokens,
+    }
+
+
+def report(
+    outcomes: Sequence[dict[str, Any]], budgets: Sequence[int], services: Sequence[str]
+) -> None:
+    """The hit rate overall, then by question kind at each budget, for every selector."""
+    who = [*services, *SELECTORS]
+    kinds = sorted({o["type"] for o in outcomes})
+    cells: dict[tuple[str, int, str], list[bool]] = defaultdict(list)
+    for o in outcomes:
+        cells[(o["who"], o["budget"], "all")].append(o["hit"])
+        cells[(o["who"], o["budget"], o["type"])].append(o["hit"])
+
+    def pct(key: tuple[str, int, str]) -> str:
+        hits = cells[key]
+        return f"{100 * sum(hits) / len(hits):.1f} %" if hits else "-"
+
+    n = len(cells[(who[-1], budgets[0], "all")])
+    print_table(
+        f"Hit rate: every evidence turn returned ({n} questions)",
+        ["selector", *(f"{b} tokens" for b in budgets)],
+        [[w, *(pct((w, b, "all")) for b in budgets)] for w in who],
+    )
+    for budget in budgets:
+        print_table(
+            f"Hit rate by question type at {budget} tokens",
+            ["selector", *kinds],
+            [[w, *(pct((w, budget, k)) for k in kinds)] for w in who],
+        )
