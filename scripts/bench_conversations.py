@@ -8,10 +8,13 @@ the server's default conversation settings; then each question is asked through
 ``GetContext`` at each budget with the default options (and ``as_of`` set to when the
 question is asked). A question is a hit when every evidence turn is among the returned items.
 
-In the same run, on the same turns, four simple selectors fill the same budget with whole
+In the same run, on the same items, four simple selectors fill the same budget with whole
 turns in rank order (each turn costing what its data set says, in cl100k_base): recency,
-BM25, dense cosine (all-MiniLM-L6-v2) and BM25 + dense reciprocal-rank fusion (k = 60). The
-service is judged on its own rendered text, whose exact count is never above the budget.
+BM25, dense cosine (all-MiniLM-L6-v2, the server's own vectors) and BM25 + dense
+reciprocal-rank fusion (k = 60). The service is judged on its own rendered text, whose exact
+count is never above the budget. Questions are asked and scored by the code of
+``contextwm eval`` (``contextwm.cli.evaluation``): a data set is turned into labelled
+queries on the replayed conversations.
 
 Options every such benchmark takes: ``--compare-ref REV`` also replays everything through a
 server built from an earlier commit (a temporary git worktree run with this virtual
@@ -36,21 +39,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import ServerProcess, log, print_table
-from bench_selectors import Turn, fill, selectors
-from contextwm_client import Client, NewItem
+from bench_common import ServerProcess, log
+from contextwm.cli.evaluation.labels import Label
+from contextwm.cli.evaluation.run import Outcome, TurnCost, evaluate, report, role_and_content
+from contextwm.cli.evaluation.selectors import Turn
+from contextwm_client import Client, NewItem, Role
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "bench-vectors"
@@ -58,7 +62,6 @@ BUDGETS = (1024, 2048, 4096)
 ENCODING = "cl100k_base"
 BATCH = 100
 SERVICE = "contextwm (default)"
-SELECTORS = ("recency", "BM25", "dense", "BM25+dense RRF")
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,14 +191,13 @@ def subprocess_server(work: Path, ref: str | None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def cached_server(data: Path, cache: VectorCache) -> Iterator[str]:
+def cached_server(data: Path, cache: VectorCache, model: Any) -> Iterator[str]:
     """This checkout's server in-process on data, embedding through the vector cache."""
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
     from contextwm.app import Service
     from contextwm.settings import ServerSettings
 
     settings = ServerSettings(port=0, data_dir=data, indexer_process=False)
-    service = Service.start(settings, embedder=CachedEmbedder(SentenceTransformerEmbedder(), cache))
+    service = Service.start(settings, embedder=CachedEmbedder(model, cache))
     try:
         yield f"127.0.0.1:{service.port}"
     finally:
@@ -216,7 +218,9 @@ def replay(client: Client, conversations: Sequence[Conversation]) -> float:
     began = time.perf_counter()
     for c in conversations:
         items = [
-            NewItem(content=c.turns[i].content, role=c.turns[i].role, timestamp=c.times[i])
+            NewItem(
+                content=c.turns[i].content, role=cast(Role, c.turns[i].role), timestamp=c.times[i]
+            )
             for i in stored(c)
         ]
         for start in range(0, len(items), BATCH):
@@ -242,18 +246,15 @@ def replayed(client: Client, conversations: Sequence[Conversation]) -> bool:
     return True
 
 
-def ask_service(
-    client: Client, c: Conversation, q: Question, budget: int, options: dict[str, Any]
-) -> tuple[bool, int, float]:
-    """(hit, tokens returned, seconds) for the service's context with these options."""
-    began = time.perf_counter()
-    ctx = client.get_context(c.cid, q.text, max_tokens=budget, as_of=q.asked, **options)
-    seconds = time.perf_counter() - began
-    if ctx.total_tokens > budget:
-        raise AssertionError(f"{q.qid}: {ctx.total_tokens} tokens over {budget}")
-    position = stored(c)
-    returned = {position[s.item.seq - 1] for s in (*ctx.recent, *ctx.history)}
-    return set(q.evidence) <= returned, ctx.total_tokens, seconds
+def labels(questions: Sequence[Question], by_id: dict[str, Conversation]) -> list[Label]:
+    """The questions as labelled queries on the replayed conversations (seq n is the n-th
+    stored turn)."""
+    out = []
+    for n, q in enumerate(questions, start=1):
+        seq = {p: i + 1 for i, p in enumerate(stored(by_id[q.conversation]))}
+        expected = tuple(seq[e] for e in q.evidence)
+        out.append(Label(n, q.conversation, q.text, expected, None, as_of=q.asked, kind=q.kind))
+    return out
 
 
 def arguments(description: str, data: Path | None) -> argparse.ArgumentParser:
@@ -277,9 +278,13 @@ def arguments(description: str, data: Path | None) -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace, load: Callable[[Path, Any], DataSet]) -> int:
-    """Loads the data set, ranks with the selectors, replays and asks; prints the tables."""
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+def run(
+    args: argparse.Namespace,
+    load: Callable[[Path, Any], DataSet],
+    cost: TurnCost = role_and_content,
+) -> int:
+    """Loads the data set, replays it and asks every question of each server and, on the
+    first, of the selectors; prints the tables. cost: a turn's tokens to a selector."""
     from contextwm.adapters.tokens_bpe import token_counter
 
     data = load(args.data, token_counter(ENCODING))
@@ -291,62 +296,65 @@ def run(args: argparse.Namespace, load: Callable[[Path, Any], DataSet]) -> int:
         f"{len(questions)} questions about {len(conversations)} conversations,"
         f" {sum(len(c.turns) for c in conversations)} turns"
     )
-    model = SentenceTransformerEmbedder()
-    cache = VectorCache(CACHE, model.model_name)
-    cache.fill(
-        [t.content for c in conversations for t in c.turns] + [q.text for q in questions],
-        model.embed,
-    )
-
-    outcomes: list[dict[str, Any]] = []
-    for c in conversations:
-        vectors = np.stack([cache.get(t.content) for t in c.turns])  # type: ignore[misc]
-        ranks = selectors(c.turns, vectors)
-        for q in questions:
-            if q.conversation != c.cid:
-                continue
-            qvec = cache.get(q.text)
-            assert qvec is not None
-            for name, rank in ranks.items():
-                ranking = rank(q.text, qvec)
-                for budget in args.budgets:
-                    hit = set(q.evidence) <= fill(ranking, c.turns, budget)
-                    outcomes.append(_outcome(q, name, budget, hit))
-
-    shown: list[str] = []
+    asked = labels(questions, by_id)
+    outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="cwm-bench-") as tmp:
         work = Path(tmp)
         servers: list[tuple[str, Any]] = []
         if args.cached_server:
+            from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+
+            model = SentenceTransformerEmbedder()
+            cache = VectorCache(CACHE, model.model_name)
+            texts = [t.content for c in conversations for t in c.turns]
+            cache.fill(texts + [q.text for q in questions], model.embed)
             store = args.keep_data or work / "data-cached"
-            servers.append((SERVICE + " [cached vectors]", cached_server(store, cache)))
+            servers.append((SERVICE + " [cached vectors]", cached_server(store, cache, model)))
         else:
             servers.append((SERVICE, subprocess_server(work, None)))
         if args.compare_ref:
             ref = args.compare_ref
             servers.append((f"contextwm {ref} (default)", subprocess_server(work, ref)))
-        for name, make in servers:
+        for n, (name, make) in enumerate(servers):
             with make as target, Client(target, timeout=600) as client:
                 if replayed(client, conversations):
                     log(f"{name}: every conversation is stored already")
                 else:
                     log(f"{name}: replayed and embedded in {replay(client, conversations):.0f} s")
-                for label, options in [("", {}), *args.variant]:
+                for v, (label, options) in enumerate([("", {}), *args.variant]):
                     who = f"{name} {label}".strip()
-                    shown.append(who)
-                    latencies: list[float] = []
-                    for q in questions:
-                        for budget in args.budgets:
-                            hit, tokens, took = ask_service(
-                                client, by_id[q.conversation], q, budget, options
-                            )
-                            latencies.append(took)
-                            outcomes.append(_outcome(q, who, budget, hit, tokens=tokens))
-                    latencies.sort()
-                    log(f"{who}: GetContext p50 {1000 * latencies[len(latencies) // 2]:.1f} ms")
-    report(outcomes, args.budgets, shown)
+                    got = evaluate(
+                        client,
+                        asked,
+                        args.budgets,
+                        service=who,
+                        options=options,
+                        selectors=n == 0 and v == 0,
+                        cost=cost,
+                    )
+                    over = [o for o in got if o.tokens > o.budget]
+                    if over:
+                        o = over[0]
+                        raise AssertionError(
+                            f"{o.label.query!r}: {o.tokens} tokens over {o.budget}"
+                        )
+                    took = sorted(o.seconds for o in got if o.who == who)
+                    log(f"{who}: GetContext p50 {1000 * took[len(took) // 2]:.1f} ms")
+                    outcomes += got
+    report(outcomes, args.budgets, sys.stdout)
     if args.json:
-        args.json.write_text(json.dumps(outcomes, indent=1))
+        rows = [
+            {
+                "question": questions[o.label.line - 1].qid,
+                "type": o.label.kind,
+                "who": o.who,
+                "budget": o.budget,
+                "hit": o.hit,
+                "tokens": o.tokens,
+            }
+            for o in outcomes
+        ]
+        args.json.write_text(json.dumps(rows, indent=1))
     return 0
 
 
@@ -359,43 +367,3 @@ def _variant(text: str) -> tuple[str, dict[str, Any]]:
             json.loads(value) if value not in ("hybrid", "dense", "lexical") else value
         )
     return f"[{text}]", options
-
-
-def _outcome(q: Question, who: str, budget: int, hit: bool, tokens: int = 0) -> dict[str, Any]:
-    return {
-        "question": q.qid,
-        "type": q.kind,
-        "who": who,
-        "budget": budget,
-        "hit": hit,
-        "tokens": tokens,
-    }
-
-
-def report(
-    outcomes: Sequence[dict[str, Any]], budgets: Sequence[int], services: Sequence[str]
-) -> None:
-    """The hit rate overall, then by question kind at each budget, for every selector."""
-    who = [*services, *SELECTORS]
-    kinds = sorted({o["type"] for o in outcomes})
-    cells: dict[tuple[str, int, str], list[bool]] = defaultdict(list)
-    for o in outcomes:
-        cells[(o["who"], o["budget"], "all")].append(o["hit"])
-        cells[(o["who"], o["budget"], o["type"])].append(o["hit"])
-
-    def pct(key: tuple[str, int, str]) -> str:
-        hits = cells[key]
-        return f"{100 * sum(hits) / len(hits):.1f} %" if hits else "-"
-
-    n = len(cells[(who[-1], budgets[0], "all")])
-    print_table(
-        f"Hit rate: every evidence turn returned ({n} questions)",
-        ["selector", *(f"{b} tokens" for b in budgets)],
-        [[w, *(pct((w, b, "all")) for b in budgets)] for w in who],
-    )
-    for budget in budgets:
-        print_table(
-            f"Hit rate by question type at {budget} tokens",
-            ["selector", *kinds],
-            [[w, *(pct((w, budget, k)) for k in kinds)] for w in who],
-        )

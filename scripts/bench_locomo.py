@@ -35,7 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_conversations import Conversation, DataSet, Question, arguments, run
-from bench_selectors import TURN_OVERHEAD, Turn
+from contextwm.cli.evaluation.selectors import TURN_OVERHEAD, Turn
+from contextwm_client import Item
 
 
 def _time(text: str) -> datetime:
@@ -84,7 +85,12 @@ def load(data: Path, counter: Any) -> DataSet:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(__doc__.split("\n\n")[0], None).parse_args(argv)
-    return run(args, load)
+    return run(args, load, cost=_cost)
+
+
+def _cost(item: Item, counter: Any) -> int:
+    """A turn's cost to a selector: its content (``speaker: text``) plus TURN_OVERHEAD."""
+    return int(counter.count(item.content)) + TURN_OVERHEAD
 
 
 if __name__ == "__main__":

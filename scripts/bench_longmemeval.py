@@ -31,7 +31,7 @@ from typing import Any, cast
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_conversations import ROOT, Conversation, DataSet, Question, arguments, run
-from bench_selectors import TURN_OVERHEAD, Turn
+from contextwm.cli.evaluation.selectors import TURN_OVERHEAD, Turn
 from contextwm_client import Role
 
 DATA = ROOT / "datasets" / "longmemeval_dev"

@@ -675,6 +675,7 @@ class AsyncClient:
         mode: RetrievalMode | None = None,
         similarity_threshold: float | None = None,
         as_of: datetime | None = None,
+        time_hints: bool | None = None,
         namespace: str | None = None,
     ) -> SearchResult:
         """Searches one conversation's archive (and optionally window), or a whole namespace.
@@ -692,6 +693,8 @@ class AsyncClient:
             mode: "hybrid", "dense" or "lexical"; None is the server default.
             similarity_threshold: Minimum cosine similarity of dense-only hits.
             as_of: When the query is asked (naive means UTC), for its time words.
+            time_hints: Read time words in the query ("last week", "in May"); None is the
+                server default (true).
             namespace: Namespace; None uses the client's.
 
         Returns:
@@ -717,6 +720,7 @@ class AsyncClient:
             mode=mode,
             similarity_threshold=similarity_threshold,
             as_of=as_of,
+            time_hints=time_hints,
         )
         response = await self._invoke(self._stub.Search, request)
         return from_proto_search_response(response)

@@ -283,6 +283,7 @@ def search(
     mode: RetrievalMode | None,
     similarity_threshold: float | None,
     as_of: datetime | None = None,
+    time_hints: bool | None = None,
 ) -> pb.SearchRequest:
     """Builds a SearchRequest; conversation_id None searches the whole namespace.
 
@@ -303,6 +304,7 @@ def search(
         filter=search_filter,
         mode=to_proto_retrieval_mode(mode),
         similarity_threshold=similarity_threshold,
+        time_hints=time_hints,
     )
     if as_of is not None:
         request.as_of.CopyFrom(to_proto_timestamp(as_of))

@@ -168,3 +168,15 @@ def test_namespace_search_ranks_every_conversation_on_one_scale(client: Client) 
         "chat-23",
         "The vault credentials rotate every 45 days.",
     )
+
+
+def test_time_words_can_be_left_unread(client: Client) -> None:
+    _fill(client, "s")
+    asked = T0 + timedelta(days=31)
+    read = client.search("invoice crash ten days in", conversation_id="s", as_of=asked)
+    assert read.time_range is None  # no time words: nothing to read
+    last_month = client.search("invoice last month", conversation_id="s", as_of=asked)
+    assert last_month.time_range is not None
+    plain = client.search("invoice last month", conversation_id="s", as_of=asked, time_hints=False)
+    assert plain.time_range is None
+    assert all(h.parts.time == 0.0 for h in plain.hits)

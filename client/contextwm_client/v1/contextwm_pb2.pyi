@@ -1869,6 +1869,7 @@ class SearchRequest(_message.Message):
     MODE_FIELD_NUMBER: _builtins.int
     SIMILARITY_THRESHOLD_FIELD_NUMBER: _builtins.int
     AS_OF_FIELD_NUMBER: _builtins.int
+    TIME_HINTS_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     conversation_id: _builtins.str
     """Empty: search every conversation of the namespace."""
@@ -1880,6 +1881,8 @@ class SearchRequest(_message.Message):
     mode: Global___RetrievalMode.ValueType
     similarity_threshold: _builtins.float
     """Minimum cosine similarity for dense-only hits (default: the conversation's threshold)."""
+    time_hints: _builtins.bool
+    """Read time words in the query ("last week", "in May") (default true)."""
     @_builtins.property
     def filter(self) -> Global___SearchFilter: ...
     @_builtins.property
@@ -1898,14 +1901,20 @@ class SearchRequest(_message.Message):
         mode: Global___RetrievalMode.ValueType = ...,
         similarity_threshold: _builtins.float | None = ...,
         as_of: _timestamp_pb2.Timestamp | None = ...,
+        time_hints: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold", "as_of", b"as_of", "filter", b"filter", "similarity_threshold", b"similarity_threshold"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold", "_time_hints", b"_time_hints", "as_of", b"as_of", "filter", b"filter", "similarity_threshold", b"similarity_threshold", "time_hints", b"time_hints"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold", "as_of", b"as_of", "conversation_id", b"conversation_id", "filter", b"filter", "include_window", b"include_window", "mode", b"mode", "namespace", b"namespace", "query", b"query", "similarity_threshold", b"similarity_threshold", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold", "_time_hints", b"_time_hints", "as_of", b"as_of", "conversation_id", b"conversation_id", "filter", b"filter", "include_window", b"include_window", "mode", b"mode", "namespace", b"namespace", "query", b"query", "similarity_threshold", b"similarity_threshold", "time_hints", b"time_hints", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__similarity_threshold: _TypeAlias = _typing.Literal["similarity_threshold"]  # noqa: Y015
     _WhichOneofArgType__similarity_threshold: _TypeAlias = _typing.Literal["_similarity_threshold", b"_similarity_threshold"]  # noqa: Y015
+    _WhichOneofReturnType__time_hints: _TypeAlias = _typing.Literal["time_hints"]  # noqa: Y015
+    _WhichOneofArgType__time_hints: _TypeAlias = _typing.Literal["_time_hints", b"_time_hints"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__similarity_threshold) -> _WhichOneofReturnType__similarity_threshold | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__time_hints) -> _WhichOneofReturnType__time_hints | None: ...
 
 Global___SearchRequest: _TypeAlias = SearchRequest  # noqa: Y015
 

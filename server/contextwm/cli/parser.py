@@ -27,6 +27,8 @@ from contextwm.cli import (
     retrieval,
     stats,
 )
+from contextwm.cli.evaluation.command import add_arguments as add_eval_arguments
+from contextwm.cli.evaluation.command import run_eval
 from contextwm.cli.importing.command import default_state_dir, run_import
 from contextwm.cli.importing.sources import FIELDS, FORMATS
 
@@ -159,6 +161,15 @@ def build_parser(
     sub.add_argument("--state", dest="states", action="append", default=[], choices=ITEM_STATES)
 
     _add_import_command(command("import", run_import, IMPORT_HELP))
+
+    add_eval_arguments(
+        command(
+            "eval",
+            run_eval,
+            "score the enhanced context on your own labelled queries, beside BM25, dense and"
+            " rank fusion on the same items",
+        )
+    )
 
     sub = command(
         "stats",

@@ -76,6 +76,7 @@ class SearchRequest:
     mode: str = "hybrid"
     similarity_threshold: float | None = None
     as_of: float | None = None  # when the query is asked; None: the conversation's newest time
+    time_hints: bool = True
 
 
 def check_search_request(request: SearchRequest, limits: Limits) -> None:

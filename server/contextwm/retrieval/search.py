@@ -57,7 +57,7 @@ def search(
     for n, rt in enumerate(searched, start=1):
         deadlines.check(f"searching conversation {n} of {len(searched)}")
         vectors.wait_indexed(rt)
-        hint = reader.hint(rt, query, request.as_of)
+        hint = reader.hint(rt, query, request.as_of) if request.time_hints else None
         first_hint = first_hint or hint
         text = strip_time_phrase(query, hint) if hint else query
         if text not in query_vec_cache:

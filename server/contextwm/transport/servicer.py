@@ -202,6 +202,7 @@ class ContextServicer(
                     else None
                 ),
                 as_of=_as_of(request),
+                time_hints=request.time_hints if request.HasField("time_hints") else True,
             ),
         )
         return pb.SearchResponse(

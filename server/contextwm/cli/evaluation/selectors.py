@@ -1,10 +1,9 @@
-"""The simple context selectors the quality benchmark compares contextwm with.
+"""The simple context selectors contextwm is compared with.
 
-Each selector ranks a conversation's turns for a question and fills a token budget with
-whole turns in rank order (a turn that does not fit is skipped, the next one tried): recency,
-BM25, dense cosine, and BM25 + dense reciprocal-rank fusion. A turn costs the tokens of
-``role: content`` plus 4 in the encoding's counting, the convention that makes figures
-comparable across tools. Not a benchmark by itself.
+Each ranks a conversation's turns for a question; `fill` then takes whole turns in rank order
+while they fit the budget (a turn that does not fit is skipped, the next one tried). A turn
+costs the tokens of ``role: content`` plus TURN_OVERHEAD, the convention that makes figures
+comparable across tools. Pure Python: the client commands load no numpy.
 """
 
 from __future__ import annotations
@@ -12,18 +11,15 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
-from contextwm_client import Role
 
 # Per-turn framing a chat format adds around each message.
 TURN_OVERHEAD = 4
 RRF_K = 60
 BM25_K1 = 1.2
 BM25_B = 0.75
+SELECTORS = ("recency", "BM25", "dense", "BM25+dense RRF")
 
 # The usual English function words: matching "the" or "what" ranks every turn.
 _STOPWORDS = frozenset(
@@ -49,7 +45,7 @@ def words(text: str) -> list[str]:
 class Turn:
     """One turn of a conversation as the selectors see it."""
 
-    role: Role
+    role: str
     content: str
     cost: int  # tokens of "role: content" plus TURN_OVERHEAD
 
@@ -59,16 +55,17 @@ class Bm25:
 
     def __init__(self, docs: Sequence[str]) -> None:
         self._tf = [Counter(words(d)) for d in docs]
-        lengths = np.array([sum(tf.values()) for tf in self._tf], dtype=np.float64)
-        self._norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths / max(lengths.mean(), 1e-9))
+        lengths = [sum(tf.values()) for tf in self._tf]
+        mean = max(sum(lengths) / max(len(lengths), 1), 1e-9)
+        self._norm = [BM25_K1 * (1 - BM25_B + BM25_B * n / mean) for n in lengths]
         df: Counter[str] = Counter()
         for tf in self._tf:
             df.update(tf.keys())
         n = len(docs)
         self._idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
 
-    def scores(self, query: str) -> npt.NDArray[np.float64]:
-        out = np.zeros(len(self._tf), dtype=np.float64)
+    def scores(self, query: str) -> list[float]:
+        out = [0.0] * len(self._tf)
         for term in set(words(query)):
             idf = self._idf.get(term)
             if idf is None:
@@ -80,7 +77,7 @@ class Bm25:
         return out
 
 
-def order_by(scores: npt.NDArray[np.float64]) -> list[int]:
+def order_by(scores: Sequence[float]) -> list[int]:
     """Indices best first; ties go to the later turn."""
     return sorted(range(len(scores)), key=lambda i: (-scores[i], -i))
 
@@ -104,24 +101,19 @@ def fill(ranking: Sequence[int], turns: Sequence[Turn], budget: int) -> set[int]
     return taken
 
 
-Selector = Callable[[str, npt.NDArray[np.float32]], list[int]]
+def rankings(bm25: Bm25, query: str, similarities: Sequence[float]) -> dict[str, list[int]]:
+    """Every selector's ranking of a conversation's turns for a query.
 
-
-def selectors(turns: Sequence[Turn], vectors: npt.NDArray[np.float32]) -> dict[str, Selector]:
-    """The four selectors over one conversation, as functions of (question, question vector)
-    returning a ranking of turn indices."""
-    bm25 = Bm25([t.content for t in turns])
-
-    def recency(_q: str, _v: npt.NDArray[np.float32]) -> list[int]:
-        return list(range(len(turns) - 1, -1, -1))
-
-    def lexical(q: str, _v: npt.NDArray[np.float32]) -> list[int]:
-        return order_by(bm25.scores(q))
-
-    def dense(_q: str, v: npt.NDArray[np.float32]) -> list[int]:
-        return order_by((vectors @ v).astype(np.float64))
-
-    def fused(q: str, v: npt.NDArray[np.float32]) -> list[int]:
-        return rrf(lexical(q, v), dense(q, v))
-
-    return {"recency": recency, "BM25": lexical, "dense": dense, "BM25+dense RRF": fused}
+    Args:
+        bm25: the BM25 index of the conversation's turns.
+        query: the question.
+        similarities: each turn's cosine similarity to the question.
+    """
+    lexical = order_by(bm25.scores(query))
+    dense = order_by(similarities)
+    return {
+        "recency": list(range(len(similarities) - 1, -1, -1)),
+        "BM25": lexical,
+        "dense": dense,
+        "BM25+dense RRF": rrf(lexical, dense),
+    }

@@ -1,4 +1,4 @@
-"""Tests for the conversation benchmarks' simple selectors and data set loaders (scripts/)."""
+"""Tests for the simple selectors and the conversation benchmarks' data set loaders."""
 
 from __future__ import annotations
 
@@ -9,14 +9,20 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import bench_locomo
 import bench_longmemeval
-from bench_conversations import stored
-from bench_selectors import TURN_OVERHEAD, Bm25, Turn, fill, order_by, rrf, selectors
+from bench_conversations import labels, stored
+from contextwm.cli.evaluation.selectors import (
+    TURN_OVERHEAD,
+    Bm25,
+    Turn,
+    fill,
+    order_by,
+    rankings,
+    rrf,
+)
 from contextwm_client import Role
 
 
@@ -38,13 +44,12 @@ def test_rrf_rewards_agreement_and_fill_skips_what_does_not_fit() -> None:
 
 
 def test_selectors_rank_every_turn() -> None:
-    turns = [turn("alpha"), turn("beta"), turn("gamma")]
-    vectors = np.eye(3, dtype=np.float32)
-    ranks = selectors(turns, vectors)
-    assert ranks["recency"]("q", vectors[0]) == [2, 1, 0]
-    assert ranks["dense"]("q", vectors[1])[0] == 1
-    assert ranks["BM25"]("gamma", vectors[0])[0] == 2
-    assert sorted(ranks["BM25+dense RRF"]("beta", vectors[1])) == [0, 1, 2]
+    docs = ["alpha", "beta", "gamma"]
+    ranks = rankings(Bm25(docs), "gamma", [0.1, 0.9, 0.2])
+    assert ranks["recency"] == [2, 1, 0]
+    assert ranks["dense"][0] == 1
+    assert ranks["BM25"][0] == 2
+    assert sorted(ranks["BM25+dense RRF"]) == [0, 1, 2]
 
 
 class _Words:
@@ -97,8 +102,12 @@ def test_trim_keeps_the_evidence_sessions_and_their_order(tmp_path: Path) -> Non
 
 
 def test_stored_leaves_out_empty_turns(tmp_path: Path) -> None:
-    (c,) = bench_longmemeval.load(_longmemeval(tmp_path), _Words()).conversations
+    data = bench_longmemeval.load(_longmemeval(tmp_path), _Words())
+    (c,) = data.conversations
     assert stored(c) == [0, 1, 2, 3, 4, 6, 7]
+    # Evidence at positions 2 and 7 is the 3rd and the 7th item stored (position 5 is not).
+    (label,) = labels(data.questions, {c.cid: c})
+    assert (label.conversation, label.expected, label.kind) == (c.cid, (3, 7), "multi-session")
 
 
 def test_locomo_turns_carry_their_speaker_and_questions_find_their_evidence(
