@@ -12,7 +12,9 @@ Measures, through the real `contextwm_client.Client` over loopback against a
   an exact FAISS search (k=50, one OpenMP thread, as the service) on an index of the same
   vectors, with no service in between;
 * the server's resident memory (/proc/PID/status) before and after the 100k-item index is
-  built, reported per 100k archived items.
+  built, reported per 100k archived items;
+* in the many-conversations case, Search across every conversation of the namespace against
+  Search in one conversation, alternating (goal: p50 within 3 x the one-conversation p50).
 
 Targets: p50 <= 1.5 x floor + 3 ms per case, and p50 < 30 ms at 100k items.
 
@@ -87,6 +89,9 @@ class Case:
     rss_after: tuple[float, float] = (0.0, 0.0)
     rss_steady: float = 0.0
     save_overlapped: bool = False
+    # Search across every conversation of the namespace, and in one of them, interleaved.
+    namespace_search_ms: list[float] = field(default_factory=list)
+    one_search_ms: list[float] = field(default_factory=list)
 
     @property
     def archived_total(self) -> int:
@@ -125,6 +130,13 @@ def parse_args() -> argparse.Namespace:
         help="window items appended through the API in one-conversation cases",
     )
     p.add_argument("--queries", type=int, default=200, help="timed GetContext calls per case")
+    p.add_argument(
+        "--searches",
+        type=int,
+        default=30,
+        help="timed namespace-wide searches (and as many one-conversation ones) in the"
+        " many-conversations case",
+    )
     p.add_argument(
         "--pool",
         type=int,
@@ -322,6 +334,18 @@ def run_queries(case: Case, client: Client, queries: list[str], rng: random.Rand
         case.history_hits.append(len(ctx.history))
 
 
+def run_searches(case: Case, client: Client, queries: list[str], rng: random.Random) -> None:
+    """Namespace-wide and one-conversation searches, alternating, so both see the same machine."""
+    for q in queries:
+        t0 = time.perf_counter()
+        client.search(q, top_k=10, include_window=True)
+        t1 = time.perf_counter()
+        client.search(q, conversation_id=rng.choice(case.conversation_ids), top_k=10)
+        t2 = time.perf_counter()
+        case.namespace_search_ms.append((t1 - t0) * 1000)
+        case.one_search_ms.append((t2 - t1) * 1000)
+
+
 def index_saved_between(data_dir: Path, keys: list[int], t0: float, t1: float) -> bool:
     d = data_dir / "indexes" / MODEL
     for key in keys:
@@ -424,6 +448,8 @@ def main() -> int:
                 case.rss_steady = server.rss_mb()[0]
                 p50, p99 = p50_p99(case.latencies_ms)
                 log(f"{case.name}: p50 {p50:.1f} ms p99 {p99:.1f} ms")
+                if len(case.conversation_ids) > 1:
+                    run_searches(case, client, queries[: args.searches], rng)
             rss_end = server.rss_mb()
     finally:
         server.stop()
@@ -512,6 +538,25 @@ def report(
         ],
         rows,
     )
+    searched = [c for c in cases if c.namespace_search_ms]
+    if searched:
+        print_table(
+            "Search latency, ms: every conversation of the namespace against one (goal: p50"
+            " within 3 x the one-conversation p50)",
+            ["case", "calls", "namespace p50", "namespace p99", "one p50", "ratio", "goal"],
+            [
+                [
+                    c.name,
+                    len(c.namespace_search_ms),
+                    f"{p50_p99(c.namespace_search_ms)[0]:.1f}",
+                    f"{p50_p99(c.namespace_search_ms)[1]:.1f}",
+                    f"{p50_p99(c.one_search_ms)[0]:.1f}",
+                    f"{p50_p99(c.namespace_search_ms)[0] / p50_p99(c.one_search_ms)[0]:.1f}",
+                    verdict(p50_p99(c.namespace_search_ms)[0] <= 3 * p50_p99(c.one_search_ms)[0]),
+                ]
+                for c in searched
+            ],
+        )
     big = [c for c in cases if len(c.conversation_ids) == 1]
     if big:
         largest = max(big, key=lambda c: c.archived_total)

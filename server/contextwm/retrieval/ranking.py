@@ -3,7 +3,6 @@ weights that follow how clearly each signal singles out its best items."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -173,12 +172,16 @@ def with_context(ranked: Sequence[Ranked]) -> list[Ranked]:
     CONTEXT_SHARE of the best score (before this) among the candidates within CONTEXT_REACH
     seqs of it."""
     own = {r.seq: r.score for r in ranked}
-    out: list[Ranked] = []
-    for r in ranked:
-        around = max(
-            (own.get(r.seq + d, 0.0) for d in range(-CONTEXT_REACH, CONTEXT_REACH + 1) if d != 0),
-            default=0.0,
+    steps = [d for d in range(-CONTEXT_REACH, CONTEXT_REACH + 1) if d != 0]
+    out = [
+        Ranked(
+            r.seq,
+            r.score + CONTEXT_SHARE * max(own.get(r.seq + d, 0.0) for d in steps),
+            r.similarity,
+            r.lexical,
+            r.measured,
         )
-        out.append(dataclasses.replace(r, score=r.score + CONTEXT_SHARE * around))
+        for r in ranked
+    ]
     out.sort(key=lambda r: (-r.score, r.seq))
     return out
