@@ -233,17 +233,28 @@ def replay(client: Client, conversations: Sequence[Conversation]) -> float:
 
 
 def replayed(client: Client, conversations: Sequence[Conversation]) -> bool:
-    """Whether the server already holds every conversation, whole and embedded."""
+    """Whether the server already holds every conversation, whole and embedded (False when
+    it holds none of them).
+
+    Raises:
+        RuntimeError: it holds some, or some in part: replaying would add turns twice.
+    """
     from contextwm_client import NotFoundError
 
+    whole = 0
     for c in conversations:
         try:
             info = client.get_conversation(c.cid)
         except NotFoundError:
-            return False
-        if info.total_items != len(stored(c)) or info.pending_embeddings:
-            return False
-    return True
+            continue
+        if info.total_items != len(stored(c)):
+            raise RuntimeError(f"the store holds {c.cid} in part: use an empty --keep-data")
+        while client.get_conversation(c.cid).pending_embeddings > 0:
+            time.sleep(0.2)
+        whole += 1
+    if 0 < whole < len(conversations):
+        raise RuntimeError("the store holds some of the conversations: use an empty --keep-data")
+    return whole > 0
 
 
 def labels(questions: Sequence[Question], by_id: dict[str, Conversation]) -> list[Label]:
