@@ -27,7 +27,8 @@ KEEP_SHARE = 0.25
 # proportion to its length: "Sounds great!" says far less than a quarter of a four-line turn,
 # so below about a paragraph length barely counts, while a page-long reply that is not
 # clearly the best still gives way to several short answers. Chosen on two kinds of real
-# conversation (docs/design.md): plain score per token favoured short filler turns there.
+# conversation (docs/design.md): score per token, or per its square root, favoured short
+# filler turns there.
 LENGTH_PRIOR = 96
 
 
