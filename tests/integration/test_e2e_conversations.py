@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from contextwm.app import Service
@@ -11,6 +15,7 @@ from contextwm_client import (
     Client,
     ConversationSettings,
     InvalidArgumentError,
+    NewItem,
     NotFoundError,
 )
 
@@ -137,3 +142,39 @@ def test_bad_create_requests_are_invalid_argument(
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
         client.create_conversation(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_listing_piped_to_head_ends_quietly(service: Service, client: Client) -> None:
+    # More than a pipe's buffer of output: the command is still writing when head leaves.
+    client.create_conversation("long")
+    for start in range(0, 3000, 500):
+        client.append_batch(
+            "long",
+            [NewItem(f"line {k} " + "x" * 40, role="user") for k in range(start, start + 500)],
+        )
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root / "server"), str(root / "client")]),
+    }
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "contextwm",
+            "--target",
+            f"127.0.0.1:{service.port}",
+            "items",
+            "long",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert cli.stdout is not None and cli.stderr is not None
+    first = cli.stdout.readline()
+    cli.stdout.close()  # what head does after its lines
+    err = cli.stderr.read().decode()
+    assert cli.wait(timeout=60) == 141
+    assert b"line 0" in first
+    assert err == ""

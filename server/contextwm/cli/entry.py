@@ -4,6 +4,7 @@ client command, exits."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -19,7 +20,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: Arguments without the program name; None reads sys.argv.
 
     Returns:
-        The exit status: 0 on success, 1 when a call fails, 2 for usage errors, 130 on Ctrl-C
+        The exit status: 0 on success, 1 when a call fails, 2 for usage errors, 130 on Ctrl-C,
+        141 when the output's reader has gone (a pipe to `head`)
         (`check`: 0 healthy, 1 problems found, 2 not checked; `config show`: 2 for settings
         the server would refuse).
     """
@@ -63,3 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader left (`contextwm items c | head`): stop quietly, as Unix tools do. Output
+        # goes nowhere from here, or the flush at exit would fail on the closed pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
