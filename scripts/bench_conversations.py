@@ -50,9 +50,16 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import ServerProcess, log
+from bench_common import ServerProcess, log, wait_embedded
 from contextwm.cli.evaluation.labels import Label
-from contextwm.cli.evaluation.run import Outcome, TurnCost, evaluate, report, role_and_content
+from contextwm.cli.evaluation.run import (
+    Outcome,
+    TurnCost,
+    evaluate,
+    report,
+    role_and_content,
+    rows,
+)
 from contextwm.cli.evaluation.selectors import Turn
 from contextwm_client import Client, NewItem, Role
 
@@ -226,9 +233,7 @@ def replay(client: Client, conversations: Sequence[Conversation]) -> float:
         for start in range(0, len(items), BATCH):
             client.append_batch(c.cid, items[start : start + BATCH])
     log(f"appended {sum(len(c.turns) for c in conversations)} turns; waiting for embeddings")
-    for c in conversations:
-        while client.get_conversation(c.cid).pending_embeddings > 0:
-            time.sleep(0.2)
+    wait_embedded(client, [c.cid for c in conversations])
     return time.perf_counter() - began
 
 
@@ -241,7 +246,7 @@ def replayed(client: Client, conversations: Sequence[Conversation]) -> bool:
     """
     from contextwm_client import NotFoundError
 
-    whole = 0
+    whole: list[str] = []
     for c in conversations:
         try:
             info = client.get_conversation(c.cid)
@@ -249,20 +254,20 @@ def replayed(client: Client, conversations: Sequence[Conversation]) -> bool:
             continue
         if info.total_items != len(stored(c)):
             raise RuntimeError(f"the store holds {c.cid} in part: use an empty --keep-data")
-        while client.get_conversation(c.cid).pending_embeddings > 0:
-            time.sleep(0.2)
-        whole += 1
-    if 0 < whole < len(conversations):
+        whole.append(c.cid)
+    if 0 < len(whole) < len(conversations):
         raise RuntimeError("the store holds some of the conversations: use an empty --keep-data")
-    return whole > 0
+    wait_embedded(client, whole)
+    return bool(whole)
 
 
 def labels(questions: Sequence[Question], by_id: dict[str, Conversation]) -> list[Label]:
     """The questions as labelled queries on the replayed conversations (seq n is the n-th
     stored turn)."""
+    seqs = {cid: {p: i + 1 for i, p in enumerate(stored(c))} for cid, c in by_id.items()}
     out = []
     for n, q in enumerate(questions, start=1):
-        seq = {p: i + 1 for i, p in enumerate(stored(by_id[q.conversation]))}
+        seq = seqs[q.conversation]
         expected = tuple(seq[e] for e in q.evidence)
         out.append(Label(n, q.conversation, q.text, expected, None, as_of=q.asked, kind=q.kind))
     return out
@@ -354,18 +359,7 @@ def run(
                     outcomes += got
     report(outcomes, args.budgets, sys.stdout)
     if args.json:
-        rows = [
-            {
-                "question": questions[o.label.line - 1].qid,
-                "type": o.label.kind,
-                "who": o.who,
-                "budget": o.budget,
-                "hit": o.hit,
-                "tokens": o.tokens,
-            }
-            for o in outcomes
-        ]
-        args.json.write_text(json.dumps(rows, indent=1))
+        args.json.write_text(json.dumps(rows(outcomes), indent=1))
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -273,18 +273,23 @@ def stats_table(result: StatsResult, *, namespaces: bool, total: bool) -> list[s
         count = result.conversation_count
         plural = "" if count == 1 else "s"
         rows.append(_stats_row(f"total ({count} conversation{plural})", result.total))
-    table = [list(_STATS_COLUMNS), *rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(_STATS_COLUMNS))]
     # Names and times read from the left, counts and sizes line up on the right.
     left = {0, len(_STATS_COLUMNS) - 2, len(_STATS_COLUMNS) - 1}
-    lines = [
+    lines = aligned([list(_STATS_COLUMNS), *rows], left)
+    return [*lines, f"vectors of {result.model}; index: FAISS files as last saved; times in UTC"]
+
+
+def aligned(table: Sequence[Sequence[str]], left: Set[int]) -> list[str]:
+    """A table's rows as lines of columns two spaces apart, the columns in left aligned to
+    the left, the others to the right."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return [
         "  ".join(
             cell.ljust(width) if i in left else cell.rjust(width)
             for i, (cell, width) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in table
     ]
-    return [*lines, f"vectors of {result.model}; index: FAISS files as last saved; times in UTC"]
 
 
 def _stats_row(name: str, stats: StoreStats) -> list[str]:

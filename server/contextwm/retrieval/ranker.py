@@ -66,36 +66,12 @@ class Ranker:
         self.indexes = vectors
         self.model_name = model_name
 
+    @staticmethod
     def rank(
-        self,
-        rt: ConversationRuntime,
-        query_vec: Vector | None,
-        text: str,
-        *,
-        states: Sequence[ItemState],
-        threshold: float | None,
-        mode: str,
-        hint: TimeHint | None,
-        flt: ItemFilter | None,
-        limit: int,
-        measure_all: bool = True,
-        lexical: dict[int, float] | None = None,
+        rt: ConversationRuntime, found: Signals, *, threshold: float | None, mode: str
     ) -> list[Ranked]:
-        """Fused dense + lexical candidates from the archive (and window, if in states),
-        in hybrid mode rescored with the turns around them (rt.lock held). The arguments
-        are those of signals."""
-        found = self.signals(
-            rt,
-            query_vec,
-            text,
-            states=states,
-            mode=mode,
-            hint=hint,
-            flt=flt,
-            limit=limit,
-            measure_all=measure_all,
-            lexical=lexical,
-        )
+        """A conversation's candidates (from signals) fused, best first, in hybrid mode
+        rescored with the turns around them."""
         ranked = fuse(
             found.dense,
             found.lexical,
@@ -120,7 +96,8 @@ class Ranker:
         measure_all: bool = True,
         lexical: dict[int, float] | None = None,
     ) -> Signals:
-        """The candidates' similarity and BM25 before fusion (rt.lock held).
+        """Dense and lexical candidates from the archive (and window, if in states), with
+        their similarity and BM25 before fusion (rt.lock held).
 
         measure_all=False leaves the similarity of archived items that only words or time
         found unmeasured in hybrid mode: they lie below the DENSE_FLOOR_RANK-th similarity,

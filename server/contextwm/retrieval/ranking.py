@@ -149,22 +149,38 @@ def fuse(
         sim = dense.get(seq, 0.0)
         found = lexical.get(seq, 0.0) > 0.0
         lex = lexical.get(seq, 0.0) / top_lexical
+        if not admitted(sim, found, mode=mode, threshold=threshold, exempt=seq in keep):
+            continue
         if mode == "dense":
-            if threshold is not None and sim < threshold and seq not in keep:
-                continue
             score = sim
         elif mode == "lexical":
-            if not found and seq not in keep:
-                continue
             score = lex
         else:
-            if threshold is not None and not found and sim < threshold and seq not in keep:
-                continue
             near = max(0.0, (sim - floor) / span) if seq in dense else 0.0
             score = w_lex * lex + w_dense * near
         out.append(Ranked(seq, score, sim, lex, seq in dense))
     out.sort(key=lambda r: (-r.score, r.seq))
     return out
+
+
+def admitted(
+    similarity: float, found: bool, *, mode: str, threshold: float | None, exempt: bool
+) -> bool:
+    """Whether a candidate passes its mode's filter (see fuse): in dense mode the similarity
+    threshold, in hybrid mode the threshold unless words found it, in lexical mode the words.
+
+    Args:
+        similarity: its cosine similarity to the query.
+        found: whether BM25 found it.
+        exempt: whether it lies inside a time range the query names.
+    """
+    if exempt:
+        return True
+    if mode == "lexical":
+        return found
+    if threshold is None:
+        return True
+    return similarity >= threshold if mode == "dense" else found or similarity >= threshold
 
 
 def with_context(ranked: Sequence[Ranked]) -> list[Ranked]:

@@ -180,12 +180,11 @@ class Retriever:
         measure_all: bool = True,
     ) -> list[Ranked]:
         """The ranking a context request asks for (rt.lock held)."""
-        return self.ranker.rank(
+        found = self.ranker.signals(
             rt,
             q.vector,
             q.search,
             states=states,
-            threshold=self.ranker.threshold(rt, request.similarity_threshold, request.mode),
             mode=request.mode,
             hint=q.hint,
             flt=None,
@@ -193,3 +192,5 @@ class Retriever:
             measure_all=measure_all,
             lexical=q.lexical(tuple(states)),
         )
+        threshold = self.ranker.threshold(rt, request.similarity_threshold, request.mode)
+        return self.ranker.rank(rt, found, threshold=threshold, mode=request.mode)

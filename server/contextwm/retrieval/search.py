@@ -15,7 +15,7 @@ from contextwm.domain import deadlines
 from contextwm.domain.items import ItemState, ScoredItem
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import CANDIDATES, Ranker, Signals
-from contextwm.retrieval.ranking import Ranked, fuse, with_context
+from contextwm.retrieval.ranking import Ranked, admitted, fuse, with_context
 from contextwm.retrieval.requests import SearchOutcome, SearchRequest, check_search_request
 from contextwm.retrieval.timehints import TimeHint, strip_time_phrase
 from contextwm.window.window import Vector
@@ -106,23 +106,20 @@ def _on_one_scale(found: Sequence[_Found], mode: str) -> list[tuple[_Found, list
     keep: set[int] = set()
     origin: list[tuple[int, int]] = []  # candidate id -> (index in found, seq)
     for i, f in enumerate(found):
-        # Each conversation's own similarity floor (in dense mode) applies to its items.
-        own = fuse(
-            f.signals.dense,
-            f.signals.lexical,
-            population=f.rt.total,
-            threshold=f.threshold,
-            mode=mode,
-            keep=f.signals.in_range,
-        )
-        for r in own:
+        s = f.signals
+        for seq in sorted(s.dense.keys() | s.lexical.keys()):
+            # Each conversation's own similarity floor (in dense mode) applies to its items.
+            sim, found_by_words = s.dense.get(seq, 0.0), s.lexical.get(seq, 0.0) > 0.0
+            exempt = seq in s.in_range
+            if not admitted(sim, found_by_words, mode=mode, threshold=f.threshold, exempt=exempt):
+                continue
             cid = len(origin)
-            origin.append((i, r.seq))
-            if r.seq in f.signals.dense:
-                dense[cid] = f.signals.dense[r.seq]
-            if r.seq in f.signals.lexical:
-                lexical[cid] = f.signals.lexical[r.seq]
-            if r.seq in f.signals.in_range:
+            origin.append((i, seq))
+            if seq in s.dense:
+                dense[cid] = s.dense[seq]
+            if seq in s.lexical:
+                lexical[cid] = s.lexical[seq]
+            if exempt:
                 keep.add(cid)
     fused = fuse(dense, lexical, population=sum(f.rt.total for f in found), mode=mode, keep=keep)
     per: list[list[Ranked]] = [[] for _ in found]

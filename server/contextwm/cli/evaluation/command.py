@@ -11,7 +11,7 @@ from pathlib import Path
 from contextwm_client import Client
 
 from contextwm.cli.evaluation.labels import read_labels
-from contextwm.cli.evaluation.run import evaluate, report
+from contextwm.cli.evaluation.run import evaluate, report, rows
 
 BUDGETS = (1024, 2048, 4096)
 
@@ -51,18 +51,5 @@ def run_eval(client: Client, args: argparse.Namespace) -> int:
     shown = sorted({o.budget for o in outcomes})
     report(outcomes, shown, sys.stdout)
     if args.json:
-        rows = [
-            {
-                "line": o.label.line,
-                "conversation": o.label.conversation,
-                "kind": o.label.kind,
-                "who": o.who,
-                "budget": o.budget,
-                "hit": o.hit,
-                "recall": o.found / o.expected,
-                "tokens": o.tokens,
-            }
-            for o in outcomes
-        ]
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        args.json.write_text(json.dumps(rows(outcomes), indent=1) + "\n")
     return 0

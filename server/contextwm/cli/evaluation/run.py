@@ -20,6 +20,7 @@ from contextwm.cli.evaluation.selectors import (
     fill,
     rankings,
 )
+from contextwm.cli.render import aligned
 
 SERVICE = "contextwm"
 # The dense selector ranks by the server's own similarities, read through a dense search.
@@ -183,14 +184,23 @@ def report(outcomes: Sequence[Outcome], budgets: Sequence[int], out: TextIO) -> 
 
 
 def _table(out: TextIO, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    cells = [list(headers), *[list(r) for r in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     print(f"\n== {title}", file=out)
-    for n, r in enumerate(cells):
-        parts = [
-            r[0].ljust(widths[0]),
-            *(c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)),
-        ]
-        print("  ".join(parts).rstrip(), file=out)
-        if n == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+    for line in aligned([headers, *rows], left={0}):
+        print(line, file=out)
+
+
+def rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """The outcomes as JSON objects, one a query, selector and budget."""
+    return [
+        {
+            "line": o.label.line,
+            "conversation": o.label.conversation,
+            "kind": o.label.kind,
+            "who": o.who,
+            "budget": o.budget,
+            "hit": o.hit,
+            "recall": o.found / o.expected,
+            "tokens": o.tokens,
+        }
+        for o in outcomes
+    ]
