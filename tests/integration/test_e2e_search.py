@@ -180,3 +180,20 @@ def test_time_words_can_be_left_unread(client: Client) -> None:
     plain = client.search("invoice last month", conversation_id="s", as_of=asked, time_hints=False)
     assert plain.time_range is None
     assert all(h.parts.time == 0.0 for h in plain.hits)
+
+
+def test_a_turn_beside_a_strong_hit_gains_from_it(client: Client) -> None:
+    # The same turns twice; only where the reply stands differs. Beside the question it
+    # answers, the reply (which names no topic) scores higher than far from it.
+    question = "How did the pottery class with the kids go on Saturday?"
+    reply = "They loved it and came home with three lopsided bowls!"
+    filler = [_TOPICS[k % len(_TOPICS)] + f" ({k})" for k in range(20)]
+    layouts = {"near": [*filler[:10], question, reply, *filler[10:]]}
+    layouts["far"] = [question, *filler, reply]
+    score = {}
+    for name, texts in layouts.items():
+        client.create_conversation(name)
+        client.append_batch(name, [NewItem(t, role="user") for t in texts])
+        hits = client.search("pottery class", conversation_id=name, top_k=30, include_window=True)
+        score[name] = next(h.score for h in hits.hits if h.item.content == reply)
+    assert score["near"] > score["far"] + 0.1
