@@ -143,8 +143,8 @@ def test_a_request_naming_categories_gets_sections_and_an_allocation_report(
         < text.index("# Recent Context")
         < text.index("# Current Query")
     )
-    assert "[system] You are a careful billing agent." in text
-    assert "[tool] $ pytest -x" in text and "## Project docs: AGENTS.md" in text
+    assert "system: You are a careful billing agent." in text
+    assert "tool: $ pytest -x" in text and "## Project docs: AGENTS.md" in text
     assert ctx.tokens.total <= 2000 and ctx.tokens.system > 0
     assert {s.role for s in ctx.recent} == {"system", "user", "assistant", "tool"}
 

@@ -44,13 +44,9 @@ def test_sections_budget_and_no_repeats(client: Client) -> None:
         assert recent_seqs == sorted(recent_seqs)
         assert not set(recent_seqs) & {s.seq for s in ctx.history}
         assert ctx.text.endswith("# Current Query\n\nwhat port is billing on?")
-    # By default history comes first, so the text reads in time order up to the query; the
-    # fixed split (an explicit recent_share) puts the recent window first.
-    sections = {
-        None: ("# Relevant Historical Context", "# Recent Context", "# Current Query"),
-        0.5: ("# Recent Context", "# Relevant Historical Context", "# Current Query"),
-    }
-    for share, headings in sections.items():
+    # Both layouts put history first, so the text reads in time order up to the query.
+    headings = ("# Relevant Historical Context", "# Recent Context", "# Current Query")
+    for share in (None, 0.5):
         ctx = client.get_context(
             "c", "what port is billing on?", max_tokens=1000, recent_share=share
         )

@@ -12,11 +12,7 @@ from collections.abc import Mapping
 
 import pytest
 from contextwm.adapters.tokens_bpe import token_counter
-from contextwm.budgets.assembly import (
-    assemble_by_category,
-    retrieval_line_cost,
-    retrieval_text,
-)
+from contextwm.budgets.assembly import assemble_by_category, retrieval_piece
 from contextwm.budgets.contributors import Contribution
 from contextwm.domain.categories import (
     DEFAULT_BUDGETS,
@@ -27,6 +23,7 @@ from contextwm.domain.categories import (
 )
 from contextwm.domain.errors import FailedPrecondition, InvalidArgument
 from contextwm.domain.items import Flag, Item, ItemState, ScoredItem, ScoreParts
+from contextwm.retrieval.pipeline import LineCosts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,8 +83,7 @@ def contributions(draw: st.DrawFn) -> list[Contribution]:
                 Contribution(
                     t,
                     f"#{hit.item.seq}",
-                    retrieval_text([hit]),
-                    retrieval_line_cost(COUNTER, hit),
+                    *retrieval_piece(LineCosts(COUNTER), [hit]),
                     weight,
                     salience,
                     items=(hit,),
@@ -185,7 +181,7 @@ def test_dialog_is_trimmed_oldest_and_least_relevant_first(budget: int) -> None:
     assert 40 in kept and 3 in kept and 4 not in kept
     dropped = set(range(1, 41)) - kept - {3}
     # Older turns went first; a turn that did not fit may leave room for a smaller older one
-    # ("[assistant] " costs more than "[user] "), never for more than one.
+    # ("assistant: " costs more than "user: "), never for more than one.
     assert len([d for d in dropped if d > min(kept - {3})]) <= 1
 
 

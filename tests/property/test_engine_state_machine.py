@@ -24,7 +24,7 @@ from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.errors import FailedPrecondition, InvalidArgument
 from contextwm.domain.items import FileRef, Flag, Item, ItemState, NewItem
 from contextwm.indexing.indexer import Indexer
-from contextwm.retrieval.assembly import QUERY_HEADING
+from contextwm.retrieval.pipeline import QUERY_HEADING
 from contextwm.retrieval.requests import ContextRequest
 from contextwm.retrieval.retriever import Retriever
 from hypothesis import HealthCheck, settings

@@ -196,6 +196,58 @@ def test_feature_packages_import_only_what_they_are_allowed(package: str) -> Non
     assert {f: r - allowed for f, r in reached(package).items() if r - allowed} == {}
 
 
+# The enhanced context's layouts: each is a strategy over retrieval/pipeline.py, which alone
+# owns the headings, the line format, exact-fit trimming and the token account.
+PIPELINE = SERVER / "retrieval" / "pipeline.py"
+LAYOUTS = (
+    SERVER / "retrieval" / "relevant_assembly.py",
+    SERVER / "retrieval" / "split_assembly.py",
+    SERVER / "budgets" / "assembly.py",
+)
+LAYOUT_METHODS = {"pack", "sections", "drop_weakest", "omitted"}
+
+
+def test_every_layout_is_a_strategy_over_the_one_pipeline() -> None:
+    for path in LAYOUTS:
+        tree = ast.parse(path.read_text(), str(path))
+        names = {name for _, name in imported(path)}
+        assert "contextwm.retrieval.pipeline.assemble" in names, path.name
+        layouts = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.ClassDef)
+            and LAYOUT_METHODS <= {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+        ]
+        assert len(layouts) == 1, f"{path.name} should define one layout class"
+        # No layout counts tokens or writes a heading itself: costs come from LineCosts, the
+        # text and its count from the pipeline.
+        calls = [
+            n.func.attr
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        ]
+        assert "count" not in calls, path.name
+        headings = [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("#")
+        ]
+        assert headings == [], path.name
+
+
+def test_the_context_headings_are_defined_once() -> None:
+    defined = [
+        f"{path.relative_to(SERVER)}:{node.lineno}"
+        for path in modules(SERVER)
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and node.value.value.startswith("# ")
+    ]
+    assert defined and all(d.startswith("retrieval/pipeline.py:") for d in defined), defined
+
+
 def test_no_package_reaches_into_another_ones_private_names() -> None:
     found = []
     for path in modules(SERVER):

@@ -8,7 +8,8 @@ import pytest
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import Flag, Item, ItemState, ScoredItem, ScoreParts
-from contextwm.retrieval.relevant_assembly import KEEP_SHARE, assemble_relevant, day_heading
+from contextwm.retrieval.pipeline import day_heading
+from contextwm.retrieval.relevant_assembly import KEEP_SHARE, assemble_relevant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,5 +1,5 @@
-"""Assembles a context by category budgets: window items and contributors compete within
-their category's grant (allocation.allocate), and the text is rendered in sections."""
+"""The category layout of the enhanced context: window items and contributors compete within
+their category's grant (allocation.allocate)."""
 
 from __future__ import annotations
 
@@ -12,21 +12,20 @@ from contextwm.budgets.contributors import Contribution
 from contextwm.domain.categories import Category, CategoryBudget, ContributorType, category_of_role
 from contextwm.domain.items import Flag, ScoredItem
 from contextwm.ports.tokens import TokenCounter
-from contextwm.retrieval.assembly import (
-    QUERY_HEADING,
+from contextwm.retrieval.pipeline import (
+    CONTEXT_HEADING,
+    HISTORY_SUBHEADING,
     RECENT_HEADING,
     SEPARATOR,
+    SYSTEM_HEADING,
+    LineCosts,
+    Section,
     TokenAccount,
-    history_line,
-    history_prefix,
-    query_cost,
-    recent_line,
-    recent_prefix,
+    assemble,
+    day_heading,
+    item_lines,
 )
 
-SYSTEM_HEADING = "# System"
-CONTEXT_HEADING = "# Relevant Context"
-HISTORY_SUBHEADING = "## Relevant history"
 # Workspace contributors render in this order inside CONTEXT; retrieval hits come last, in
 # seq order under their own subheading.
 _WORKSPACE_ORDER = (
@@ -63,6 +62,122 @@ class BudgetedAssembly:
     report: AllocationReport
 
 
+class CategoryLayout:
+    """Sections: system, relevant context (workspace pieces, then history hits), recent
+    context (dialog and tool output in seq order)."""
+
+    def __init__(
+        self,
+        window: Sequence[ScoredItem],
+        contributions: Sequence[Contribution],
+        budgets: Mapping[Category, CategoryBudget],
+    ) -> None:
+        self.window = window
+        self.budgets = budgets
+        self.items = {f"item:{s.item.seq}": s for s in window}
+        self.offered = {f"piece:{i}": c for i, c in enumerate(contributions) if not c.reason}
+        self.kept: dict[Category, list[Piece]] = {}
+        self.overhead: dict[Category, int] = {}
+        self.allocation: Allocation | None = None
+        self.trimmed: dict[str, str] = {}
+
+    def pack(self, left: int, costs: LineCosts) -> None:
+        pieces: dict[Category, list[Piece]] = {c: [] for c in Category}
+        # A day's heading is charged to the item of that day kept first (the highest
+        # priority in its category); the system prompt has none.
+        first_of_day: dict[tuple[Category, str], tuple[float, str]] = {}
+        for key, s in self.items.items():
+            category = category_of_role(s.item.role)
+            day = (category, day_heading(s.item.timestamp))
+            priority = window_priority(s)
+            if category is not Category.SYSTEM and priority > first_of_day.get(day, (-1.0, ""))[0]:
+                first_of_day[day] = (priority, key)
+        heads = {key: costs.text(day) for (_, day), (_, key) in first_of_day.items()}
+        for key, s in self.items.items():
+            cost = costs.line(s) + heads.get(key, 0)
+            pieces[category_of_role(s.item.role)].append(Piece(key, cost, window_priority(s)))
+        for key, c in self.offered.items():
+            pieces[Category.CONTEXT].append(Piece(key, c.tokens, c.score))
+        # Each category pays for its heading; DIALOG and SYSTEM_OUTPUT each for "# Recent
+        # Context", which they share, so together they may use a few tokens less than reported.
+        heading = costs.text(RECENT_HEADING)
+        self.overhead = overhead = {
+            Category.SYSTEM: costs.text(SYSTEM_HEADING),
+            Category.CONTEXT: costs.text(CONTEXT_HEADING) + costs.text(HISTORY_SUBHEADING),
+            Category.DIALOG: heading,
+            Category.SYSTEM_OUTPUT: heading,
+        }
+        allocation = allocate(left, pieces, self.budgets, overhead=overhead)
+        copies = self._copies_of_chosen_files(allocation)
+        if copies:
+            # A file read the window holds and a chosen working file with the same content:
+            # the read goes (the file is shown once) and what it held is shared again.
+            pieces = {c: [p for p in ps if p.key not in copies] for c, ps in pieces.items()}
+            again = allocate(left, pieces, self.budgets, overhead=overhead)
+            still = {p.key for p in again.kept[Category.CONTEXT]}
+            if {p.key for p in allocation.kept[Category.CONTEXT]} <= still:
+                allocation = again
+        self.allocation = allocation
+        self.kept = {c: list(allocation.kept[c]) for c in Category}
+
+    def _copies_of_chosen_files(self, allocation: Allocation) -> set[str]:
+        """Kept window items holding a whole file whose current content a kept working-file
+        piece shows in full (same path, same text)."""
+        chosen = [self.offered[p.key] for p in allocation.kept[Category.CONTEXT]]
+        copies: set[str] = set()
+        for c in (Category.SYSTEM_OUTPUT, Category.DIALOG):
+            for p in allocation.kept[c]:
+                s = self.items[p.key]
+                item = s.item
+                if item.file is None or not item.file.carries_whole_file or s.replaced:
+                    continue
+                if any(piece.shows_file(item.file.path, item.content) for piece in chosen):
+                    copies.add(p.key)
+        return copies
+
+    def sections(self) -> list[Section]:
+        kept, items = self.kept, self.items
+        chosen = [self.offered[p.key] for p in kept[Category.CONTEXT]]
+        blocks = [c.text for t in _WORKSPACE_ORDER for c in chosen if c.type == t]
+        hits = [s for c in chosen if c.type is ContributorType.RETRIEVAL for s in c.items]
+        recent = [items[p.key] for c in (Category.DIALOG, Category.SYSTEM_OUTPUT) for p in kept[c]]
+        return [
+            Section(
+                "system",
+                SYSTEM_HEADING,
+                [items[p.key] for p in kept[Category.SYSTEM]],
+                dated=False,
+            ),
+            Section("history", CONTEXT_HEADING, hits, blocks, HISTORY_SUBHEADING),
+            Section("recent", RECENT_HEADING, recent),
+        ]
+
+    def drop_weakest(self) -> bool:
+        """The lowest piece in trimming order; SYSTEM is never trimmed."""
+        victim = next((c for c in _TRIM_ORDER if self.kept[c]), None)
+        if victim is None:
+            return False
+        self.trimmed[self.kept[victim].pop().key] = "dropped to fit the exact token count"
+        return True
+
+    def omitted(self) -> int:
+        kept = sum(len(self.kept[c]) for c in Category if c is not Category.CONTEXT)
+        return len(self.window) - kept
+
+    def report(self, contributions: Sequence[Contribution]) -> AllocationReport:
+        """How the budget was shared, with what each category kept after the exact fit."""
+        assert self.allocation is not None
+        reports = tuple(
+            dataclasses.replace(r, used=_used(self.kept[r.category], self.overhead[r.category]))
+            for r in self.allocation.reports
+        )
+        return AllocationReport(
+            self.allocation.budget,
+            reports,
+            _outcomes(contributions, self.offered, self.kept[Category.CONTEXT], self.trimmed),
+        )
+
+
 def assemble_by_category(
     window: Sequence[ScoredItem],
     contributions: Sequence[Contribution],
@@ -86,80 +201,19 @@ def assemble_by_category(
         InvalidArgument: the budget cannot hold the query.
         FailedPrecondition: the system items alone need more than the budget assigns.
     """
-    paid_query = query_cost(counter, query, budget)
-    items = {f"item:{s.item.seq}": s for s in window}
-    offered = {f"piece:{i}": c for i, c in enumerate(contributions) if not c.reason}
-    pieces: dict[Category, list[Piece]] = {c: [] for c in Category}
-    for key, s in items.items():
-        cost = counter.count(recent_prefix(s)) + s.item.token_count + 1
-        pieces[category_of_role(s.item.role)].append(Piece(key, cost, window_priority(s)))
-    for key, c in offered.items():
-        pieces[Category.CONTEXT].append(Piece(key, c.tokens, c.score))
-    # Each category pays for its heading; DIALOG and SYSTEM_OUTPUT each for "# Recent
-    # Context", which they share, so together they may use a few tokens less than reported.
-    heading = counter.count(RECENT_HEADING) + 1
-    overhead = {
-        Category.SYSTEM: counter.count(SYSTEM_HEADING) + 1,
-        Category.CONTEXT: counter.count(CONTEXT_HEADING) + counter.count(HISTORY_SUBHEADING) + 2,
-        Category.DIALOG: heading,
-        Category.SYSTEM_OUTPUT: heading,
-    }
-    allocated = budget - paid_query
-    allocation = allocate(allocated, pieces, budgets, overhead=overhead)
-    copies = _copies_of_chosen_files(allocation, items, offered)
-    if copies:
-        # A file read the window holds and a chosen working file with the same content: the
-        # read goes (the file is shown once) and what it held is shared again.
-        pieces = {c: [p for p in ps if p.key not in copies] for c, ps in pieces.items()}
-        again = allocate(allocated, pieces, budgets, overhead=overhead)
-        still = {p.key for p in again.kept[Category.CONTEXT]}
-        if {p.key for p in allocation.kept[Category.CONTEXT]} <= still:
-            allocation = again
-    kept = {c: list(allocation.kept[c]) for c in Category}
-    trimmed: dict[str, str] = {}
-    text = _render(kept, items, offered, query)
-    total = counter.count(text)
-    # Pieces were counted apart; a merge across a seam can add a token: drop the lowest
-    # piece in trimming order until the exact count fits (seldom more than one round).
-    while total > budget:
-        victim = next(c for c in _TRIM_ORDER if kept[c])
-        trimmed[kept[victim].pop().key] = "dropped to fit the exact token count"
-        text = _render(kept, items, offered, query)
-        total = counter.count(text)
-    reports = tuple(
-        dataclasses.replace(r, used=_used(kept[r.category], overhead[r.category]))
-        for r in allocation.reports
-    )
-    recent = sorted(
-        (items[p.key] for c in Category if c is not Category.CONTEXT for p in kept[c]),
-        key=lambda s: s.item.seq,
-    )
-    history = sorted(
-        (s for p in kept[Category.CONTEXT] if p.key in offered for s in offered[p.key].items),
-        key=lambda s: s.item.seq,
-    )
+    layout = CategoryLayout(window, contributions, budgets)
+    fitted = assemble(layout, query=query, budget=budget, counter=counter)
     return BudgetedAssembly(
-        recent=tuple(recent),
-        history=tuple(history),
-        text=text,
-        tokens=TokenAccount(
-            budget=budget,
-            total=total,
-            recent=_section_tokens(counter, kept, items, Category.DIALOG, Category.SYSTEM_OUTPUT),
-            history=counter.count(_context_section(kept[Category.CONTEXT], offered))
-            if kept[Category.CONTEXT]
-            else 0,
-            query=paid_query,
-            recent_omitted=len(window) - len(recent),
-            encoding=counter.encoding,
-            system=_section_tokens(counter, kept, items, Category.SYSTEM, heading=SYSTEM_HEADING),
-        ),
-        report=AllocationReport(
-            allocated,
-            reports,
-            _outcomes(contributions, offered, kept[Category.CONTEXT], trimmed),
-        ),
+        recent=tuple(sorted(fitted.items("system") + fitted.items("recent"), key=_seq)),
+        history=fitted.items("history"),
+        text=fitted.text,
+        tokens=fitted.tokens,
+        report=layout.report(contributions),
     )
+
+
+def _seq(s: ScoredItem) -> int:
+    return s.item.seq
 
 
 def window_priority(s: ScoredItem) -> float:
@@ -170,79 +224,8 @@ def window_priority(s: ScoredItem) -> float:
     return s.parts.recency + max(0.0, s.parts.similarity) + pinned
 
 
-def _copies_of_chosen_files(
-    allocation: Allocation, items: Mapping[str, ScoredItem], offered: Mapping[str, Contribution]
-) -> set[str]:
-    """Kept window items holding a whole file whose current content a kept working-file
-    piece shows in full (same path, same text)."""
-    chosen = [offered[p.key] for p in allocation.kept[Category.CONTEXT]]
-    copies: set[str] = set()
-    for c in (Category.SYSTEM_OUTPUT, Category.DIALOG):
-        for p in allocation.kept[c]:
-            item = items[p.key].item
-            if item.file is None or not item.file.carries_whole_file or items[p.key].replaced:
-                continue
-            if any(piece.shows_file(item.file.path, item.content) for piece in chosen):
-                copies.add(p.key)
-    return copies
-
-
 def _used(kept: Sequence[Piece], overhead: int) -> int:
     return overhead + sum(p.tokens for p in kept) if kept else 0
-
-
-def _section_tokens(
-    counter: TokenCounter,
-    kept: Mapping[Category, list[Piece]],
-    items: Mapping[str, ScoredItem],
-    *categories: Category,
-    heading: str = RECENT_HEADING,
-) -> int:
-    chosen = [items[p.key] for c in categories for p in kept[c]]
-    return counter.count(_item_section(chosen, heading)) if chosen else 0
-
-
-def _item_section(chosen: Sequence[ScoredItem], heading: str) -> str:
-    lines = [recent_line(s) for s in sorted(chosen, key=lambda s: s.item.seq)]
-    return SEPARATOR.join([heading, *lines])
-
-
-def _context_section(kept: Sequence[Piece], offered: Mapping[str, Contribution]) -> str:
-    chosen = [offered[p.key] for p in kept]
-    parts: list[str] = [CONTEXT_HEADING]
-    for t in _WORKSPACE_ORDER:
-        parts.extend(c.text for c in chosen if c.type == t)
-    hits = sorted(
-        (s for c in chosen if c.type is ContributorType.RETRIEVAL for s in c.items),
-        key=lambda s: s.item.seq,
-    )
-    if hits:
-        parts.append(HISTORY_SUBHEADING)
-        parts.extend(history_line(s) for s in hits)
-    return SEPARATOR.join(parts)
-
-
-def _render(
-    kept: Mapping[Category, list[Piece]],
-    items: Mapping[str, ScoredItem],
-    offered: Mapping[str, Contribution],
-    query: str | None,
-) -> str:
-    """Sections: system, relevant context, recent context (dialog and tool output in seq
-    order), current query; empty ones are left out."""
-    sections: list[str] = []
-    if kept[Category.SYSTEM]:
-        sections.append(
-            _item_section([items[p.key] for p in kept[Category.SYSTEM]], SYSTEM_HEADING)
-        )
-    if kept[Category.CONTEXT]:
-        sections.append(_context_section(kept[Category.CONTEXT], offered))
-    recent = [items[p.key] for c in (Category.DIALOG, Category.SYSTEM_OUTPUT) for p in kept[c]]
-    if recent:
-        sections.append(_item_section(recent, RECENT_HEADING))
-    if query:
-        sections.append(f"{QUERY_HEADING}{SEPARATOR}{query}")
-    return SEPARATOR.join(sections)
 
 
 def _outcomes(
@@ -265,11 +248,7 @@ def _outcomes(
     return (*chosen, *left)
 
 
-def retrieval_line_cost(counter: TokenCounter, s: ScoredItem) -> int:
-    """What one history line costs inside CONTEXT: prefix, content, separator."""
-    return counter.count(history_prefix(s)) + s.item.token_count + 1
-
-
-def retrieval_text(items: Sequence[ScoredItem]) -> str:
-    """A retrieval piece's text as it is rendered (its lines, in seq order)."""
-    return SEPARATOR.join(history_line(s) for s in sorted(items, key=lambda s: s.item.seq))
+def retrieval_piece(costs: LineCosts, items: Sequence[ScoredItem]) -> tuple[str, int]:
+    """A retrieval piece's text as it is rendered on its own (its lines in seq order under
+    their days' headings) and what it costs inside CONTEXT."""
+    return SEPARATOR.join(item_lines(items)), costs.lines(items)

@@ -4,15 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from contextwm.budgets.assembly import (
-    AllocationReport,
-    assemble_by_category,
-    retrieval_line_cost,
-    retrieval_text,
-)
+from contextwm.budgets.assembly import AllocationReport, assemble_by_category, retrieval_piece
 from contextwm.budgets.contributors import (
     MAX_WORKING_FILES,
     Contribution,
@@ -33,13 +28,19 @@ from contextwm.domain.categories import (
 )
 from contextwm.domain.errors import FailedPrecondition
 from contextwm.domain.items import ItemState
-from contextwm.ports.tokens import TokenCounter
-from contextwm.retrieval.assembly import HistoryCandidate
+from contextwm.retrieval.neighbours import HistoryCandidate
+from contextwm.retrieval.pipeline import LineCosts
+from contextwm.retrieval.query import Query, QueryReader
+from contextwm.retrieval.ranker import Ranker
 from contextwm.retrieval.requests import ContextRequest, EnhancedContext, check_context_request
-from contextwm.retrieval.retriever import Retriever
 
 # Retrieval contributes archived history: the window's items are DIALOG's already.
 HISTORY_STATES = (ItemState.ARCHIVED, ItemState.COMPACTED)
+
+# History hits for a query with their neighbours, best first (rt.lock held): Retriever.history.
+HistorySource = Callable[
+    [ConversationRuntime, Query, ContextRequest, tuple[ItemState, ...]], list[HistoryCandidate]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +68,19 @@ class CategoryContexts:
     """Thread-safe: holds the conversation's lock only around the in-memory parts, never
     while reading files or embedding them."""
 
-    def __init__(self, engine: ContextEngine, retriever: Retriever) -> None:
+    def __init__(
+        self, engine: ContextEngine, ranker: Ranker, reader: QueryReader, history: HistorySource
+    ) -> None:
         # The engine is where the parts are built; budgets keep only those they use.
-        self.retriever = retriever
+        self.runtimes = engine.runtimes
+        self.vectors = engine.vectors
+        self.counters = engine.counters
+        self.limits = engine.limits
         self.store = engine.store
         self.workspace_of = engine.workspace_of
+        self.ranker = ranker
+        self.reader = reader
+        self.history = history
         self._salience = SalienceCache(engine.embedder)
         self._pieces = PieceCache(1024)
         engine.caches["contributor_embeddings"] = self._salience
@@ -95,9 +104,10 @@ class CategoryContexts:
             FailedPrecondition: dense or hybrid mode on a conversation whose vectors come
                 from another model.
         """
-        check_context_request(request, self.retriever.limits)
-        rt = self.retriever.runtimes.get(namespace, conversation_id)
-        require_current([rt], self.retriever.ranker.model_name, request.mode)
+        check_context_request(request, self.limits)
+        rt = self.runtimes.get(namespace, conversation_id)
+        ranker = self.ranker
+        require_current([rt], ranker.model_name, request.mode)
         settings = rt.record.settings
         budgets = patch_budgets(settings.category_budgets, asked.budgets)
         weights = patch_contributor_weights(settings.contributor_weights, asked.contributor_weights)
@@ -108,23 +118,24 @@ class CategoryContexts:
                 " workspace_root or start the server with --workspace"
             )
         named = [workspace.relative(p) for p in asked.files] if workspace else []
-        self.retriever.vectors.wait_indexed(rt)
-        counter = self.retriever.counters(settings.encoding)
+        self.vectors.wait_indexed(rt)
+        counter = self.counters(settings.encoding)
         retrieves = weights[ContributorType.RETRIEVAL] > 0
-        ranker = self.retriever.ranker
-        if retrieves:
-            asked_query = self.retriever.read(rt, request, HISTORY_STATES)
-        else:
-            asked_query = self.retriever.reader.read(
-                rt, request.query, as_of=request.as_of, time_hints=request.time_hints
-            )
+        words = retrieves and request.mode != "dense"
+        asked_query = self.reader.read(
+            rt,
+            request.query,
+            as_of=request.as_of,
+            time_hints=request.time_hints,
+            look_up=(HISTORY_STATES, request.hits) if words else None,
+        )
         with rt.lock:
-            q = self.retriever.reader.focused(rt, asked_query)
+            q = self.reader.focused(rt, asked_query)
             # Scored against the query, so the least relevant window items go first.
             window = [ranker.shown(rt, w) for w in ranker.scored_window(rt, q.vector)]
             candidates: list[HistoryCandidate] = []
             if retrieves:
-                candidates = self.retriever.history(rt, q, request, HISTORY_STATES)
+                candidates = self.history(rt, q, request, HISTORY_STATES)
             paths = self.store.file_paths(rt.key, MAX_WORKING_FILES)
             unindexed = rt.pending
             state = rt.state
@@ -139,7 +150,7 @@ class CategoryContexts:
             c if c.reason else dataclasses.replace(c, salience=next(salient)) for c in contributions
         ]
         contributions += self._retrieval_pieces(
-            rt, candidates, {w.item.seq for w in window}, weights, counter
+            rt, candidates, {w.item.seq for w in window}, weights, LineCosts(counter)
         )
         assembled = assemble_by_category(
             window,
@@ -168,12 +179,12 @@ class CategoryContexts:
         candidates: Sequence[HistoryCandidate],
         window: set[int],
         weights: Mapping[ContributorType, float],
-        counter: TokenCounter,
+        costs: LineCosts,
     ) -> list[Contribution]:
         """Each archive hit with the turn that asks or answers it, as one piece; a turn the
         window holds stays there, and no turn appears in two pieces. Salience is the larger
         of the hit's similarity and its normalised BM25 (so exact names count too)."""
-        shown = self.retriever.ranker.shown
+        shown = self.ranker.shown
         pieces: list[Contribution] = []
         taken: set[int] = set(window)
         for cand in candidates:
@@ -185,12 +196,13 @@ class CategoryContexts:
             if n is not None and n.item.seq not in taken:
                 items.append(shown(rt, n))
             taken.update(s.item.seq for s in items)
+            text, tokens = retrieval_piece(costs, items)
             pieces.append(
                 Contribution(
                     ContributorType.RETRIEVAL,
                     f"#{hit.item.seq}",
-                    retrieval_text(items),
-                    sum(retrieval_line_cost(counter, s) for s in items),
+                    text,
+                    tokens,
                     weights[ContributorType.RETRIEVAL],
                     min(1.0, max(0.0, hit.parts.similarity, hit.parts.lexical)),
                     items=tuple(items),

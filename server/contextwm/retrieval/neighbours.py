@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.items import Flag, Item, ScoredItem
-from contextwm.retrieval.assembly import HistoryCandidate
 from contextwm.retrieval.ranker import Ranker
 from contextwm.retrieval.timehints import TimeHint
 from contextwm.window.importance import is_question
@@ -16,6 +16,14 @@ from contextwm.window.importance import is_question
 # one-line answer), not when it is long.
 NEIGHBOR_SHARE = 0.5
 NEIGHBOR_HITS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryCandidate:
+    """A retrieval hit and the neighbouring turn that answers or asks it, if any."""
+
+    hit: ScoredItem
+    neighbor: ScoredItem | None = None
 
 
 def with_neighbours(

@@ -9,7 +9,7 @@ from contextwm.domain.checks import check_range
 from contextwm.domain.conversations import ConversationState
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES, ItemFilter, ScoredItem
-from contextwm.retrieval.assembly import TokenAccount
+from contextwm.retrieval.pipeline import TokenAccount
 from contextwm.retrieval.timehints import TimeHint
 
 # Ranked items an enhanced context draws on unless the request says otherwise: as many as

@@ -11,7 +11,7 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.items import ItemState, ScoredItem, ScoreParts
 from contextwm.retrieval import neighbours
-from contextwm.retrieval.assembly import HistoryCandidate, assemble
+from contextwm.retrieval.neighbours import HistoryCandidate
 from contextwm.retrieval.query import Query, QueryReader
 from contextwm.retrieval.ranker import Ranker
 from contextwm.retrieval.ranking import Ranked
@@ -24,6 +24,7 @@ from contextwm.retrieval.requests import (
     check_context_request,
 )
 from contextwm.retrieval.search import search
+from contextwm.retrieval.split_assembly import assemble_split
 
 # Everything a context may draw on: the window and the archive, compacted items included.
 ALL_STATES = (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
@@ -90,7 +91,7 @@ class Retriever:
                 history=finish(rt, assembled.history, q.vector, q.hint, unmeasured, clock),
             )
         else:
-            assembled = assemble(
+            assembled = assemble_split(
                 window,
                 candidates,
                 query=q.text,

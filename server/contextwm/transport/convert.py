@@ -30,7 +30,7 @@ from contextwm.domain.items import (
     flag_names,
     parse_flags,
 )
-from contextwm.retrieval.assembly import TokenAccount
+from contextwm.retrieval.pipeline import TokenAccount
 
 __all__ = [
     "from_proto_file",

@@ -105,7 +105,7 @@ class GrpcServer:
             ContextServicer(
                 engine,
                 retriever,
-                CategoryContexts(engine, retriever),
+                CategoryContexts(engine, retriever.ranker, retriever.reader, retriever.history),
                 AgentLoop(engine),
                 imports,
                 Retention(engine),

@@ -1,4 +1,5 @@
-"""Tests for contextwm.retrieval.assembly with the real BPE counter: budget, layout, share flow."""
+"""Tests for contextwm.retrieval.split_assembly with the real BPE counter: budget, layout, share
+flow."""
 
 from __future__ import annotations
 
@@ -10,13 +11,9 @@ import pytest
 from contextwm.adapters.tokens_bpe import BpeTokenCounter, token_counter
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import Flag, Item, ItemState, ScoredItem, ScoreParts
-from contextwm.retrieval.assembly import (
-    HISTORY_HEADING,
-    QUERY_HEADING,
-    RECENT_HEADING,
-    HistoryCandidate,
-    assemble,
-)
+from contextwm.retrieval.neighbours import HistoryCandidate
+from contextwm.retrieval.pipeline import HISTORY_HEADING, QUERY_HEADING, RECENT_HEADING
+from contextwm.retrieval.split_assembly import assemble_split
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,21 +58,20 @@ def recount(s: ScoredItem, counter: BpeTokenCounter) -> ScoredItem:
 def expected_text(
     recent: Sequence[ScoredItem], history: Sequence[ScoredItem], query: str | None
 ) -> str:
-    """The fixed-split layout, written out independently of assembly.py: headings, then items
-    in seq order."""
+    """The layout, written out independently of the pipeline: history, then recent, each
+    item as "role: content" in seq order under one heading per day."""
     sections = []
-    if recent:
-        body = [
-            f"[{s.item.role}] {s.item.content}" for s in sorted(recent, key=lambda s: s.item.seq)
-        ]
-        sections.append("\n\n".join([RECENT_HEADING, *body]))
-    if history:
-        body = [
-            f"[{datetime.fromtimestamp(s.item.timestamp, UTC):%Y-%m-%d %H:%M}]"
-            f" [{s.item.role}] {s.item.content}"
-            for s in sorted(history, key=lambda s: s.item.seq)
-        ]
-        sections.append("\n\n".join([HISTORY_HEADING, *body]))
+    for heading, items in ((HISTORY_HEADING, history), (RECENT_HEADING, recent)):
+        if not items:
+            continue
+        body, day = [heading], ""
+        for s in sorted(items, key=lambda s: s.item.seq):
+            d = datetime.fromtimestamp(s.item.timestamp, UTC).strftime("## %a %Y-%m-%d")
+            if d != day:
+                body.append(d)
+                day = d
+            body.append(f"{s.item.role}: {s.item.content}")
+        sections.append("\n\n".join(body))
     if query:
         sections.append(f"{QUERY_HEADING}\n\n{query}")
     return "\n\n".join(sections)
@@ -151,7 +147,7 @@ def test_rendered_text_never_exceeds_budget(
         for c in candidates
     ]
     try:
-        out = assemble(
+        out = assemble_split(
             window, candidates, query=query, budget=budget, recent_share=share, counter=counter
         )
     except InvalidArgument:
@@ -194,11 +190,12 @@ def test_rendered_text_never_exceeds_budget(
 def test_layout_and_token_account(counter: BpeTokenCounter) -> None:
     window = [scored(3, "third"), scored(4, "fourth", role="assistant")]
     hits = [HistoryCandidate(scored(2, "second", score=0.9)), HistoryCandidate(scored(1, "first"))]
-    out = assemble(window, hits, query="what next?", budget=500, recent_share=0.5, counter=counter)
+    out = assemble_split(
+        window, hits, query="what next?", budget=500, recent_share=0.5, counter=counter
+    )
     assert out.text == (
-        "# Recent Context\n\n[user] third\n\n[assistant] fourth\n\n"
-        "# Relevant Historical Context\n\n"
-        "[2023-11-14 22:14] [user] first\n\n[2023-11-14 22:15] [user] second\n\n"
+        "# Relevant Historical Context\n\n## Tue 2023-11-14\n\nuser: first\n\nuser: second\n\n"
+        "# Recent Context\n\n## Tue 2023-11-14\n\nuser: third\n\nassistant: fourth\n\n"
         "# Current Query\n\nwhat next?"
     )
     assert [s.item.seq for s in out.history] == [1, 2]
@@ -207,22 +204,24 @@ def test_layout_and_token_account(counter: BpeTokenCounter) -> None:
 
 
 def test_empty_sections_are_left_out(counter: BpeTokenCounter) -> None:
-    out = assemble([], [], query=None, budget=10, recent_share=0.5, counter=counter)
+    out = assemble_split([], [], query=None, budget=10, recent_share=0.5, counter=counter)
     assert out.text == "" and out.tokens.total == 0
-    out = assemble([scored(1, "hi")], [], query=None, budget=100, recent_share=0.5, counter=counter)
-    assert out.text == "# Recent Context\n\n[user] hi"
+    out = assemble_split(
+        [scored(1, "hi")], [], query=None, budget=100, recent_share=0.5, counter=counter
+    )
+    assert out.text == "# Recent Context\n\n## Tue 2023-11-14\n\nuser: hi"
 
 
 def test_query_larger_than_budget_raises(counter: BpeTokenCounter) -> None:
     query = words(100, "question")
     with pytest.raises(InvalidArgument, match="max_tokens"):
-        assemble([], [], query=query, budget=50, recent_share=0.5, counter=counter)
+        assemble_split([], [], query=query, budget=50, recent_share=0.5, counter=counter)
 
 
 def test_query_that_fits_leaves_the_rest_for_items(counter: BpeTokenCounter) -> None:
     query = words(20, "question")
     section = counter.count(f"{QUERY_HEADING}\n\n{query}")
-    out = assemble(
+    out = assemble_split(
         [scored(1, words(30))],
         [],
         query=query,
@@ -235,7 +234,7 @@ def test_query_that_fits_leaves_the_rest_for_items(counter: BpeTokenCounter) -> 
 
 def test_window_keeps_newest_first(counter: BpeTokenCounter) -> None:
     window = [scored(s, words(20, f"w{s}")) for s in range(1, 11)]
-    out = assemble(window, [], query=None, budget=100, recent_share=1.0, counter=counter)
+    out = assemble_split(window, [], query=None, budget=100, recent_share=1.0, counter=counter)
     seqs = [s.item.seq for s in out.recent]
     assert seqs and seqs == list(range(11 - len(seqs), 11))
     assert out.tokens.recent_omitted == 10 - len(seqs)
@@ -244,16 +243,18 @@ def test_window_keeps_newest_first(counter: BpeTokenCounter) -> None:
 def test_unused_history_share_flows_to_the_window(counter: BpeTokenCounter) -> None:
     window = [scored(s, words(20)) for s in range(1, 41)]  # far more than the budget
     budget = 400
-    out = assemble(window, [], query=None, budget=budget, recent_share=0.5, counter=counter)
+    out = assemble_split(window, [], query=None, budget=budget, recent_share=0.5, counter=counter)
     assert out.tokens.recent > budget * 0.8
-    half = assemble(window, [], query=None, budget=budget // 2, recent_share=1.0, counter=counter)
+    half = assemble_split(
+        window, [], query=None, budget=budget // 2, recent_share=1.0, counter=counter
+    )
     assert len(out.recent) > len(half.recent)
 
 
 def test_unused_window_share_flows_to_history(counter: BpeTokenCounter) -> None:
     hits = [HistoryCandidate(scored(s, words(20), score=1.0 / s)) for s in range(1, 41)]
     budget = 400
-    out = assemble([], hits, query=None, budget=budget, recent_share=0.5, counter=counter)
+    out = assemble_split([], hits, query=None, budget=budget, recent_share=0.5, counter=counter)
     assert out.recent == ()
     assert out.tokens.history > budget * 0.8
     # Best hits first: the ones kept are the top of the list.
@@ -264,7 +265,7 @@ def test_small_window_leaves_its_share_to_history(counter: BpeTokenCounter) -> N
     window = [scored(41, "short")]
     hits = [HistoryCandidate(scored(s, words(20), score=1.0 / s)) for s in range(1, 41)]
     budget = 400
-    out = assemble(window, hits, query=None, budget=budget, recent_share=0.5, counter=counter)
+    out = assemble_split(window, hits, query=None, budget=budget, recent_share=0.5, counter=counter)
     assert [s.item.seq for s in out.recent] == [41]
     assert out.tokens.history > budget * 0.6
 
@@ -272,7 +273,7 @@ def test_small_window_leaves_its_share_to_history(counter: BpeTokenCounter) -> N
 def test_share_limits_the_window_when_history_wants_more(counter: BpeTokenCounter) -> None:
     window = [scored(s, words(20)) for s in range(41, 81)]
     hits = [HistoryCandidate(scored(s, words(20), score=1.0 / s)) for s in range(1, 41)]
-    out = assemble(window, hits, query=None, budget=600, recent_share=0.25, counter=counter)
+    out = assemble_split(window, hits, query=None, budget=600, recent_share=0.25, counter=counter)
     assert out.tokens.recent < 600 * 0.4
     assert out.tokens.history > out.tokens.recent
 
@@ -282,7 +283,7 @@ def test_neighbour_comes_along_when_it_fits(counter: BpeTokenCounter) -> None:
     answer = ScoredItem(
         scored(6, "in deploy/kestrel.toml", role="assistant").item, 0.9, ScoreParts(), 5
     )
-    out = assemble(
+    out = assemble_split(
         [],
         [HistoryCandidate(hit, answer)],
         query=None,
@@ -297,10 +298,10 @@ def test_neighbour_comes_along_when_it_fits(counter: BpeTokenCounter) -> None:
 def test_neighbour_left_out_when_it_does_not_fit(counter: BpeTokenCounter) -> None:
     hit = scored(5, "short question?", score=0.9)
     big = ScoredItem(scored(6, words(300), role="assistant").item, 0.9, ScoreParts(), 5)
-    alone = assemble(
+    alone = assemble_split(
         [], [HistoryCandidate(hit)], query=None, budget=200, recent_share=0.0, counter=counter
     )
-    out = assemble(
+    out = assemble_split(
         [],
         [HistoryCandidate(hit, big)],
         query=None,
@@ -315,7 +316,7 @@ def test_neighbour_already_in_window_is_not_repeated(counter: BpeTokenCounter) -
     window = [scored(6, "the answer", role="assistant")]
     hit = scored(5, "the question?", score=0.9)
     nb = ScoredItem(window[0].item, 0.9, ScoreParts(), 5)
-    out = assemble(
+    out = assemble_split(
         window,
         [HistoryCandidate(hit, nb)],
         query=None,
@@ -330,7 +331,7 @@ def test_neighbour_already_in_window_is_not_repeated(counter: BpeTokenCounter) -
 
 def test_hit_already_in_recent_is_skipped(counter: BpeTokenCounter) -> None:
     window = [scored(3, "kestrel")]
-    out = assemble(
+    out = assemble_split(
         window,
         [HistoryCandidate(window[0])],
         query=None,
@@ -343,7 +344,7 @@ def test_hit_already_in_recent_is_skipped(counter: BpeTokenCounter) -> None:
 
 def test_special_token_text_is_counted_as_text(counter: BpeTokenCounter) -> None:
     content = "<|endoftext|>" * 30
-    out = assemble(
+    out = assemble_split(
         [scored(1, content)],
         [],
         query="<|endoftext|>",

@@ -1,0 +1,264 @@
+"""The enhanced context's one pipeline: a layout chooses items, this module renders them,
+fits the text to the budget exactly and accounts for its tokens.
+
+Every layout (relevance packing, the fixed recent share, category budgets) shares the same
+text: sections under "# " headings, items as "role: content" lines in seq order under one
+"## " heading per day, and the query last. A layout is a strategy: it packs with the
+costs given here, lists its sections, and says which part to drop when the exact count of
+the text is over budget.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal, Protocol
+
+from contextwm.domain.errors import InvalidArgument
+from contextwm.domain.items import ScoredItem
+from contextwm.ports.tokens import TokenCounter
+
+SYSTEM_HEADING = "# System"
+HISTORY_HEADING = "# Relevant Historical Context"
+CONTEXT_HEADING = "# Relevant Context"  # history among workspace pieces (category budgets)
+HISTORY_SUBHEADING = "## Relevant history"
+RECENT_HEADING = "# Recent Context"
+QUERY_HEADING = "# Current Query"
+SEPARATOR = "\n\n"
+
+SectionName = Literal["system", "history", "recent"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenAccount:
+    """Where the text's tokens went; system + history + recent + query == total."""
+
+    budget: int
+    total: int
+    recent: int
+    history: int
+    query: int
+    recent_omitted: int
+    encoding: str
+    system: int = 0  # the "# System" section, with category budgets only
+
+
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    recent: tuple[ScoredItem, ...]
+    history: tuple[ScoredItem, ...]
+    text: str
+    tokens: TokenAccount
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A part of the text: its heading, blocks of text rendered as they are, then items
+    (under subheading, when blocks precede them)."""
+
+    name: SectionName
+    heading: str
+    items: Sequence[ScoredItem] = ()
+    blocks: Sequence[str] = ()
+    subheading: str = ""
+    dated: bool = True  # items under one heading per day
+
+
+def line(s: ScoredItem) -> str:
+    """One item as it is rendered: its role, then its content."""
+    return f"{s.item.role}: {s.item.content}"
+
+
+@functools.lru_cache(maxsize=4096)
+def day_heading(timestamp: float) -> str:
+    """The heading over a day's items, in UTC (the conversation's own clock)."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("## %a %Y-%m-%d")
+
+
+def item_lines(items: Sequence[ScoredItem], *, dated: bool = True) -> list[str]:
+    """Items in seq order, under one heading per day when dated."""
+    parts: list[str] = []
+    day = ""
+    for s in sorted(items, key=lambda s: s.item.seq):
+        if dated and (h := day_heading(s.item.timestamp)) != day:
+            parts.append(h)
+            day = h
+        parts.append(line(s))
+    return parts
+
+
+def render_section(section: Section) -> str:
+    parts = [section.heading, *section.blocks]
+    if section.items:
+        if section.blocks and section.subheading:
+            parts.append(section.subheading)
+        parts.extend(item_lines(section.items, dated=section.dated))
+    return SEPARATOR.join(parts)
+
+
+def render(sections: Sequence[Section], query: str | None) -> str:
+    """The sections in order, then the query; empty sections are left out."""
+    return _join([render_section(s) for s in sections if s.items or s.blocks], query)
+
+
+def _join(rendered: list[str], query: str | None) -> str:
+    if query:
+        rendered = [*rendered, f"{QUERY_HEADING}{SEPARATOR}{query}"]
+    return SEPARATOR.join(rendered)
+
+
+def query_cost(counter: TokenCounter, query: str | None, budget: int) -> int:
+    """Tokens of the query's section. Every other part is charged one separator token,
+    which covers the one before the query.
+
+    Raises:
+        InvalidArgument: when the budget cannot hold the query itself.
+    """
+    cost = counter.count(f"{QUERY_HEADING}{SEPARATOR}{query}") if query else 0
+    if cost > budget:
+        raise InvalidArgument(
+            f"max_tokens={budget} cannot hold the query itself ({cost} tokens with its"
+            " heading); raise max_tokens or shorten the query"
+        )
+    return cost
+
+
+class LineCosts:
+    """What parts of the text cost, counted apart: each part pays one separator ("\\n\\n" is
+    one token in both encodings), and an item's line is priced from its stored token count
+    with no re-encoding of its content (apart, prefix and content can only overestimate by
+    a merge at the seam)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._roles: dict[str, int] = {}
+
+    def line(self, s: ScoredItem) -> int:
+        role = s.item.role
+        prefix = self._roles.get(role)
+        if prefix is None:
+            prefix = self._roles[role] = self.counter.count(f"{role}: ")
+        return prefix + s.item.token_count + 1
+
+    def text(self, text: str) -> int:
+        return self.counter.count(text) + 1
+
+    def day(self, s: ScoredItem) -> int:
+        return self.text(day_heading(s.item.timestamp))
+
+    def lines(self, items: Sequence[ScoredItem]) -> int:
+        """Items rendered together on their own, day headings included."""
+        days = {day_heading(s.item.timestamp) for s in items}
+        return sum(self.line(s) for s in items) + sum(self.text(d) for d in days)
+
+
+class Packer:
+    """Greedy packing into sections: a section's heading and a day's heading are charged
+    with the first item under them."""
+
+    def __init__(self, costs: LineCosts, left: int) -> None:
+        self.costs = costs
+        self.left = left
+        self.chosen: dict[int, tuple[SectionName, ScoredItem]] = {}
+        self._days: set[tuple[SectionName, str]] = set()
+        self._sections: set[SectionName] = set()
+
+    def cost(self, s: ScoredItem, section: SectionName, heading: str) -> int:
+        c = self.costs.line(s)
+        day = day_heading(s.item.timestamp)
+        if (section, day) not in self._days:
+            c += self.costs.text(day)
+            if section not in self._sections:
+                c += self.costs.text(heading)
+        return c
+
+    def take(
+        self, s: ScoredItem, section: SectionName, heading: str, limit: int | None = None
+    ) -> int:
+        """Adds s when it fits (and costs at most limit); returns what it cost, 0 if not added."""
+        c = self.cost(s, section, heading)
+        if c > self.left or (limit is not None and c > limit):
+            return 0
+        self.left -= c
+        self.chosen[s.item.seq] = (section, s)
+        self._days.add((section, day_heading(s.item.timestamp)))
+        self._sections.add(section)
+        return c
+
+    def items(self, section: SectionName) -> list[ScoredItem]:
+        """The chosen items of a section, in seq order."""
+        return [s for _, (n, s) in sorted(self.chosen.items()) if n == section]
+
+
+class Layout(Protocol):
+    """How a context is chosen; the pipeline renders, fits and accounts for it."""
+
+    def pack(self, left: int, costs: LineCosts) -> None:
+        """Chooses items (and blocks) costing at most left tokens, counted with costs."""
+        ...
+
+    def sections(self) -> list[Section]:
+        """What is chosen, in the order it is rendered."""
+        ...
+
+    def drop_weakest(self) -> bool:
+        """Drops the part least worth keeping; False when nothing can be dropped."""
+        ...
+
+    def omitted(self) -> int:
+        """How many window items the context leaves out."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    sections: tuple[Section, ...]
+    text: str
+    tokens: TokenAccount
+
+    def items(self, name: SectionName) -> tuple[ScoredItem, ...]:
+        """A section's items, in seq order."""
+        found = [s for section in self.sections if section.name == name for s in section.items]
+        return tuple(sorted(found, key=lambda s: s.item.seq))
+
+
+def assemble(layout: Layout, *, query: str | None, budget: int, counter: TokenCounter) -> Fitted:
+    """Packs with the layout, renders, and drops its weakest parts until the exact count of
+    the text fits the budget (rarely any: parts were counted apart, and a BPE merge across
+    a seam can only rarely add a token).
+
+    Raises:
+        InvalidArgument: when the budget cannot hold the query itself.
+    """
+    paid_query = query_cost(counter, query, budget)
+    layout.pack(budget - paid_query, LineCosts(counter))
+    while True:
+        sections = [s for s in layout.sections() if s.items or s.blocks]
+        rendered = [render_section(s) for s in sections]
+        text = _join(rendered, query)
+        total = counter.count(text)
+        if total <= budget or not layout.drop_weakest():
+            break
+    # The parts add up to the total: every section but the longest is counted on its own,
+    # the longest is the rest (separators between sections included), so the text is
+    # never counted twice.
+    parts = {"system": 0, "history": 0, "recent": 0}
+    if sections:
+        longest = max(range(len(sections)), key=lambda i: len(rendered[i]))
+        for i, s in enumerate(sections):
+            if i != longest:
+                parts[s.name] += counter.count(rendered[i])
+        parts[sections[longest].name] += total - paid_query - sum(parts.values())
+    tokens = TokenAccount(
+        budget=budget,
+        total=total,
+        recent=parts["recent"],
+        history=parts["history"],
+        query=paid_query,
+        recent_omitted=layout.omitted(),
+        encoding=counter.encoding,
+        system=parts["system"],
+    )
+    return Fitted(tuple(sections), text, tokens)
