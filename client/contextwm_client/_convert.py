@@ -614,6 +614,7 @@ def from_proto_append_result(message: pb.AppendResult) -> AppendedItem:
         token_count=message.token_count,
         flags=_flags(message.flags),
         duplicate=message.duplicate,
+        out_of_order=message.out_of_order,
     )
 
 
@@ -626,6 +627,7 @@ def from_proto_append_response(message: pb.AppendResponse) -> AppendResult:
         duplicate=message.result.duplicate,
         evicted_seqs=tuple(message.evicted_seqs),
         window=from_proto_window_stats(message.window),
+        out_of_order=message.result.out_of_order,
     )
 
 

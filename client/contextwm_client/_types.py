@@ -369,6 +369,8 @@ class AppendResult:
         duplicate: True when an earlier append with the same idempotency key was returned.
         evicted_seqs: Items this call moved from the window to the archive.
         window: The window after the call.
+        out_of_order: True when the item's timestamp is before that of an item stored
+            before it (kept as given; contexts show items in time order).
     """
 
     seq: int
@@ -377,6 +379,7 @@ class AppendResult:
     duplicate: bool
     evicted_seqs: tuple[int, ...]
     window: WindowStats
+    out_of_order: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,6 +390,7 @@ class AppendedItem:
     token_count: int
     flags: tuple[Flag, ...]
     duplicate: bool
+    out_of_order: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,6 +406,11 @@ class AppendBatchResult:
     results: tuple[AppendedItem, ...]
     evicted_seqs: tuple[int, ...]
     window: WindowStats
+
+    @property
+    def out_of_order(self) -> int:
+        """How many items came with a timestamp before that of an item stored before them."""
+        return sum(r.out_of_order for r in self.results)
 
 
 @dataclass(frozen=True, slots=True)

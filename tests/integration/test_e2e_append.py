@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import bpe_openai
 import pytest
@@ -136,3 +136,34 @@ def test_pin_and_unpin(client: Client) -> None:
         client.pin("c", 9)
     with pytest.raises(NotFoundError):
         client.pin("nope", 1)
+
+
+def test_items_out_of_time_order_are_said_so_and_shown_in_time_order(client: Client) -> None:
+    day = timedelta(days=1)
+    t0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)  # a Monday
+    assert not client.append("late", "Monday: the deploy freeze starts.", timestamp=t0).out_of_order
+    late = client.append("late", "Saturday: the freeze ends.", timestamp=t0 + 5 * day)
+    assert not late.out_of_order
+    batch = client.append_batch(
+        "late",
+        [
+            NewItem("Tuesday: the freeze was moved to Wednesday.", timestamp=t0 + day),
+            NewItem("Sunday: all clear.", timestamp=t0 + 6 * day),
+            NewItem("Wednesday: the freeze started.", timestamp=t0 + 2 * day),
+        ],
+    )
+    assert [r.out_of_order for r in batch.results] == [True, False, True]
+    assert batch.out_of_order == 2
+    # Kept as given (seq order is arrival order) and shown in time order.
+    ctx = client.get_context("late", "when does the freeze start and end?", max_tokens=2000)
+    days = [line for line in ctx.text.splitlines() if line.startswith("## ")]
+    assert days == [
+        "## Mon 2025-03-03",
+        "## Tue 2025-03-04",
+        "## Wed 2025-03-05",
+        "## Sat 2025-03-08",
+        "## Sun 2025-03-09",
+    ]
+    text = ctx.text
+    assert text.index("Tuesday:") < text.index("Wednesday:") < text.index("Saturday:")
+    assert [s.seq for s in ctx.recent] == sorted(s.seq for s in ctx.recent)

@@ -232,3 +232,24 @@ def test_an_error_quoting_a_huge_value_still_reaches_the_client(
     code, details = _outcome(stub.GetConversation, request)
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert details.startswith("invalid namespace") and "message cut from" in details
+
+
+@pytest.mark.parametrize("conversation_id", [" ", "\u3000", " billing", "billing "])
+def test_a_new_conversation_id_with_whitespace_at_an_end_is_refused_and_nothing_is_created(
+    stub: pb_grpc.ContextServiceStub, conversation_id: str
+) -> None:
+    item = pb.NewItem(role="user", content="hello")
+    calls: list[tuple[Callable[[Any], object], object]] = [
+        (stub.CreateConversation, pb.CreateConversationRequest(conversation_id=conversation_id)),
+        (stub.Append, pb.AppendRequest(conversation_id=conversation_id, item=item)),
+        (
+            stub.AppendBatch,
+            pb.AppendBatchRequest(conversation_id=conversation_id, items=[item]),
+        ),
+    ]
+    for call, request in calls:
+        code, details = _outcome(call, request)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "whitespace" in details and repr(conversation_id) in details
+    listed = stub.ListConversations(pb.ListConversationsRequest())
+    assert [c.conversation_id for c in listed.conversations] == []

@@ -255,18 +255,18 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], int, str]] = {
     ),
     "index truncated": (
         _index_bytes(1, lambda b: b[: len(b) // 2]),
-        1,
-        "problem: indexes/hashing-64/1.faiss: has no checksum (truncated, or older)",
+        0,
+        "note: indexes/hashing-64/1.faiss: has no checksum (truncated, or older)",
     ),
     "index garbled": (
         _index_bytes(2, _garble),
-        1,
-        "problem: indexes/hashing-64/2.faiss: is damaged (checksum mismatch)",
+        0,
+        "note: indexes/hashing-64/2.faiss: is damaged (checksum mismatch)",
     ),
     "index empty": (
         _index_bytes(3, lambda _: b""),
-        1,
-        "problem: indexes/hashing-64/3.faiss: is truncated (0 bytes)",
+        0,
+        "note: indexes/hashing-64/3.faiss: is truncated (0 bytes)",
     ),
     "index of another conversation": (
         _twin,

@@ -98,6 +98,8 @@ def test_labels_it_cannot_use_are_refused_by_line(
     good = {"conversation": "ops", "query": "port?", "expected": [1]}
     cases: list[tuple[list[object], str]] = [
         ([good, "{not json"], "line 2: not JSON"),
+        # The json module's own message ends in "at": said once.
+        ([good, '{"query": "a\tb"}'], "line 2: not JSON (Invalid control character at column 13)"),
         ([good, {"conversation": "ops", "query": "q"}], "line 2: give either expected"),
         ([{**good, "expected": []}], "line 1: expected is a non-empty list of seqs"),
         ([{**good, "colour": "red"}], "line 1: unknown field 'colour'"),

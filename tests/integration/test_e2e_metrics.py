@@ -161,3 +161,24 @@ def test_metrics_are_off_unless_a_port_is_given(start_service: StartService) -> 
     on = start_service(metrics_port=0)
     assert on.metrics_port is not None
     assert _listening_ports() - before == {off.port, on.port, on.metrics_port}
+
+
+def test_the_archive_gauge_counts_the_whole_store_not_only_loaded_conversations(
+    start_service: StartService, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    service = start_service(data_dir=data)
+    with Client(f"127.0.0.1:{service.port}") as client:
+        for conv in ("a", "b"):
+            client.create_conversation(conv, settings=ConversationSettings(window_max_items=2))
+            for n in range(6):
+                client.append(conv, f"Note {n} of {conv}.")
+        archived = sum(client.get_conversation(c).archived_items for c in ("a", "b"))
+    service.stop(grace=0)
+    assert archived == 8
+    # After a restart no conversation is in memory until a call needs it.
+    restarted = start_service(data_dir=data, metrics_port=0)
+    assert restarted.metrics_port
+    scrape = Scrape(restarted.metrics_port)
+    assert scrape.value("contextwm_loaded_conversations") == 0
+    assert scrape.value("contextwm_archived_items") == archived

@@ -216,7 +216,7 @@ def test_every_layout_is_a_strategy_over_the_one_pipeline() -> None:
             node
             for node in tree.body
             if isinstance(node, ast.ClassDef)
-            and LAYOUT_METHODS <= {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+            and {f.name for f in node.body if isinstance(f, ast.FunctionDef)} >= LAYOUT_METHODS
         ]
         assert len(layouts) == 1, f"{path.name} should define one layout class"
         # No layout counts tokens or writes a heading itself: costs come from LineCosts, the

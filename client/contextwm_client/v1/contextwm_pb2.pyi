@@ -1257,10 +1257,15 @@ class AppendResult(_message.Message):
     TOKEN_COUNT_FIELD_NUMBER: _builtins.int
     FLAGS_FIELD_NUMBER: _builtins.int
     DUPLICATE_FIELD_NUMBER: _builtins.int
+    OUT_OF_ORDER_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     token_count: _builtins.int
     duplicate: _builtins.bool
     """True when an earlier append with the same idempotency key is returned."""
+    out_of_order: _builtins.bool
+    """True when the item's timestamp is before that of an item stored before it. It is
+    kept as given; contexts show items in time order whatever the order they arrived in.
+    """
     @_builtins.property
     def flags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Effective flags: client flags and detected flags."""
@@ -1272,10 +1277,11 @@ class AppendResult(_message.Message):
         token_count: _builtins.int = ...,
         flags: _abc.Iterable[_builtins.str] | None = ...,
         duplicate: _builtins.bool = ...,
+        out_of_order: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "flags", b"flags", "seq", b"seq", "token_count", b"token_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicate", b"duplicate", "flags", b"flags", "out_of_order", b"out_of_order", "seq", b"seq", "token_count", b"token_count"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

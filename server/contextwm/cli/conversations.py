@@ -24,6 +24,8 @@ def append(client: Client, args: argparse.Namespace) -> int:
     flags = f"; flags: {', '.join(result.flags)}" if result.flags else ""
     duplicate = " (duplicate: returned the earlier append)" if result.duplicate else ""
     print(f"appended seq {result.seq} ({result.token_count} tokens{flags}){duplicate}")
+    if result.out_of_order:
+        print("note: its timestamp is before that of an earlier item (kept as given)")
     if result.evicted_seqs:
         print(f"archived: {', '.join(str(seq) for seq in result.evicted_seqs)}")
     print(f"window: {render.window_text(result.window)}")

@@ -324,6 +324,12 @@ def human_bytes(count: int) -> str:
     return f"{size:.1f} {unit}"
 
 
+def not_json(e: json.JSONDecodeError) -> str:
+    """Why a text is not JSON, and where; some of the json module's messages end in "at"
+    already ("Invalid control character at")."""
+    return f"not JSON ({e.msg.removesuffix(' at')} at column {e.colno})"
+
+
 def to_json(value: Any, *, indent: int | None = 2) -> str:
     """Renders a result dataclass, or a list of them, as JSON (datetimes as ISO 8601).
 

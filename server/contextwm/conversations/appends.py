@@ -42,6 +42,7 @@ class AppendedItem:
     token_count: int
     flags: Flag
     duplicate: bool
+    out_of_order: bool = False  # its timestamp is before that of an item stored before it
 
 
 @dataclass(slots=True)
@@ -57,6 +58,8 @@ class Staged:
     edits: list[ContextEdit] = field(default_factory=list)
     # (seq, vector) of new items that came with their embedding.
     vectors: list[tuple[int, Vector]] = field(default_factory=list)
+    # New items whose timestamp is before that of an item stored before them.
+    out_of_order: set[int] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +163,8 @@ class Appends:
                 results.append(AppendedItem(old.seq, old.token_count, old.flags, True))
             else:
                 item = next(new)
-                results.append(AppendedItem(item.seq, item.token_count, item.flags, False))
+                late = item.seq in staged.out_of_order
+                results.append(AppendedItem(item.seq, item.token_count, item.flags, False, late))
         self.commit(change, staged)
         return AppendOutcome(tuple(results), tuple(staged.evicted), rt.stats())
 
@@ -220,6 +224,11 @@ class Appends:
             rt.window.add(entry)
             rt.active.append(_active_entry(entry.item))
         rt.last_seq = new[-1].seq
+        latest = rt.last_ts
+        for item in new:
+            if latest is not None and item.timestamp < latest:
+                staged.out_of_order.add(item.seq)
+            latest = item.timestamp if latest is None else max(latest, item.timestamp)
         newest = max(i.timestamp for i in new)
         rt.last_ts = newest if rt.last_ts is None else max(rt.last_ts, newest)
         oldest = min(i.timestamp for i in new)

@@ -25,7 +25,7 @@ from contextwm.conversations.totals import LoadedTotals, loaded_totals
 from contextwm.conversations.unit_of_work import Change, UnitOfWork
 from contextwm.conversations.validation import (
     Limits,
-    check_conversation_id,
+    check_new_conversation_id,
     namespace_of,
     page_size_of,
     page_token_seq,
@@ -192,7 +192,7 @@ class ContextEngine:
         self, namespace: str, conversation_id: str, patch: SettingsPatch
     ) -> ConversationInfo:
         ns = namespace_of(namespace)
-        check_conversation_id(conversation_id)
+        check_new_conversation_id(conversation_id)
         settings = apply_patch(self.defaults, self._model_encoding(patch))
         check_model(settings, self.models)
         self._check_workspace_root(settings)

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from contextwm.conversations.appends import Appends, Staged
 from contextwm.conversations.validation import (
     check_batch,
-    check_conversation_id,
     check_item,
     check_item_tokens,
+    check_new_conversation_id,
     namespace_of,
 )
 from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound
@@ -115,7 +115,7 @@ class Imports:
                     raise entry.error or InvalidArgument("item is required")
                 conversation = (
                     namespace_of(entry.namespace),
-                    check_conversation_id(entry.conversation_id),
+                    check_new_conversation_id(entry.conversation_id),
                 )
                 check_item(entry.item, limits)
                 self.appends.check_files(*conversation, [entry.item])

@@ -11,7 +11,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from contextwm.conversations.runtime import ConversationRuntime
-from contextwm.conversations.validation import check_conversation_id, namespace_of
+from contextwm.conversations.validation import (
+    check_conversation_id,
+    check_new_conversation_id,
+    namespace_of,
+)
 from contextwm.domain.active import Replacement
 from contextwm.domain.conversations import ConversationSettings, ConversationState
 from contextwm.domain.errors import NotFound, Unavailable
@@ -85,6 +89,7 @@ class Runtimes:
                     raise NotFound(
                         f"conversation {conversation_id!r} not found in namespace {ns!r}"
                     )
+                check_new_conversation_id(conversation_id)
                 record = self.store.create_conversation(
                     ns, conversation_id, self.defaults, self.clock()
                 )

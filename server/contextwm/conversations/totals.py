@@ -1,5 +1,5 @@
-"""Totals over the conversations loaded in memory: window fill, archive, pending vectors and
-index sizes, for the metrics."""
+"""Totals over the conversations loaded in memory: window fill, pending vectors and index
+sizes, for the metrics."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ class LoadedTotals:
     window_item_limit: int  # the item limits of those windows, summed
     window_tokens: int
     window_token_limit: int  # their current token limits (adaptive ones included), summed
-    archived_items: int
     pending_vectors: int  # items still waiting for their vector
     index_vectors: int  # vectors in the archive indexes loaded in memory
 
@@ -24,7 +23,7 @@ class LoadedTotals:
 def loaded_totals(runtimes: Iterable[ConversationRuntime]) -> LoadedTotals:
     """Sums the runtimes' counts without taking their locks: a scrape must never wait behind
     a long retrieval, and a count read mid-change is off by one change at most."""
-    conversations = items = item_limit = tokens = token_limit = archived = pending = vectors = 0
+    conversations = items = item_limit = tokens = token_limit = pending = vectors = 0
     for rt in runtimes:
         if rt.deleted:
             continue
@@ -34,9 +33,6 @@ def loaded_totals(runtimes: Iterable[ConversationRuntime]) -> LoadedTotals:
         item_limit += rt.record.settings.window_max_items
         tokens += window.tokens
         token_limit += rt.token_limit
-        archived += rt.archived
         pending += rt.pending
         vectors += index.size if index is not None else 0
-    return LoadedTotals(
-        conversations, items, item_limit, tokens, token_limit, archived, pending, vectors
-    )
+    return LoadedTotals(conversations, items, item_limit, tokens, token_limit, pending, vectors)

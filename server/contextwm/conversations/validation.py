@@ -64,6 +64,23 @@ def check_conversation_id(conversation_id: str) -> str:
     return conversation_id
 
 
+def check_new_conversation_id(conversation_id: str) -> str:
+    """check_conversation_id, and no whitespace at either end: an id that differs from
+    another only by a space is a mistake a person cannot see in a listing.
+
+    Raises:
+        InvalidArgument: as check_conversation_id, or for an id with leading or trailing
+            whitespace (a blank id included).
+    """
+    check_conversation_id(conversation_id)
+    if conversation_id != conversation_id.strip():
+        raise InvalidArgument(
+            f"conversation_id {conversation_id!r} starts or ends with whitespace: remove it"
+            " (existing conversations keep their ids; new ones may not)"
+        )
+    return conversation_id
+
+
 def check_timestamp(where: str, value: float) -> None:
     """Raises InvalidArgument unless value is a time (seconds) between 1970 and 9999."""
     if not (math.isfinite(value) and _MIN_TS <= value <= _MAX_TS):

@@ -256,11 +256,12 @@ def _check_index_file(
     try:
         index = FaissIndex.read(path)
     except IndexFileError as exc:
-        report.problem(subject, f"{exc.reason}; {_REBUILT}, nothing is lost")
+        # An index file is a cache of the stored vectors: damage to it is repaired, not lost.
+        report.note(subject, f"{exc.reason}; {_REBUILT}, nothing is lost")
         return
     width = None if widths is None else widths.get(model)
     if width is not None and index.dimension != width:
-        report.problem(
+        report.note(
             subject,
             f"has dimension {index.dimension}, the stored vectors {width}; {_REBUILT}",
         )

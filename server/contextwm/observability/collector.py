@@ -3,6 +3,8 @@ caches, from the plain counters the engine and the indexer keep."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 from prometheus_client.core import (
@@ -15,12 +17,17 @@ from prometheus_client.registry import Collector
 
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.totals import LoadedTotals
+from contextwm.domain.scope import Scope
+from contextwm.domain.stats import StoreStats
 from contextwm.indexing.stats import EmbeddingStats, EmbeddingTotals
 from contextwm.ports.caches import BoundedCache
 
 # Batch sizes are small integers (indexer_batch_size, 32 by default), kept exactly by the
 # indexer: these bounds only group them for the histogram.
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# The store's figures are counted over every item: at most once per this many seconds,
+# however often the scrapes come.
+STORE_FIGURES_SECONDS = 5.0
 # Index vectors are float32.
 BYTES_PER_DIMENSION = 4
 
@@ -37,15 +44,28 @@ class ServiceCollector(Collector):
     def __init__(self, engine: ContextEngine, embedding: EmbeddingStats) -> None:
         self._engine = engine
         self._embedding = embedding
+        self._stored: tuple[float, StoreStats] | None = None
+        self._stored_lock = threading.Lock()
 
-    def gauges(self, loaded: LoadedTotals) -> list[tuple[str, str, float]]:
+    def stored(self) -> StoreStats:
+        """What the whole store holds, counted at most every STORE_FIGURES_SECONDS (most
+        conversations are not in memory, so the loaded ones cannot say)."""
+        with self._stored_lock:
+            now = time.monotonic()
+            if self._stored is None or now - self._stored[0] >= STORE_FIGURES_SECONDS:
+                engine = self._engine
+                total = engine.store.stats(Scope(), engine.embedder.model_name, ("", ""), 0)
+                self._stored = (now, total.total)
+            return self._stored[1]
+
+    def gauges(self, loaded: LoadedTotals, stored: StoreStats) -> list[tuple[str, str, float]]:
         """(name, help, value) of every gauge."""
         index_bytes = loaded.index_vectors * self._engine.embedder.dimension * BYTES_PER_DIMENSION
         return [
             (
                 "contextwm_loaded_conversations",
                 "Conversations held in memory (each loads on first use after a start); the"
-                " window, archive and queue figures sum over these.",
+                " window, index and queue figures sum over these.",
                 loaded.conversations,
             ),
             ("contextwm_window_items", "Items in the windows.", loaded.window_items),
@@ -63,8 +83,10 @@ class ServiceCollector(Collector):
             ),
             (
                 "contextwm_archived_items",
-                "Items in the archives (out of their window, still searchable).",
-                loaded.archived_items,
+                "Items in the archives of every conversation in the store, archived or"
+                " compacted: out of their window, still searchable (counted at most every"
+                f" {STORE_FIGURES_SECONDS:g} s).",
+                stored.archived.items + stored.compacted.items,
             ),
             (
                 "contextwm_index_vectors",
@@ -115,7 +137,7 @@ class ServiceCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         embedded = self._embedding.totals()
-        for name, text, value in self.gauges(self._engine.totals()):
+        for name, text, value in self.gauges(self._engine.totals(), self.stored()):
             yield GaugeMetricFamily(name, text, value=value)
         for name, text, value in self.counters(embedded):
             yield CounterMetricFamily(name, text, value=value)

@@ -2,7 +2,7 @@
 fits the text to the budget exactly and accounts for its tokens.
 
 Every layout (relevance packing, the fixed recent share, category budgets) shares the same
-text: sections under "# " headings, items as "role: content" lines in seq order under one
+text: sections under "# " headings, items as "role: content" lines in time order under one
 "## " heading per day, and the query last. A layout is a strategy: it packs with the
 costs given here, lists its sections, and says which part to drop when the exact count of
 the text is over budget.
@@ -78,10 +78,11 @@ def day_heading(timestamp: float) -> str:
 
 
 def item_lines(items: Sequence[ScoredItem], *, dated: bool = True) -> list[str]:
-    """Items in seq order, under one heading per day when dated."""
+    """Items in time order (seq order between equal times: items may arrive out of time
+    order), under one heading per day when dated."""
     parts: list[str] = []
     day = ""
-    for s in sorted(items, key=lambda s: s.item.seq):
+    for s in sorted(items, key=lambda s: (s.item.timestamp, s.item.seq)):
         if dated and (h := day_heading(s.item.timestamp)) != day:
             parts.append(h)
             day = h

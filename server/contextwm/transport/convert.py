@@ -230,7 +230,11 @@ def to_proto_item(item: Item, compaction: pb.Compaction | None = None) -> pb.Ite
 
 def to_proto_append_result(r: AppendedItem) -> pb.AppendResult:
     return pb.AppendResult(
-        seq=r.seq, token_count=r.token_count, flags=flag_names(r.flags), duplicate=r.duplicate
+        seq=r.seq,
+        token_count=r.token_count,
+        flags=flag_names(r.flags),
+        duplicate=r.duplicate,
+        out_of_order=r.out_of_order,
     )
 
 

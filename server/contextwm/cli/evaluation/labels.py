@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from contextwm.cli.render import not_json
+
 FIELDS = frozenset(
     {
         "conversation",
@@ -82,7 +84,7 @@ def _label(line: int, text: str) -> Label:
     try:
         row = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise LabelError(f"line {line}: not JSON ({exc.msg} at column {exc.colno})") from None
+        raise LabelError(f"line {line}: {not_json(exc)}") from None
     if not isinstance(row, dict):
         raise LabelError(f"line {line}: a labelled query is a JSON object")
     unknown = sorted(set(row) - FIELDS)

@@ -17,6 +17,8 @@ from typing import IO, Any, Literal, cast
 
 from contextwm_client import FileKind, FileRef, Flag, ImportItem, NewItem, Role
 
+from contextwm.cli.render import not_json
+
 Format = Literal["auto", "items", "openai"]
 FORMATS: tuple[Format, ...] = ("auto", "items", "openai")
 
@@ -299,7 +301,7 @@ class Reader:
 
 def _reason(e: ValueError) -> str:
     if isinstance(e, json.JSONDecodeError):
-        return f"not JSON ({e.msg} at column {e.colno})"
+        return not_json(e)
     return str(e)
 
 
