@@ -7,7 +7,7 @@ Generated from _client.py by scripts/gen_async_client: edit _client.py and run t
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -44,8 +44,13 @@ from contextwm_client._convert import (
     from_proto_usage,
 )
 from contextwm_client._deprecation import renamed_argument, warn_renamed
-from contextwm_client._exceptions import UnavailableError, map_rpc_error
+from contextwm_client._exceptions import (
+    DeadlineExceededError,
+    UnavailableError,
+    map_rpc_error,
+)
 from contextwm_client._streams import AsyncEventStream, cancel
+from contextwm_client._target import with_port
 from contextwm_client._types import (
     ActiveContext,
     ActiveEntry,
@@ -89,6 +94,9 @@ from contextwm_client._vocabulary import (
 )
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
+# A server that is up answers at once: only a longer wait for one is worth saying.
+QUIET_WAIT_SECONDS = 1.0
+
 _Request = TypeVar("_Request", bound=Message)
 _Response = TypeVar("_Response", bound=Message)
 
@@ -119,18 +127,30 @@ class AsyncClient:
         channel_options: Sequence[tuple[str, Any]] = (),
         credentials: grpc.ChannelCredentials | None = None,
         metadata: Sequence[tuple[str, str]] = (),
+        ready_timeout: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         """Opens a channel (lazily: nothing is sent before the first call).
 
         Args:
-            target: "host:port", or "unix:/path/to.sock" for a Unix socket.
+            target: "host:port" ("host" alone: port 50051), or "unix:/path/to.sock" for a
+                Unix socket.
             namespace: Namespace of calls that do not name one.
             timeout: Deadline of each call in seconds; None waits forever.
             channel_options: gRPC channel arguments, e.g. ("grpc.max_receive_message_length", n).
             credentials: TLS credentials; None opens an insecure channel.
             metadata: Metadata sent with every call, e.g. an API key.
+            ready_timeout: Before its first call, the client waits up to this many seconds
+                for a server that is starting or not up yet (see `wait_ready`), and then
+                raises UnavailableError naming the address; None: no wait, the first call
+                fails at once when the server is not ready.
+            on_wait: Called with a one-line message when that wait lasts more than a
+                second, e.g. to tell a person what the client is waiting for.
         """
         options = list(channel_options)
+        target = with_port(target)
+        self.target = target
+        """The address the channel connects to."""
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=options)
         else:
@@ -144,6 +164,9 @@ class AsyncClient:
         self._namespace = namespace
         self._timeout = timeout
         self._metadata = tuple(metadata)
+        self._ready_timeout = ready_timeout
+        self._on_wait = on_wait
+        self._waited = ready_timeout is None
 
     async def close(self) -> None:
         """Closes the channel, cancelling calls in flight. Closing twice is harmless."""
@@ -197,6 +220,30 @@ class AsyncClient:
             finally:
                 _health.stop(statuses)
 
+    async def _wait_first(self) -> None:
+        """Waits for the server before the first call, as the constructor's ready_timeout
+        says."""
+        limit = self._ready_timeout or 0.0
+        try:
+            await self.wait_ready(timeout=min(limit, QUIET_WAIT_SECONDS))
+        except DeadlineExceededError:
+            try:
+                if limit <= QUIET_WAIT_SECONDS:
+                    raise
+                if self._on_wait is not None:
+                    self._on_wait(
+                        f"waiting up to {limit:g} s for contextwm at {self.target} (starting,"
+                        " or not up yet)"
+                    )
+                await self.wait_ready(timeout=limit - QUIET_WAIT_SECONDS)
+            except DeadlineExceededError:
+                raise UnavailableError(
+                    "UNAVAILABLE",
+                    f"no contextwm ready at {self.target} after {limit:g} s: start one there"
+                    " (`contextwm serve`), or connect to another address",
+                ) from None
+        self._waited = True
+
     def _ns(self, namespace: str | None) -> str:
         return self._namespace if namespace is None else namespace
 
@@ -208,6 +255,8 @@ class AsyncClient:
         timeout: float | _Default | None = _DEFAULT,
     ) -> _Response:
         # The one place where gRPC errors become ContextWMError, for every method.
+        if not self._waited:
+            await self._wait_first()
         try:
             return await rpc(
                 request,

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -192,4 +195,42 @@ def test_a_client_that_waits_for_readiness_never_sees_unavailable(tmp_path: Path
         assert errors == []
         assert len(answered) == 4 * 25
     finally:
+        server.kill()
+
+
+def _cli(target: str, *argv: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "contextwm", "--target", target, *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+def test_the_cli_and_the_mcp_server_wait_for_a_starting_server_and_say_so(
+    tmp_path: Path,
+) -> None:
+    """Started before the server exists: each waits, says for what, and then works."""
+    port = free_port()
+    target = f"127.0.0.1:{port}"
+    append = _cli(target, "append", "notes", "the deploy is on Tuesday")
+    # stdio MCP with stdin closed: it creates its conversation, then ends with its input.
+    mcp = _cli(target, "mcp", "--conversation", "agent")
+    time.sleep(2)  # both are waiting for a server by now
+    server = ServerProcess(tmp_path, "--port", str(port), ready=False)
+    try:
+        out, err = append.communicate(timeout=180)
+        assert append.returncode == 0, err
+        assert f"waiting up to 60 s for contextwm at {target}" in err
+        assert "appended seq 1" in out
+        _, err = mcp.communicate(timeout=180)
+        assert mcp.returncode == 0, err
+        assert f"waiting up to 60 s for contextwm at {target}" in err
+        with Client(target) as client:
+            assert client.get_conversation("agent").conversation_id == "agent"
+    finally:
+        append.kill()
+        mcp.kill()
         server.kill()

@@ -217,10 +217,20 @@ def test_unreadable_summary_file_is_a_usage_error(
     assert "cannot read the summary file" in capsys.readouterr().err
 
 
-def test_failed_call_exits_1_with_the_status(capsys: pytest.CaptureFixture[str]) -> None:
-    # Nothing listens on port 1: the call fails fast with UNAVAILABLE.
-    assert cli.main(["--target", "127.0.0.1:1", "usage", "c"]) == 1
-    assert capsys.readouterr().err.startswith("error: UNAVAILABLE")
+def test_no_server_exits_1_saying_where_it_looked_and_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Nothing listens on port 1; --wait 0 does not wait for one to come up.
+    assert cli.main(["--target", "127.0.0.1:1", "--wait", "0", "usage", "c"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: UNAVAILABLE: no contextwm ready at 127.0.0.1:1 after 0 s")
+    assert "hint: start a server at 127.0.0.1:1 with `contextwm serve`" in err
+    assert "--target or $CONTEXTWM_TARGET" in err
+
+
+def test_a_host_without_a_port_means_port_50051(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--target", "localhost", "--wait", "0", "usage", "c"]) == 1
+    assert "no contextwm ready at localhost:50051" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- output

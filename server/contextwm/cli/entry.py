@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from contextwm_client import Client, ContextWMError
+from contextwm_client import Client, ContextWMError, UnavailableError
 
 from contextwm.cli import parser as cli_parser
 
@@ -53,10 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_check(args)
     handler: cli_parser.Handler = args.handler
+    target = args.target
     try:
         namespace = args.namespace or cli_parser.DEFAULT_NAMESPACE
-        with Client(args.target, namespace=namespace) as client:
+        with Client(
+            args.target, namespace=namespace, ready_timeout=args.wait, on_wait=_say
+        ) as client:
+            target = client.target
             return handler(client, args)
+    except UnavailableError as exc:
+        print(f"error: {exc.code}: {exc.details}\n{_hint(target)}", file=sys.stderr)
+        return 1
     except ContextWMError as exc:
         print(f"error: {exc.code}: {exc.details}", file=sys.stderr)
         return 1
@@ -70,3 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # goes nowhere from here, or the flush at exit would fail on the closed pipe again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+
+
+def _say(message: str) -> None:
+    print(f"{message}; --wait sets how long", file=sys.stderr)
+
+
+def _hint(target: str) -> str:
+    """How to get a server at the address tried, or reach another one."""
+    return (
+        f"hint: start a server at {target} with `contextwm serve` (scripts/serve in a"
+        f" checkout), or point --target or ${cli_parser.TARGET_ENV} at a running one"
+    )

@@ -34,6 +34,8 @@ from contextwm.cli.importing.sources import FIELDS, FORMATS
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_NAMESPACE = "default"
+# A server loads its embedding model before it is ready: about 10 s on a small machine.
+DEFAULT_WAIT_SECONDS = 60.0
 TARGET_ENV = "CONTEXTWM_TARGET"
 ITEM_STATES: tuple[ItemState, ...] = get_args(ItemState)
 TRUNCATE_STRATEGIES: tuple[TruncationStrategy, ...] = get_args(TruncationStrategy)
@@ -41,7 +43,7 @@ CATEGORIES: tuple[Category, ...] = get_args(Category)
 CONTRIBUTOR_TYPES: tuple[ContributorType, ...] = get_args(ContributorType)
 _BUDGET_FORM = "CATEGORY=SHARE[:MIN[:MAX]]"
 # Global options that take a value; command_of must skip their values.
-_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--target", "--namespace"})
+_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--target", "--namespace", "--wait"})
 
 Handler = Callable[[Client, argparse.Namespace], int]
 """A command: runs it with the client and the parsed arguments, returns the exit status."""
@@ -72,6 +74,14 @@ def build_parser(
         "--target",
         default=default_target,
         help=f"server address, host:port or unix:/path (default ${TARGET_ENV} or {DEFAULT_TARGET})",
+    )
+    parser.add_argument(
+        "--wait",
+        type=_seconds,
+        default=DEFAULT_WAIT_SECONDS,
+        metavar="SECONDS",
+        help="how long to wait for a server that is starting or not up yet"
+        f" (default {DEFAULT_WAIT_SECONDS:g})",
     )
     # No default here: `retention` tells a namespace given from none (then: every one).
     parser.add_argument("--namespace", help=f"tenant scope (default: {DEFAULT_NAMESPACE})")
@@ -487,3 +497,14 @@ def timestamp(text: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+
+
+def _seconds(text: str) -> float:
+    """Parses a duration in seconds: a finite number, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds (0 or more), got {text!r}")
+    return value
