@@ -1,4 +1,4 @@
-"""Requests a buggy client or an attacker would send get the status the README documents for
+"""Requests a buggy client or an attacker would send get the status docs/api.md documents for
 them, never INTERNAL, and a refused call changes nothing."""
 
 from __future__ import annotations

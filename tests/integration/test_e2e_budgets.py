@@ -605,12 +605,12 @@ def test_a_conversation_root_must_lie_under_an_allowed_root(
             c.create_conversation("sym", settings=ConversationSettings(workspace_root=str(escape)))
 
 
-def test_the_readme_example_runs(client: Client, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+def test_the_documented_example_runs(client: Client, capsys: pytest.CaptureFixture[str]) -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "category-budgets.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
     (example,) = [b for b in blocks if "CategoryOptions(" in b]
     client.append("task-42", "The invoice total is off by a cent.", role="user")
-    exec(compile(example, "README.md", "exec"), {"client": client})
+    exec(compile(example, str(page), "exec"), {"client": client})
     out = capsys.readouterr().out
     assert "context " in out and "chosen working_files src/billing.py" in out
 

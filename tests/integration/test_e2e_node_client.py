@@ -111,10 +111,10 @@ def test_node_client_fails_loudly_without_a_server(node: str) -> None:
     assert result.stderr.startswith("example.js: UNAVAILABLE (14): ")
 
 
-def test_readme_node_example_runs(service: Service, node: str, tmp_path: Path) -> None:
-    """The README's Node.js snippet, as written, from the repository root."""
-    readme = (ROOT / "README.md").read_text()
-    (snippet,) = re.findall(r"```js\n(.*?)```", readme, flags=re.S)
+def test_documented_node_example_runs(service: Service, node: str, tmp_path: Path) -> None:
+    """The Node.js snippet of docs/other-languages.md, as written, from the repository root."""
+    page = (ROOT / "docs" / "other-languages.md").read_text()
+    (snippet,) = re.findall(r"```js\n(.*?)```", page, flags=re.S)
     script = tmp_path / "readme_example.js"
     script.write_text(snippet.replace("127.0.0.1:50051", f"127.0.0.1:{service.port}"))
     result = subprocess.run(

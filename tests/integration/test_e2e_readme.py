@@ -1,24 +1,54 @@
-"""The README's Python examples run as written against a real server, and the README's
-set-up commands are the ones .ci/run and the scripts use."""
+"""The README's Python and command-line examples, and the agent loop of docs/agent-loop.md,
+run as written against a real server; the README's set-up commands are the ones .ci/run and
+the scripts use."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
+import pytest
 from conftest import StartService
 from contextwm.app import Service
+from contextwm.cli.entry import main as contextwm_main
 from contextwm.domain.usage import ModelSpec
 from contextwm_client import Client, ConversationSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+AGENT_LOOP = ROOT / "docs" / "agent-loop.md"
 
 
 def test_python_example_runs(service: Service) -> None:
     (example,) = re.findall(r"```python\n(.*?)```", README, flags=re.S)[:1]
     code = example.replace("127.0.0.1:50051", f"127.0.0.1:{service.port}")
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_command_line_example_runs(service: Service, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's commands, run twice in a window of one item: the second append archives the
+    first, which the search and the archived items then show."""
+    (block,) = re.findall(r"### From the command line.*?```sh\n(.*?)```", README, flags=re.S)
+    commands = [shlex.split(line, comments=True) for line in block.splitlines()]
+    assert [c[:2] for c in commands] == [
+        ["contextwm", "append"],
+        ["contextwm", "context"],
+        ["contextwm", "search"],
+        ["contextwm", "items"],
+    ]
+    with Client(f"127.0.0.1:{service.port}") as cwm:
+        cwm.create_conversation("ticket-42", settings=ConversationSettings(window_max_items=1))
+    for round_ in (1, 2):
+        outputs = []
+        for command in commands:
+            assert contextwm_main(["--target", f"127.0.0.1:{service.port}", *command[1:]]) == 0
+            outputs.append(capsys.readouterr().out)
+        appended, context, found, archived = outputs
+        assert appended.startswith(f"appended seq {round_} (") and "flags: error" in appended
+        assert "tool: Deploy failed: ConnectionError on db-3" in context
+        assert ("ConnectionError on db-3" in found) == (round_ == 2)
+        assert ("ConnectionError on db-3" in archived) == (round_ == 2)
 
 
 def test_setup_commands_are_the_ones_ci_runs() -> None:
@@ -47,11 +77,11 @@ class _Reply:
 
 
 def test_agent_loop_example_runs_and_compacts(start_service: StartService) -> None:
-    """The README's agent loop, with a scripted LLM that reads files for 40 steps."""
-    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    """The documented agent loop, with a scripted LLM that reads files for 40 steps."""
+    blocks = re.findall(r"```python\n(.*?)```", AGENT_LOOP.read_text(), flags=re.S)
     (loop,) = [b for b in blocks if "def run_task" in b]
     namespace: dict[str, object] = {}
-    exec(compile(loop, "README.md", "exec"), namespace)
+    exec(compile(loop, str(AGENT_LOOP), "exec"), namespace)
     run_task = namespace["run_task"]
     service = start_service(models={"tiny": ModelSpec("tiny", 4000, reserved_reply_tokens=500)})
     prompts: list[list[dict[str, str]]] = []

@@ -491,15 +491,14 @@ def test_the_retention_command(
     assert json.loads(run("retention", "--namespace", "team-a", "--json"))["conversations"] == []
 
 
-# ---------------------------------------------------------------- the README
+# ---------------------------------------------------------------- the documentation
 
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-_START = README.index("## Retention")
-SECTION = README[_START : README.index("\n## ", _START)]
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "retention.md"
+SECTION = PAGE.read_text()
 
 
-def test_the_readme_settings_give_the_policies_it_says(tmp_path: Path) -> None:
+def test_the_documented_settings_give_the_policies_they_say(tmp_path: Path) -> None:
     (toml,) = re.findall(r"```toml\n(.*?)```", SECTION, flags=re.S)
     config = tmp_path / "cwm.toml"
     config.write_text(toml)
@@ -509,7 +508,7 @@ def test_the_readme_settings_give_the_policies_it_says(tmp_path: Path) -> None:
     assert settings.retention.for_namespace("team-b") == Policy(30 * DAY, None, 90 * DAY)
 
 
-def test_the_readme_example_runs(
+def test_the_documented_example_runs(
     start_service: StartService, clock: Clock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (example,) = re.findall(r"```python\n(.*?)```", SECTION, flags=re.S)
@@ -517,7 +516,7 @@ def test_the_readme_example_runs(
     with Client(f"127.0.0.1:{service.port}") as cwm:
         compacted_history(cwm, "task-7", clock)
         compacted_history(cwm, "task-8", clock)
-        exec(compile(example, "README.md", "exec"), {"cwm": cwm})
+        exec(compile(example, str(PAGE), "exec"), {"cwm": cwm})
         assert capsys.readouterr().out.splitlines() == [f"task-8 10 0 False {tuple(range(1, 11))}"]
 
 

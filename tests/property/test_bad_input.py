@@ -1,7 +1,7 @@
 """Bad input against a real server: every method of ContextService gets generated requests
 (tests/property/proto_inputs.py walks the proto descriptors, so a new method or field is
 covered without anyone remembering to), as messages and as hand-written bytes. Every answer
-must be a status the README documents for bad input, never INTERNAL or UNKNOWN; requests the
+must be a status docs/api.md documents for bad input, never INTERNAL or UNKNOWN; requests the
 contract refuses (NaN, enum numbers the proto does not define, words outside the roles, flags
 and file kinds) must not succeed; unknown fields must not change a read's status. Afterwards
 the server still serves, every item gets embedded, a "canary" namespace no request names
@@ -56,7 +56,7 @@ CANARY = "canary"
 NAMESPACES = ("default", "fz")
 CONVERSATIONS = ("alpha", "beta", "gamma")
 MODEL = "fuzz-model"
-# The statuses the README gives for bad input ("Errors and statuses").
+# The statuses docs/api.md gives for bad input ("Errors and statuses").
 ACCEPTED = frozenset(
     {
         grpc.StatusCode.OK,

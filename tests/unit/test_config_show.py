@@ -1,5 +1,5 @@
 """`contextwm config show`'s table: each setting's value and the last source that set it; and
-the README names each setting's environment variable."""
+docs/settings.md names each setting's environment variable."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from contextwm.config_show import Row, effective, rows
 from contextwm.settings import ServerSettings, read_sources, settings_from
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+SETTINGS_PAGE = (Path(__file__).resolve().parents[2] / "docs" / "settings.md").read_text()
 
 
 def table(config: Path | None, environ: dict[str, str], flags: dict[str, object]) -> dict[str, Row]:
@@ -47,8 +47,8 @@ def test_every_setting_is_shown_once_and_only_settings_are() -> None:
     assert not any(name.startswith("conversation.weights._") for name in shown)
 
 
-def test_the_readme_names_every_settings_environment_variable() -> None:
-    section = README[README.index("## Settings") : README.index("## Layout")]
+def test_the_settings_page_names_every_settings_environment_variable() -> None:
+    section = SETTINGS_PAGE
     # <FLAG>, <CATEGORY>, ... stand for a name.
     documented = [
         re.compile(re.sub(r"<[A-Z]+>", "[A-Z_]+", name) + "$")

@@ -1,6 +1,6 @@
 """The metrics' documents: the Grafana dashboard imports with any Prometheus data source and
-reads only metrics a server exports, and the README lists every metric (the names come from
-a real scrape)."""
+reads only metrics a server exports, and docs/operations.md lists every metric (the names come
+from a real scrape)."""
 
 from __future__ import annotations
 
@@ -82,9 +82,9 @@ def test_every_metric_the_dashboard_reads_is_exported(scrape: Scrape) -> None:
     assert {"contextwm_requests_total", "contextwm_request_duration_seconds_bucket"} <= scrape.names
 
 
-def test_the_readme_lists_every_metric(scrape: Scrape) -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Metrics") : readme.index("### Damaged data")]
+def test_the_operations_page_lists_every_metric(scrape: Scrape) -> None:
+    page = (ROOT / "docs" / "operations.md").read_text()
+    section = page[page.index("## Metrics") : page.index("## What the store holds")]
     listed = set(re.findall(r"`(contextwm_[a-z_]+)", section))
     exported = {n for n in scrape.names | scrape.families if n.startswith("contextwm_")}
     assert listed <= exported

@@ -1,4 +1,5 @@
-"""The README's Go example names only what the proto defines, as protoc-gen-go names it.
+"""The Go example of docs/other-languages.md names only what the proto defines, as
+protoc-gen-go names it.
 
 Nothing here compiles Go: the names are read from the snippet and held against the proto's
 descriptors (the Node.js snippet runs for real in tests/integration/test_e2e_node_client.py).
@@ -13,7 +14,7 @@ from contextwm_client.v1 import contextwm_pb2
 from google.protobuf.descriptor import Descriptor
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+PAGE = (ROOT / "docs" / "other-languages.md").read_text()
 FILE = contextwm_pb2.DESCRIPTOR
 SERVICE = FILE.services_by_name["ContextService"]
 
@@ -40,7 +41,7 @@ def literals(code: str) -> list[tuple[str, list[str]]]:
 
 
 def test_go_example_uses_the_protos_messages_fields_and_methods() -> None:
-    (code,) = re.findall(r"```go\n(.*?)```", README, flags=re.S)
+    (code,) = re.findall(r"```go\n(.*?)```", PAGE, flags=re.S)
     found = literals(code)
     assert {m for m, _ in found} == {
         "AppendRequest",
@@ -67,7 +68,7 @@ def test_go_example_uses_the_protos_messages_fields_and_methods() -> None:
 def test_go_generation_maps_the_proto_file_it_compiles() -> None:
     """Without a go_package option, the M option must name the file exactly as protoc sees it."""
     assert not FILE.GetOptions().HasField("go_package")
-    (commands,) = [b for b in re.findall(r"```sh\n(.*?)```", README, flags=re.S) if "protoc " in b]
+    (commands,) = [b for b in re.findall(r"```sh\n(.*?)```", PAGE, flags=re.S) if "protoc " in b]
     proto = FILE.name  # "contextwm/v1/contextwm.proto", relative to -I proto
     assert (ROOT / "proto" / proto).is_file()
     assert f"pkg='{proto}=" in commands
