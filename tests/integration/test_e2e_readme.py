@@ -28,7 +28,7 @@ def test_python_example_runs(service: Service) -> None:
 
 def test_command_line_example_runs(service: Service, capsys: pytest.CaptureFixture[str]) -> None:
     """The README's commands, run twice in a window of one item: the second append archives the
-    first, which the search and the archived items then show."""
+    first, which the archived items then show; the search covers the window too."""
     (block,) = re.findall(r"### From the command line.*?```sh\n(.*?)```", README, flags=re.S)
     commands = [shlex.split(line, comments=True) for line in block.splitlines()]
     assert [c[:2] for c in commands] == [
@@ -47,7 +47,7 @@ def test_command_line_example_runs(service: Service, capsys: pytest.CaptureFixtu
         appended, context, found, archived = outputs
         assert appended.startswith(f"appended seq {round_} (") and "flags: error" in appended
         assert "tool: Deploy failed: ConnectionError on db-3" in context
-        assert ("ConnectionError on db-3" in found) == (round_ == 2)
+        assert found.count("ConnectionError on db-3") == round_
         assert ("ConnectionError on db-3" in archived) == (round_ == 2)
 
 
@@ -110,3 +110,27 @@ def test_agent_loop_example_runs_and_compacts(start_service: StartService) -> No
         assert calls == 40
         items = list(cwm.iter_items("task"))
         assert len(items) == 1 + len(replies) + calls + usage.compactions
+
+
+def test_the_command_line_page_runs_as_written(
+    start_service: StartService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/clients.md's commands, against a server started with --workspace DIR, DIR holding
+    deploy.sh."""
+    page = (ROOT / "docs" / "clients.md").read_text()
+    (block,) = re.findall(r"## The command line.*?```sh\n(.*?)```", page, flags=re.S)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "deploy.sh").write_text("#!/bin/sh\nkubectl rollout restart deploy/billing\n")
+    service = start_service(workspace_root=str(workspace))
+    outputs = []
+    for line in block.replace("\\\n", " ").splitlines():
+        command = shlex.split(line, comments=True)
+        if not command:
+            continue
+        assert command[0] == "contextwm"
+        assert contextwm_main(["--target", f"127.0.0.1:{service.port}", *command[1:]]) == 0, line
+        outputs.append(capsys.readouterr().out)
+    joined = "\n".join(outputs)
+    assert "kubectl rollout restart deploy/billing" in joined  # the working file was offered
+    assert "ConnectionError on db-3" in outputs[3]  # the search, right after the append

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from contextwm_client import Client, ConversationSettings
+from contextwm_client import Client, ConversationSettings, RetentionPolicy, ScoringWeights
 
 from contextwm.cli import render
 
@@ -59,7 +59,33 @@ def _settings(args: argparse.Namespace) -> ConversationSettings:
         workspace_root=args.workspace_root,
         category_budgets=tuple(args.budgets) or None,
         contributor_weights=dict(args.weights) or None,
+        recency_half_life_seconds=args.recency_half_life_seconds,
+        recency_half_life_items=args.recency_half_life_items,
+        focus_items=args.focus_items,
+        similarity_threshold=args.similarity_threshold,
+        detect_importance=args.detect_importance,
+        weights=_weights(args),
+        mask_tool_outputs_after_turns=args.mask_tool_outputs_after_turns,
+        replace_duplicate_reads=args.replace_duplicate_reads,
+        recent_min_items=args.recent_min_items,
+        retention=_retention(args),
     )
+
+
+def _weights(args: argparse.Namespace) -> ScoringWeights | None:
+    if args.recency_weight is None and args.similarity_weight is None:
+        return None
+    return ScoringWeights(recency=args.recency_weight, similarity=args.similarity_weight)
+
+
+def _retention(args: argparse.Namespace) -> RetentionPolicy | None:
+    policy = RetentionPolicy(
+        max_age_seconds=args.retention_max_age_seconds,
+        max_archived_items=args.retention_max_archived_items,
+        inactive_seconds=args.retention_inactive_seconds,
+        remove_pinned=args.retention_remove_pinned,
+    )
+    return None if policy == RetentionPolicy() else policy
 
 
 def create(client: Client, args: argparse.Namespace) -> int:

@@ -13,7 +13,9 @@ from contextwm_client import (
     CategoryBudget,
     Client,
     ContributorType,
+    Flag,
     ItemState,
+    RetrievalMode,
     Role,
     TruncationStrategy,
 )
@@ -34,6 +36,8 @@ from contextwm.cli.importing.sources import FIELDS, FORMATS
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_NAMESPACE = "default"
+# The budget of `context` without --max-tokens: a mid-sized prompt's worth.
+DEFAULT_MAX_TOKENS = 4096
 # A server loads its embedding model before it is ready: about 10 s on a small machine.
 DEFAULT_WAIT_SECONDS = 60.0
 TARGET_ENV = "CONTEXTWM_TARGET"
@@ -110,7 +114,29 @@ def build_parser(
     sub = command("context", retrieval.context, "print the enhanced context for a query")
     sub.add_argument("conversation")
     sub.add_argument("query", nargs="?", help="the question; omitted: the conversation's focus")
-    sub.add_argument("--max-tokens", type=int, required=True, help="token budget")
+    sub.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        help=f"token budget (default {DEFAULT_MAX_TOKENS})",
+    )
+    sub.add_argument(
+        "--recent-share",
+        type=float,
+        metavar="SHARE",
+        help="a fixed split: this share (0..1) of the budget for the window, the rest for"
+        " history (default: relevance decides)",
+    )
+    sub.add_argument(
+        "--max-history-items", type=int, metavar="N", help="ranked candidates to consider"
+    )
+    sub.add_argument(
+        "--neighbors",
+        dest="include_neighbors",
+        action=argparse.BooleanOptionalAction,
+        help="bring a hit's question or answer along (default: yes)",
+    )
+    _add_ranking_arguments(sub)
     sub.add_argument("--json", action="store_true", help="print the structured result as JSON")
     sub.add_argument(
         "--categories",
@@ -127,10 +153,25 @@ def build_parser(
         help="a working file to offer first; implies --categories",
     )
 
-    sub = command("search", retrieval.search, "search archived items")
+    sub = command("search", retrieval.search, "search archived items (and the window's)")
     sub.add_argument("query")
     sub.add_argument("--conversation", help="one conversation; omitted: the whole namespace")
     sub.add_argument("--top-k", type=int, default=10)
+    sub.add_argument("--include-window", action="store_true", help="search the window's items too")
+    sub.add_argument("--role", dest="roles", action="append", default=[], choices=get_args(Role))
+    sub.add_argument("--flag", dest="flags", action="append", default=[], choices=get_args(Flag))
+    sub.add_argument("--since", type=timestamp, metavar="ISO", help="items at or after")
+    sub.add_argument("--until", type=timestamp, metavar="ISO", help="items before")
+    sub.add_argument(
+        "--meta",
+        dest="metadata",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="K=V",
+        help="items with this metadata value",
+    )
+    _add_ranking_arguments(sub)
     sub.add_argument("--json", action="store_true", help="print the hits as JSON")
 
     for name, pinning in (("pin", conversations.pin), ("unpin", conversations.unpin)):
@@ -156,6 +197,7 @@ def build_parser(
         sub.add_argument(
             "--workspace-root", metavar="PATH", help="the agent's workspace, an absolute path"
         )
+        _add_settings_arguments(sub)
         _add_budget_arguments(sub, "for requests with categories")
 
     sub = command("get", conversations.get, "show a conversation's settings and statistics")
@@ -427,6 +469,58 @@ def command_of(arguments: Sequence[str]) -> str | None:
         elif not argument.startswith("-"):
             return argument
     return None
+
+
+def _add_ranking_arguments(sub: argparse.ArgumentParser) -> None:
+    """How candidates are found and ranked: the options context and search share."""
+    sub.add_argument("--mode", choices=get_args(RetrievalMode), help="default: hybrid")
+    sub.add_argument(
+        "--similarity-threshold",
+        type=float,
+        metavar="SIM",
+        help="the least similarity of a candidate without matching words",
+    )
+    sub.add_argument(
+        "--as-of",
+        type=timestamp,
+        metavar="ISO",
+        help="when the question is asked, for time words such as 'last week'",
+    )
+    sub.add_argument(
+        "--time-hints",
+        action=argparse.BooleanOptionalAction,
+        help="read time words in the query (default: yes)",
+    )
+
+
+def _add_settings_arguments(sub: argparse.ArgumentParser) -> None:
+    """The conversation settings besides the window, model and budgets."""
+    sub.add_argument("--recency-half-life-seconds", type=float, metavar="S")
+    sub.add_argument("--recency-half-life-items", type=float, metavar="N")
+    sub.add_argument("--focus-items", type=int, metavar="N")
+    sub.add_argument("--similarity-threshold", type=float, metavar="SIM")
+    sub.add_argument("--detect-importance", action=argparse.BooleanOptionalAction)
+    sub.add_argument("--recency-weight", type=float, metavar="W")
+    sub.add_argument("--similarity-weight", type=float, metavar="W")
+    sub.add_argument("--mask-tool-outputs-after-turns", type=int, metavar="N")
+    sub.add_argument("--replace-duplicate-reads", action=argparse.BooleanOptionalAction)
+    sub.add_argument("--recent-min-items", type=int, metavar="N")
+    sub.add_argument(
+        "--retention-max-age-seconds", type=float, metavar="S", help="archived items older go"
+    )
+    sub.add_argument(
+        "--retention-max-archived-items",
+        type=int,
+        metavar="N",
+        help="beyond this many archived items, the oldest go",
+    )
+    sub.add_argument(
+        "--retention-inactive-seconds",
+        type=float,
+        metavar="S",
+        help="the whole conversation goes after this long without activity",
+    )
+    sub.add_argument("--retention-remove-pinned", action=argparse.BooleanOptionalAction)
 
 
 def _add_budget_arguments(sub: argparse.ArgumentParser, scope: str) -> None:
