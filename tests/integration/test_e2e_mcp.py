@@ -222,20 +222,39 @@ def test_the_available_tools_follow_the_session_state(service: Service) -> None:
     async def scenario() -> None:
         async with stdio_mcp(service) as mcp:
             before = await mcp.call_tool("available_tools", {})
-            assert "edit_files" in structured(before)["tools"]
+            # Only this server's tools, under their own names.
+            assert set(structured(before)["tools"]) == TOOLS
 
             viewing = await mcp.call_tool(
                 "set_session_state", {"set_states": ["large_file_viewing"]}
             )
             assert structured(viewing)["deciding_state"] == "large_file_viewing"
 
-            after = await mcp.call_tool("available_tools", {"tool": "edit_files"})
+            after = await mcp.call_tool("available_tools", {"tool": "edit_file"})
             session = structured(after)
-            assert "scroll_file_chunk" in session["tools"]
-            assert "edit_files" not in session["tools"]
+            assert set(session["tools"]) == {
+                "read_file_chunk",
+                "scroll_file",
+                "search_files_next_page",
+                "get_context",
+                "search_history",
+                "append_note",
+                "available_tools",
+                "set_session_state",
+            }
             assert session["check"]["allowed"] is False
-            assert text(after).startswith("edit_files: not available: ")
+            assert text(after).startswith("edit_file: not available: ")
             assert "states: large_file_viewing (deciding: large_file_viewing)" in text(after)
+
+            # The rules gate the calls themselves: no edit while a file is being viewed.
+            edit = {"path": "src/app.py", "search": "return len(prices)", "replace": "return 0"}
+            refused = await mcp.call_tool("edit_file", edit)
+            assert refused.is_error and text(refused).startswith(
+                "edit_file: not available now: the session state large_file_viewing"
+            )
+            cleared = await mcp.call_tool("set_session_state", {"clear_all": True})
+            assert structured(cleared)["deciding_state"] == ""
+            assert not (await mcp.call_tool("edit_file", edit)).is_error
 
             bad = await mcp.call_tool("set_session_state", {"set_states": ["bogus_state"]})
             assert bad.is_error and text(bad).startswith("INVALID_ARGUMENT: ")

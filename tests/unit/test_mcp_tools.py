@@ -124,7 +124,7 @@ def session(states: tuple[str, ...] = ()) -> Session:
     return Session(
         conversation_id="agent",
         states=states,
-        tools=("scroll_file_chunk", "get_next_chunk"),
+        tools=("read_file_chunk", "scroll_file_chunk", "get_next_chunk", "scroll_file"),
         deciding_state=states[0] if states else "",
         view=FileView("notes.md", 1, 3, "lines", 100, 0, (0, 1)),
     )
@@ -298,11 +298,26 @@ def test_available_tools_lists_states_tools_and_view_and_checks_a_tool() -> None
     assert text(result) == (
         "edit_files: not available: large_file_viewing forbids it\n"
         "states: large_file_viewing (deciding: large_file_viewing)\n"
-        "tools available: scroll_file_chunk, get_next_chunk\n"
+        "tools available: read_file_chunk, scroll_file, available_tools, set_session_state\n"
         "viewing: notes.md, chunk 2 of 3 (seen: 1, 2)"
     )
     assert result.structured_content is not None
     assert result.structured_content["check"]["allowed"] is False
+
+
+def test_a_tool_the_session_does_not_allow_is_refused_without_a_call() -> None:
+    client = fake_client()
+    client.check_tool.return_value = ToolCheck(
+        "edit_file", False, "large_file_viewing allows only its own tools", "large_file_viewing"
+    )
+    result = call(
+        client, "edit_file", {"path": "src/app.py", "search": "return 1", "replace": "return 2"}
+    )
+    client.check_tool.assert_called_once_with("agent", "edit_file")
+    client.edit_file.assert_not_called()
+    assert result.is_error and text(result).startswith(
+        "edit_file: not available now: the session state large_file_viewing does not allow it"
+    )
 
 
 def test_session_states_are_set_and_cleared() -> None:

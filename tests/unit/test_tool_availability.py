@@ -37,13 +37,31 @@ def context_window(text: str) -> dict[str, Any]:
 def test_defaults_name_three_states_in_priority_order() -> None:
     assert list(RULES.restrictions) == [INTERACTIVE_COMMANDS, LARGE_FILE_VIEWING, SEARCH_ACTIVE]
     assert RULES.exclusive == {INTERACTIVE_COMMANDS}
-    assert len(RULES.base) == 7
-    assert RULES.unrestricted == ("edit_files", "create_file", "search_files", "run_command")
+    assert len(RULES.base) == 13
+    assert RULES.unrestricted == (
+        "edit_files",
+        "create_file",
+        "search_files",
+        "run_command",
+        "edit_file",
+    )
     assert RULES.restrictions[LARGE_FILE_VIEWING] == (
         "scroll_file_chunk",
         "get_next_chunk",
         "get_previous_chunk",
     )
+
+
+def test_every_tool_of_the_mcp_server_has_a_place_in_the_defaults() -> None:
+    from contextwm.mcp_server.tools import SESSION_TOOLS, TOOL_NAMES
+
+    placed = {
+        *RULES.base,
+        *RULES.unrestricted,
+        *(t for ts in RULES.restrictions.values() for t in ts),
+    }
+    assert set(TOOL_NAMES) - set(SESSION_TOOLS) <= placed
+    assert not set(SESSION_TOOLS) & placed  # never gated: the way out of a state
 
 
 def test_no_state_allows_base_and_unrestricted_tools() -> None:
@@ -105,8 +123,8 @@ def test_the_reason_names_the_forbidding_state_and_what_is_available() -> None:
         "edit_files is not available while large_file_viewing is active; available:"
         " project_analyze, context_score_files,"
     )
-    # Ten tools are allowed: eight named, the rest counted.
-    assert check.reason.endswith("and 2 more")
+    # Sixteen tools are allowed: eight named, the rest counted.
+    assert check.reason.endswith("and 8 more")
 
 
 def test_the_reason_under_the_exclusive_state_lists_its_tools() -> None:

@@ -3,6 +3,8 @@ memory, each one client call whose result is rendered for a model."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
@@ -14,6 +16,7 @@ from contextwm_client import (
     ContextWMError,
     FileSearchPage,
     Flag,
+    NotFoundError,
     Role,
     ScrollDirection,
     Session,
@@ -31,6 +34,24 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 DEFAULT_CONTEXT_TOKENS = 4000
 """get_context's budget when the model names none: room for a useful context in any window."""
+
+TOOL_NAMES = (
+    "read_file_chunk",
+    "scroll_file",
+    "search_files",
+    "search_files_next_page",
+    "edit_file",
+    "available_tools",
+    "set_session_state",
+    "get_context",
+    "search_history",
+    "append_note",
+)
+"""Every tool this server offers, by the name the tool-availability rules know it by."""
+
+SESSION_TOOLS = ("available_tools", "set_session_state")
+"""Tools that read or change the session itself: never gated, or an exclusive state could not
+be left."""
 
 _Fetched = TypeVar("_Fetched")
 _Structured = TypeVar("_Structured", bound=results.Result)
@@ -313,7 +334,10 @@ class ConversationTools:
         def fetch() -> tuple[Session, ToolCheck | None]:
             session = self._client.get_session(conversation)
             check = self._client.check_tool(conversation, tool) if tool else None
-            return session, check
+            # The rules may name tools of other agents too: list the ones this server has.
+            ours = tuple(t for t in session.tools if t in TOOL_NAMES)
+            tools = (*ours, *(t for t in SESSION_TOOLS if t not in ours))
+            return dataclasses.replace(session, tools=tools), check
 
         return self._run(
             fetch, lambda fetched: results.session_result(*fetched), render.session_text
@@ -416,6 +440,27 @@ class ConversationTools:
 
     # ------------------------------------------------------------ helpers
 
+    def refusal(self, tool: str, conversation_id: str | None) -> CallToolResult | None:
+        """An error result when the session's states do not allow tool now; else None."""
+        try:
+            check = self._client.check_tool(self._conversation(conversation_id), tool)
+        except NotFoundError:  # no conversation yet, so no state: the tool itself answers
+            return None
+        except ContextWMError as exc:
+            return error_result(_failure_text(exc))
+        if check.allowed:
+            return None
+        # The rules' own reason may list other agents' tools: name only the state here.
+        why = (
+            f"the session state {check.deciding_state} does not allow it"
+            if check.deciding_state
+            else check.reason
+        )
+        return error_result(
+            f"{tool}: not available now: {why}; available_tools lists what is, and"
+            " set_session_state clears a state"
+        )
+
     def _conversation(self, conversation_id: str | None) -> str:
         return conversation_id or self._conversation_id
 
@@ -512,12 +557,25 @@ def build_server(
         (tools.search_history, "Search the history", _READS),
         (tools.append_note, "Append a note", _RECORDS),
     )
+    assert tuple(m.__name__ for m, _, _ in registrations) == TOOL_NAMES
     for method, title, hints in registrations:
         server.add_tool(
-            method,
+            method if method.__name__ in SESSION_TOOLS else _gated(tools, method),
             title=title,
             # One paragraph: the docstring's line breaks are the source's, not the model's.
             description=" ".join(inspect.cleandoc(method.__doc__ or "").split()),
             annotations=hints,
         )
     return server
+
+
+def _gated(tools: ConversationTools, method: Callable[..., CallToolResult]) -> Callable[..., Any]:
+    """method, refused while the session's states do not allow it (the SDK reads the
+    signature and the docstring through functools.wraps)."""
+
+    @functools.wraps(method)
+    def call(**arguments: Any) -> CallToolResult:
+        refusal = tools.refusal(method.__name__, arguments.get("conversation_id"))
+        return refusal if refusal is not None else method(**arguments)
+
+    return call

@@ -20,6 +20,10 @@ INTERACTIVE_COMMANDS = "interactive_commands"
 LARGE_FILE_VIEWING = "large_file_viewing"
 SEARCH_ACTIVE = "search_active"
 
+# The lists hold the common agent tools by their usual names, and `contextwm mcp`'s own tools
+# where their kind puts them: reading, scrolling, the next page of a search and the memory
+# tools change nothing a state shows (and need no state to be set first); an edit or a new
+# search would.
 # Allowed in every state but an exclusive one: analysis tools that change nothing.
 BASE_TOOLS = (
     "project_analyze",
@@ -29,9 +33,21 @@ BASE_TOOLS = (
     "success_patterns",
     "cross_project_insights",
     "smart_context_assembly",
+    "read_file_chunk",
+    "scroll_file",
+    "search_files_next_page",
+    "get_context",
+    "search_history",
+    "append_note",
 )
 # Allowed only while no state is active: tools that would change what a state is showing.
-UNRESTRICTED_TOOLS = ("edit_files", "create_file", "search_files", "run_command")
+UNRESTRICTED_TOOLS = (
+    "edit_files",
+    "create_file",
+    "search_files",
+    "run_command",
+    "edit_file",
+)
 # Each state's own tools, in priority order: a page through the command, the file or the
 # results it is showing. A config file may shorten a list (see config.py).
 DEFAULT_RESTRICTIONS: dict[str, tuple[str, ...]] = {
@@ -51,7 +67,7 @@ def default_rules() -> ToolRules:
 
     Returns:
         interactive_commands (exclusive), then large_file_viewing, then search_active, each
-        with three tools of its own, over the seven base and four unrestricted tools.
+        with tools of its own, over the base and unrestricted tools.
     """
     return ToolRules(
         base=BASE_TOOLS,
