@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import pytest
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
@@ -15,6 +16,7 @@ from contextwm_client import (
 )
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+Mode = Literal["hybrid", "dense", "lexical"]
 
 
 def _fill(client: Client, conv: str, namespace: str = "default") -> None:
@@ -209,7 +211,7 @@ def test_namespace_search_stays_current_with_appends_evictions_and_deletions(
     fact = "The staging database password rotates every 45 days."
     question = "how often is the staging db password changed?"
 
-    def top(mode: str, *, include_window: bool = True) -> tuple[str, str]:
+    def top(mode: Mode, *, include_window: bool = True) -> tuple[str, str]:
         hits = client.search(
             question, top_k=3, include_window=include_window, namespace=ns, mode=mode
         ).hits
@@ -254,7 +256,8 @@ def test_namespace_search_stays_current_with_appends_evictions_and_deletions(
         "c99", settings=ConversationSettings(window_max_items=3), namespace=ns
     )
     fill("c99", 14, 3)
-    for mode in ("dense", "hybrid", "lexical"):
+    modes: tuple[Mode, ...] = ("dense", "hybrid", "lexical")
+    for mode in modes:
         assert top(mode)[0] != "c29"
         assert top(mode)[1] != fact
     hits = client.search(question, top_k=50, include_window=True, namespace=ns, mode="dense").hits

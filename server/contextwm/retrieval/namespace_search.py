@@ -22,12 +22,14 @@ from contextwm.retrieval.query_terms import query_terms
 from contextwm.retrieval.ranker import CANDIDATES, MAX_POSTINGS, Ranker, score_parts
 from contextwm.retrieval.ranking import (
     CONTEXT_REACH,
+    CONTEXT_SHARE,
     DENSE_FLOOR_RANK,
     PEAK_DEPTH,
     Ranked,
     bm25,
     fuse_across,
     matched_idf,
+    with_context,
 )
 from contextwm.retrieval.requests import SearchOutcome, SearchRequest
 from contextwm.window.scoring import Clock
@@ -50,16 +52,15 @@ def search_namespace(
     request: SearchRequest,
     states: Sequence[ItemState],
 ) -> SearchOutcome:
-    """The request's top_k hits across the namespace, best first, ranked on one scale as a
-    search of each conversation fused together would rank them, for a query that names no
-    time (time words are read on each conversation's clock: search.py searches each).
+    """The request's top_k hits across the namespace, best first, ranked on one scale, for a
+    query that names no time (time words are read on each conversation's clock: search.py
+    searches each conversation for those).
 
-    The candidates are those that can score above zero: the namespace's best items by BM25
-    (each conversation's scored on its own statistics) and by similarity, max(CANDIDATES,
-    top_k) of each, and in hybrid mode the turns around them, whose context share they
-    take. Items that only a search of each conversation listed score zero before their
-    context share and lie beyond them, so the hits and their order are the same unless the
-    context share alone lifts such an item into top_k.
+    The namespace is searched as one collection: its max(CANDIDATES, top_k) best items by
+    BM25 (on the namespace's statistics, by the rules of one conversation's search) and by
+    similarity are fused as fuse_across fuses them; in hybrid mode the turns around a
+    candidate strong enough to lift them into top_k by its context share join them. Only
+    the returned items are read in full.
 
     Raises:
         FailedPrecondition: dense or hybrid mode over a namespace with conversations whose
@@ -81,43 +82,70 @@ def search_namespace(
     deadlines.check("searching the namespace")
     text = request.query.strip()
     limit = max(CANDIDATES, request.top_k)
-    words = _bm25(store, namespace, text, states, flt, limit) if mode != "dense" else {}
-    lexical = dict(sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
+    lexical: dict[ItemKey, float] = {}
+    if mode != "dense":
+        words = _bm25(store, namespace, text, states, flt, limit)
+        lexical = dict(sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:limit])
     dense: dict[ItemKey, float] = {}
     query_vec: Vector | None = None
     if mode != "lexical":
         query_vec = reader.embed(text)
-        dense = _nearest(
-            store, nearest, namespace, query_vec, max(limit, DENSE_FLOOR_RANK), states, flt
-        )
-        dense.update(
-            _similarity(nearest, namespace, query_vec, [i for i in lexical if i not in dense])
-        )
-    if mode == "hybrid" and query_vec is not None:
-        # The turns around each candidate: the context share they gain from it is theirs.
-        found = dense.keys() | lexical.keys()
-        around = {(k, s + d) for k, s in found for d in range(-CONTEXT_REACH, CONTEXT_REACH + 1)}
-        around = store.present_items(sorted(around - found), states, flt)
-        lexical.update((i, words[i]) for i in around if i in words)
-        dense.update(_similarity(nearest, namespace, query_vec, sorted(around)))
+        k = max(limit, DENSE_FLOOR_RANK)
+        dense = _nearest(store, nearest, namespace, query_vec, k, states, flt)
+    # The similarity of a candidate only words found lies below the DENSE_FLOOR_RANK-th, where
+    # fusion counts none: it is measured for the returned items alone (unless a floor asks).
+    if request.similarity_threshold is not None and query_vec is not None:
+        unmeasured = [i for i in lexical if i not in dense]
+        dense.update(_similarity(nearest, namespace, query_vec, unmeasured))
     candidates = dense.keys() | lexical.keys()
     population = len(candidates)
     if population < PEAK_DEPTH:  # only then does the namespace's size move fusion (peakedness)
         population = max(population, store.namespace_totals(namespace)[0])
-    ranked = fuse_across(
-        dense,
-        lexical,
-        population=population,
-        mode=mode,
-        thresholds=_thresholds(store, ranker, {k for k, _ in candidates}, request),
-    )
+    thresholds = _thresholds(store, ranker, {key for key, _ in candidates}, request)
+    ranked = fuse_across(dense, lexical, population=population, mode=mode, thresholds=thresholds)
+    if mode == "hybrid":
+        _add_turns_around(store, nearest, namespace, query_vec, ranked, request, states)
+        ranked = {key: with_context(rs) for key, rs in ranked.items()}
     best = sorted(
         ((key, r) for key, rs in ranked.items() for r in rs),
         key=lambda kr: (-kr[1].score, names.get(kr[0], ""), kr[1].seq),
     )[: request.top_k * 2]  # room for items gone since they were found
-    hits = [s for s in _scored(store, best) if flt.matches(s.item)]
+    hits = [s for s in _scored(store, nearest, namespace, query_vec, best) if flt.matches(s.item)]
     hits.sort(key=lambda s: (-s.score, s.item.conversation_id, s.item.seq))
     return SearchOutcome(tuple(hits[: request.top_k]), None)
+
+
+def _add_turns_around(
+    store: Store,
+    nearest: NearestVectors,
+    namespace: str,
+    query_vec: Vector | None,
+    ranked: dict[int, list[Ranked]],
+    request: SearchRequest,
+    states: Sequence[ItemState],
+) -> None:
+    """Adds to ranked (fused, before context) the turns around the candidates whose context
+    share could lift a turn that neither signal found into top_k: such a turn scores only
+    that share (with_context), and context only raises the top_k-th score."""
+    scores = sorted((r.score for rs in ranked.values() for r in rs), reverse=True)
+    bar = scores[request.top_k - 1] if len(scores) >= request.top_k else 0.0
+    known = {(key, r.seq) for key, rs in ranked.items() for r in rs}
+    around = {
+        (key, r.seq + d)
+        for key, rs in ranked.items()
+        for r in rs
+        if CONTEXT_SHARE * r.score >= bar
+        for d in range(-CONTEXT_REACH, CONTEXT_REACH + 1)
+    } - known
+    if not around:
+        return
+    turns = sorted(store.present_items(sorted(around), states, request.filter))
+    floor = request.similarity_threshold
+    if floor is not None and query_vec is not None:  # a turn found by neither must pass it
+        sims = _similarity(nearest, namespace, query_vec, turns)
+        turns = [t for t in turns if sims.get(t, -1.0) >= floor]
+    for key, seq in turns:
+        ranked.setdefault(key, []).append(Ranked(seq, 0.0, 0.0, 0.0, measured=False))
 
 
 def _bm25(
@@ -202,11 +230,21 @@ def _thresholds(
     return out
 
 
-def _scored(store: Store, best: Sequence[tuple[int, Ranked]]) -> list[ScoredItem]:
-    """The ranked candidates as scored items, with every part of their score, read from the
-    store (a conversation deleted meanwhile has none). With no time named, an item's score is
-    its fused score (see Ranker.scored)."""
+def _scored(
+    store: Store,
+    nearest: NearestVectors,
+    namespace: str,
+    query_vec: Vector | None,
+    best: Sequence[tuple[int, Ranked]],
+) -> list[ScoredItem]:
+    """The ranked candidates as scored items, with every part of their score (the similarity
+    ranking left unmeasured included), read from the store: a conversation deleted meanwhile
+    has none. With no time named, an item's score is its fused score (see Ranker.scored)."""
     items = store.namespace_items([(key, r.seq) for key, r in best])
+    sims: dict[ItemKey, float] = {}
+    if query_vec is not None:
+        unmeasured = [(key, r.seq) for key, r in best if not r.measured]
+        sims = _similarity(nearest, namespace, query_vec, unmeasured)
     scoring: dict[int, tuple[ConversationSettings, Clock] | None] = {}
     out: list[ScoredItem] = []
     for key, r in best:
@@ -222,6 +260,9 @@ def _scored(store: Store, best: Sequence[tuple[int, Ranked]]) -> list[ScoredItem
                 else (record.settings, Clock(now=newest or 0.0, last_seq=record.last_seq))
             )
         found = scoring[key]
-        if found is not None:
-            out.append(ScoredItem(item, r.score, score_parts(*found, item, r, None)))
+        if found is None:
+            continue
+        if (key, r.seq) in sims:
+            r = dataclasses.replace(r, similarity=sims[(key, r.seq)])
+        out.append(ScoredItem(item, r.score, score_parts(*found, item, r, None)))
     return out

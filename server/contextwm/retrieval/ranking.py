@@ -216,8 +216,8 @@ def fuse_across(
     """Candidates of several conversations, by (conversation key, seq), ranked on one scale:
     similarity and BM25 are mapped onto 0..1 by the best of every conversation, so that one
     conversation's best hit counts for no more than it is worth beside the others'. Returns
-    each conversation's candidates best first, in hybrid mode rescored with the turns around
-    them (within their own conversation).
+    each conversation's candidates best first (before with_context, which rescores them
+    within their own conversation).
 
     Args:
         dense, lexical, population, mode: as fuse takes them.
@@ -246,6 +246,4 @@ def fuse_across(
     for r in fuse(d, lx, population=population, mode=mode, keep=exempt):
         key, seq = items[r.seq]
         per.setdefault(key, []).append(dataclasses.replace(r, seq=seq))
-    if mode == "hybrid":
-        return {key: with_context(ranked) for key, ranked in per.items()}
     return per

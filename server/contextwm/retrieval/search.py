@@ -15,7 +15,7 @@ from contextwm.domain.items import ItemState, ScoredItem
 from contextwm.retrieval.namespace_search import search_namespace
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import CANDIDATES, Ranker, Signals
-from contextwm.retrieval.ranking import Ranked, fuse_across
+from contextwm.retrieval.ranking import Ranked, fuse_across, with_context
 from contextwm.retrieval.requests import SearchOutcome, SearchRequest, check_search_request
 from contextwm.retrieval.timehints import TimeHint, names_time, strip_time_phrase
 from contextwm.window.window import Vector
@@ -111,6 +111,8 @@ def _on_one_scale(found: Sequence[_Found], mode: str) -> list[tuple[_Found, list
         thresholds={f.rt.key: f.threshold for f in found},
         keep={(f.rt.key, seq) for f in found for seq in f.signals.in_range},
     )
+    if mode == "hybrid":
+        ranked = {key: with_context(rs) for key, rs in ranked.items()}
     return [(f, ranked.get(f.rt.key, [])) for f in found]
 
 

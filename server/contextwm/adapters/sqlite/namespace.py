@@ -94,11 +94,11 @@ class NamespaceTables(Database):
         step = (MAX_PARAMETERS - _SPARE - len(params)) // 2
         for start in range(0, len(items), step):
             chunk = items[start : start + step]
-            # Row values look each (conv, seq) up in the items' unique index.
+            # Joined rather than (conv, seq) IN (VALUES ...), which SQLite answers by a scan.
             found = db.execute(
-                "SELECT i.conv, i.seq FROM items i"
-                f" WHERE (i.conv, i.seq) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})"
-                f" AND +i.state IN ({','.join('?' * len(states))}){where}",
+                f"WITH w(conv, seq) AS (VALUES {','.join(['(?, ?)'] * len(chunk))})"
+                " SELECT i.conv, i.seq FROM w JOIN items i ON i.conv = w.conv AND i.seq = w.seq"
+                f" WHERE +i.state IN ({','.join('?' * len(states))}){where}",
                 (*(int(v) for pair in chunk for v in pair), *(int(s) for s in states), *params),
             )
             out.update((r[0], r[1]) for r in found)
@@ -127,9 +127,10 @@ class NamespaceTables(Database):
         for start in range(0, len(items), step):
             chunk = items[start : start + step]
             found = db.execute(
-                f"SELECT i.conv, {ITEM_COLUMNS} FROM items i"
-                " JOIN conversations c ON c.id = i.conv"
-                f" WHERE (i.conv, i.seq) IN (VALUES {','.join(['(?, ?)'] * len(chunk))})",
+                f"WITH w(conv, seq) AS (VALUES {','.join(['(?, ?)'] * len(chunk))})"
+                f" SELECT i.conv, {ITEM_COLUMNS} FROM w"
+                " JOIN items i ON i.conv = w.conv AND i.seq = w.seq"
+                " JOIN conversations c ON c.id = i.conv",
                 [int(v) for pair in chunk for v in pair],
             )
             for row in found:
