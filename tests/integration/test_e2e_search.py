@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import pytest
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm_client import (
     Client,
     ConversationSettings,
@@ -14,6 +16,7 @@ from contextwm_client import (
 )
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+Mode = Literal["hybrid", "dense", "lexical"]
 
 
 def _fill(client: Client, conv: str, namespace: str = "default") -> None:
@@ -197,3 +200,73 @@ def test_a_turn_beside_a_strong_hit_gains_from_it(client: Client) -> None:
         hits = client.search("pottery class", conversation_id=name, top_k=30, include_window=True)
         score[name] = next(h.score for h in hits.hits if h.item.content == reply)
     assert score["near"] > score["far"] + 0.1
+
+
+def test_namespace_search_stays_current_with_appends_evictions_and_deletions(
+    client: Client, embedder: SentenceTransformerEmbedder
+) -> None:
+    # Namespace search reads an in-memory index of the namespace's vectors, built by the first
+    # search: everything after it reaches the index by its writers, never by a rebuild.
+    ns = "ns-current"
+    fact = "The staging database password rotates every 45 days."
+    question = "how often is the staging db password changed?"
+
+    def top(mode: Mode, *, include_window: bool = True) -> tuple[str, str]:
+        hits = client.search(
+            question, top_k=3, include_window=include_window, namespace=ns, mode=mode
+        ).hits
+        return (hits[0].item.conversation_id, hits[0].item.content) if hits else ("", "")
+
+    def fill(cid: str, n: int, start: int) -> None:
+        client.append_batch(
+            cid,
+            [NewItem(_TOPICS[(start + k) % len(_TOPICS)], role="user") for k in range(n)],
+            namespace=ns,
+        )
+
+    for n in range(30):
+        client.create_conversation(
+            f"c{n:02d}", settings=ConversationSettings(window_max_items=3), namespace=ns
+        )
+        fill(f"c{n:02d}", 8, n)
+    assert top("dense")[1] != fact  # builds the index; the fact is nowhere yet
+
+    # Appended after the index was built: found in the window, by meaning alone too.
+    client.append("c29", fact, role="user", namespace=ns)
+    assert top("dense") == ("c29", fact)
+    assert top("hybrid") == ("c29", fact)
+
+    def archived() -> bool:
+        return fact in {
+            i.content for i in client.iter_items("c29", states=["archived"], namespace=ns)
+        }
+
+    # Outside the window only once evicted (the window keeps what scores highest, so the
+    # fact may go at once): searched there only when it is.
+    assert (top("dense", include_window=False) == ("c29", fact)) == archived()
+    fill("c29", 5, 0)
+    assert archived()
+    assert top("dense", include_window=False) == ("c29", fact)
+    assert top("hybrid", include_window=False) == ("c29", fact)
+
+    # Deleted with its conversation: gone. The next conversation created may take its store
+    # key (SQLite reuses the highest); its items at the same seqs must not bring the fact back.
+    client.delete_conversation("c29", namespace=ns)
+    client.create_conversation(
+        "c99", settings=ConversationSettings(window_max_items=3), namespace=ns
+    )
+    fill("c99", 14, 3)
+    modes: tuple[Mode, ...] = ("dense", "hybrid", "lexical")
+    for mode in modes:
+        assert top(mode)[0] != "c29"
+        assert top(mode)[1] != fact
+    hits = client.search(question, top_k=50, include_window=True, namespace=ns, mode="dense").hits
+    assert all(h.item.conversation_id != "c29" for h in hits)
+    # Each hit is ranked by its own words' vector, not by one a deleted item left behind.
+    asked, *own = embedder.embed([question, *(h.item.content for h in hits)])
+    assert [round(h.parts.similarity, 3) for h in hits] == [round(float(v @ asked), 3) for v in own]
+
+    # Said again elsewhere: found there.
+    client.append("c05", fact, role="user", namespace=ns)
+    assert top("dense") == ("c05", fact)
+    assert top("lexical") == ("c05", fact)

@@ -16,6 +16,7 @@ from contextwm.retrieval.ranking import (
     Ranked,
     bm25,
     fuse,
+    fuse_across,
     matched_idf,
     peakedness,
     with_context,
@@ -266,3 +267,29 @@ def test_fuse_properties(
     for r in out:
         assert r.similarity == dense.get(r.seq, 0.0)
         assert r.lexical == pytest.approx(lexical.get(r.seq, 0.0) / top)
+
+
+# ---------------------------------------------------------------- several conversations
+
+
+def test_fuse_across_ranks_every_conversation_on_one_scale() -> None:
+    # Conversation 1 holds the strong hits; conversation 2's best is weak beside them.
+    dense = {(1, 1): 0.9, (1, 2): 0.5, (2, 1): 0.4, (2, 2): 0.1}
+    lexical = {(1, 1): 6.0, (2, 1): 1.0}
+    per = fuse_across(dense, lexical, population=200, mode="hybrid", thresholds={})
+    ids = sorted(dense)
+    together = fuse(
+        {ids.index(i): v for i, v in dense.items()},
+        {ids.index(i): v for i, v in lexical.items()},
+        population=200,
+    )
+    # The same scores as one fusion of all candidates, split by conversation.
+    expected = {ids[r.seq]: r.score for r in together}
+    assert {(k, r.seq): r.score for k, rs in per.items() for r in rs} == expected
+    assert per[2][0].score < per[1][0].score
+
+
+def test_fuse_across_applies_each_conversations_floor() -> None:
+    dense = {(1, 1): 0.5, (2, 1): 0.5}
+    per = fuse_across(dense, {}, population=10, mode="dense", thresholds={1: 0.6, 2: 0.4})
+    assert list(per) == [2]

@@ -8,6 +8,7 @@ import pytest
 from contextwm.retrieval.timehints import (
     EVENT_INSTANT,
     TimeHint,
+    names_time,
     parse_time_hint,
     strip_time_phrase,
 )
@@ -453,3 +454,17 @@ def test_iso_dates_are_that_day(now: datetime, day: date) -> None:
     assert hint is not None
     assert hint.since == datetime(day.year, day.month, day.day, tzinfo=UTC)
     assert hint.until == hint.since + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("how often do the vault credentials rotate?", False),
+        ("the 3 retries of the 2 services", False),  # digits that are no date
+        ("what did we discuss last week?", True),
+        ("before the migration", True),  # an event: found on some clock
+        ("in May", True),
+    ],
+)
+def test_names_time_tells_queries_no_clock_reads_a_time_in(query: str, named: bool) -> None:
+    assert names_time(query) is named

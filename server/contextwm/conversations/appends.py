@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
@@ -294,6 +296,8 @@ class Appends:
                 appended_at=self.clock(),
             )
         )
+        if embedded is not None:
+            self.vectors.stored(rt, embedded.seqs, np.stack(embedded.vectors))
         self.vectors.index_entries(rt, staged.out_of_window)
         self.evicted.add(len(staged.evicted))
         rt.pending += len(staged.items) - len(staged.vectors)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.errors import FailedPrecondition
+from contextwm.ports.store import StaleConversation
 
 # Conversations named in a refusal; the command in it re-embeds them all.
 NAMED = 5
@@ -28,23 +29,38 @@ def require_current(rts: Sequence[ConversationRuntime], model: str, mode: str) -
     Raises:
         FailedPrecondition: naming the models and the `contextwm reembed` command to run.
     """
-    if mode == "lexical":
+    refuse_stale(
+        [
+            StaleConversation(rt.key, rt.record.namespace, rt.record.conversation_id, old)
+            for rt in rts
+            if (old := stale_model(rt, model)) is not None
+        ],
+        model,
+        mode,
+    )
+
+
+def refuse_stale(stale: Sequence[StaleConversation], model: str, mode: str) -> None:
+    """Refuses dense or hybrid ranking (mode) over these conversations, whose vectors come
+    from another model than model, when there are any (see require_current).
+
+    Raises:
+        FailedPrecondition: naming the models and the `contextwm reembed` command to run.
+    """
+    if mode == "lexical" or not stale:
         return
-    stale = [(rt, old) for rt in rts if (old := stale_model(rt, model)) is not None]
-    if not stale:
-        return
-    olds = " and ".join(sorted({old for _, old in stale}))
+    olds = " and ".join(sorted({s.model for s in stale}))
     advice = f"; or ask in lexical mode meanwhile (this is {mode} mode)"
     if len(stale) == 1:
-        record = stale[0][0].record
+        one = stale[0]
         raise FailedPrecondition(
-            f"conversation {record.conversation_id!r} of namespace {record.namespace!r} holds"
+            f"conversation {one.conversation_id!r} of namespace {one.namespace!r} holds"
             f" vectors of {olds}, but this server embeds with {model}: dense search on it"
             " needs it re-embedded first; run `contextwm reembed --namespace"
-            f" {shlex.quote(record.namespace)} {shlex.quote(record.conversation_id)}`{advice}"
+            f" {shlex.quote(one.namespace)} {shlex.quote(one.conversation_id)}`{advice}"
         )
-    namespaces = sorted({rt.record.namespace for rt, _ in stale})
-    names = ", ".join(repr(rt.record.conversation_id) for rt, _ in stale[:NAMED])
+    namespaces = sorted({s.namespace for s in stale})
+    names = ", ".join(repr(s.conversation_id) for s in stale[:NAMED])
     more = f" and {len(stale) - NAMED} more" if len(stale) > NAMED else ""
     command = (
         f"contextwm reembed --namespace {shlex.quote(namespaces[0])}"

@@ -272,6 +272,7 @@ class ContextEngine:
             rt.deleted = True
             rt.index = None
             self.index_files.delete(rt.key)
+            self.vectors.namespaces.dropped(rt.record.namespace, rt.key)
             rt.indexed.notify_all()
         self.events.close(rt.key)
         self.runtimes.forget(rt)

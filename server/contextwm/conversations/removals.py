@@ -77,6 +77,7 @@ class Removals:
         if rt.index is not None:
             rt.index.remove(seqs)
             rt.index_dirty = True
+        self._vectors.namespaces.removed(rt.record.namespace, rt.key, seqs)
         rt.term_counts = {}  # BM25's counts of items per term are off now
         rt.first_ts = self._store.clock_bounds(rt.key)[0]
         gone = set(seqs)

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from contextwm.conversations.activity import VectorWaiters
 from contextwm.conversations.embedding_model import stale_model
+from contextwm.conversations.namespace_index import NamespaceIndex
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.domain import deadlines
@@ -44,6 +45,8 @@ class Vectors:
         self.runtimes = runtimes
         self.index_files = index_files
         self.model_name = model_name
+        # Every conversation's stored vectors by namespace, for namespace-wide search.
+        self.namespaces = NamespaceIndex(store, index_files.new, model_name)
         self.wait_seconds = wait_seconds
         # What the indexer paces itself by: readers waiting for vectors go first.
         self.waiters = VectorWaiters()
@@ -63,8 +66,10 @@ class Vectors:
                 # The store is what a reload reads: the vectors are not lost, only late in
                 # the memory of a runtime loaded before they were stored.
                 self.store.put_vectors(self.model_name, [(key, s) for s in seqs], vectors)
+                self.stored(rt, seqs, vectors)
                 return
             self.store.put_vectors(self.model_name, [(key, s) for s in seqs], vectors)
+            self.stored(rt, seqs, vectors)
             archived_ids: list[int] = []
             archived_vecs: list[Vector] = []
             outside = [s for s in seqs if rt.window.get(s) is None]
@@ -83,6 +88,11 @@ class Vectors:
             rt.pending = max(0, rt.pending - len(seqs))
             if rt.pending == 0:
                 rt.indexed.notify_all()
+
+    def stored(self, rt: ConversationRuntime, seqs: Sequence[int], vectors: Vector) -> None:
+        """Vectors of rt's items were committed to the store: the namespace's index learns
+        them (every writer of vectors calls this after its commit)."""
+        self.namespaces.added(rt.record.namespace, rt.key, seqs, vectors)
 
     def _runtime(self, key: int) -> ConversationRuntime | None:
         """The conversation's runtime, loaded if need be; None once it is deleted."""

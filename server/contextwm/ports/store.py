@@ -20,6 +20,7 @@ from contextwm.domain.usage import Reported
 from contextwm.domain.workspace_files import SessionState
 from contextwm.ports.embedder import Vectors
 from contextwm.ports.history_store import HistoryStore
+from contextwm.ports.namespace_store import NamespaceStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,7 @@ class StaleConversation:
     model: str  # the model its vectors come from
 
 
-class Store(HistoryStore, Protocol):
+class Store(HistoryStore, NamespaceStore, Protocol):
     """Everything here is durable once the call returns. Safe to call from several threads."""
 
     def close(self) -> None: ...

@@ -179,4 +179,5 @@ class Reembedder:
     def _store(self, rt: ConversationRuntime, batch: list[PendingVector], vectors: Vectors) -> None:
         """Stores a batch's vectors (rt.lock held); they count no longer as pending."""
         self._engine.store.put_vectors(self._model, [(rt.key, p.seq) for p in batch], vectors)
+        self._engine.vectors.stored(rt, [p.seq for p in batch], vectors)
         rt.pending = max(0, rt.pending - len(batch))

@@ -13,6 +13,7 @@ import numpy as np
 
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.vectors import Vectors
+from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import Item, ItemFilter, ItemState, ScoredItem, ScoreParts
 from contextwm.ports.store import Store
 from contextwm.retrieval.query_terms import query_terms
@@ -241,15 +242,7 @@ class Ranker:
         clock: Clock | None = None,
     ) -> ScoreParts:
         """Every part of an item's score (rt.lock held)."""
-        settings = rt.record.settings
-        return ScoreParts(
-            recency=recency(settings, clock or rt.clock(), item.timestamp, item.seq),
-            importance=settings.weights.importance_of(item.flags),
-            similarity=ranked.similarity if ranked else 0.0,
-            lexical=ranked.lexical if ranked else 0.0,
-            role=settings.weights.role.get(item.role, 0.0),
-            time=1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0,
-        )
+        return score_parts(rt.record.settings, clock or rt.clock(), item, ranked, hint)
 
     def finish(
         self,
@@ -327,6 +320,24 @@ class Ranker:
             return s
         item = dataclasses.replace(s.item, content=r.text, token_count=r.tokens)
         return dataclasses.replace(s, item=item, replaced=True)
+
+
+def score_parts(
+    settings: ConversationSettings,
+    clock: Clock,
+    item: Item,
+    ranked: Ranked | None,
+    hint: TimeHint | None,
+) -> ScoreParts:
+    """Every part of an item's score, on its conversation's settings and clock."""
+    return ScoreParts(
+        recency=recency(settings, clock, item.timestamp, item.seq),
+        importance=settings.weights.importance_of(item.flags),
+        similarity=ranked.similarity if ranked else 0.0,
+        lexical=ranked.lexical if ranked else 0.0,
+        role=settings.weights.role.get(item.role, 0.0),
+        time=1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0,
+    )
 
 
 def _ts(value: datetime | None) -> float | None:

@@ -3,6 +3,7 @@ weights that follow how clearly each signal singles out its best items."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -201,3 +202,48 @@ def with_context(ranked: Sequence[Ranked]) -> list[Ranked]:
     ]
     out.sort(key=lambda r: (-r.score, r.seq))
     return out
+
+
+def fuse_across(
+    dense: Mapping[tuple[int, int], float],
+    lexical: Mapping[tuple[int, int], float],
+    *,
+    population: int,
+    mode: str,
+    thresholds: Mapping[int, float | None],
+    keep: AbstractSet[tuple[int, int]] = frozenset(),
+) -> dict[int, list[Ranked]]:
+    """Candidates of several conversations, by (conversation key, seq), ranked on one scale:
+    similarity and BM25 are mapped onto 0..1 by the best of every conversation, so that one
+    conversation's best hit counts for no more than it is worth beside the others'. Returns
+    each conversation's candidates best first (before with_context, which rescores them
+    within their own conversation).
+
+    Args:
+        dense, lexical, population, mode: as fuse takes them.
+        thresholds: each conversation's similarity floor (see admitted); a key left out has
+            none.
+        keep: candidates exempt from the floor.
+    """
+    items: list[tuple[int, int]] = []  # fusion's id -> (conversation key, seq)
+    d: dict[int, float] = {}
+    lx: dict[int, float] = {}
+    exempt: set[int] = set()
+    for item in sorted(dense.keys() | lexical.keys()):
+        sim, found_by_words = dense.get(item, 0.0), lexical.get(item, 0.0) > 0.0
+        threshold = thresholds.get(item[0])
+        if not admitted(sim, found_by_words, mode=mode, threshold=threshold, exempt=item in keep):
+            continue
+        n = len(items)
+        items.append(item)
+        if item in dense:
+            d[n] = dense[item]
+        if item in lexical:
+            lx[n] = lexical[item]
+        if item in keep:
+            exempt.add(n)
+    per: dict[int, list[Ranked]] = {}
+    for r in fuse(d, lx, population=population, mode=mode, keep=exempt):
+        key, seq = items[r.seq]
+        per.setdefault(key, []).append(dataclasses.replace(r, seq=seq))
+    return per

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,11 +12,12 @@ from contextwm.conversations.validation import Limits, namespace_of
 from contextwm.conversations.vectors import Vectors
 from contextwm.domain import deadlines
 from contextwm.domain.items import ItemState, ScoredItem
+from contextwm.retrieval.namespace_search import search_namespace
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import CANDIDATES, Ranker, Signals
-from contextwm.retrieval.ranking import Ranked, admitted, fuse, with_context
+from contextwm.retrieval.ranking import Ranked, fuse_across, with_context
 from contextwm.retrieval.requests import SearchOutcome, SearchRequest, check_search_request
-from contextwm.retrieval.timehints import TimeHint, strip_time_phrase
+from contextwm.retrieval.timehints import TimeHint, names_time, strip_time_phrase
 from contextwm.window.window import Vector
 
 
@@ -40,17 +40,21 @@ def search(
     """
     ns = namespace_of(namespace)
     check_search_request(request, limits)
-    if request.conversation_id:
-        searched = [runtimes.get(ns, request.conversation_id)]
-    else:
-        searched = [runtimes.get(ns, cid) for _, cid in runtimes.store.conversation_keys(ns)]
-    require_current(searched, ranker.model_name, request.mode)
     states = (
         (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
         if request.include_window
         else (ItemState.ARCHIVED, ItemState.COMPACTED)
     )
     query = request.query.strip()
+    if request.conversation_id:
+        searched = [runtimes.get(ns, request.conversation_id)]
+    elif not (request.time_hints and names_time(query)):
+        return search_namespace(
+            runtimes, vectors, vectors.namespaces, ranker, reader, ns, request, states
+        )
+    else:  # time words read on each conversation's own clock: each is searched
+        searched = [runtimes.get(ns, cid) for _, cid in runtimes.store.conversation_keys(ns)]
+    require_current(searched, ranker.model_name, request.mode)
     first_hint: TimeHint | None = None
     query_vec_cache: dict[str, Vector] = {}
     found: list[_Found] = []
@@ -98,38 +102,18 @@ class _Found:
 
 
 def _on_one_scale(found: Sequence[_Found], mode: str) -> list[tuple[_Found, list[Ranked]]]:
-    """Each conversation's candidates, fused together: similarity and BM25 are mapped onto
-    0..1 by the best of every conversation searched, so that one conversation's best hit
-    counts for no more than it is worth beside the others'."""
-    dense: dict[int, float] = {}
-    lexical: dict[int, float] = {}
-    keep: set[int] = set()
-    origin: list[tuple[int, int]] = []  # candidate id -> (index in found, seq)
-    for i, f in enumerate(found):
-        s = f.signals
-        for seq in sorted(s.dense.keys() | s.lexical.keys()):
-            # Each conversation's own similarity floor (in dense mode) applies to its items.
-            sim, found_by_words = s.dense.get(seq, 0.0), s.lexical.get(seq, 0.0) > 0.0
-            exempt = seq in s.in_range
-            if not admitted(sim, found_by_words, mode=mode, threshold=f.threshold, exempt=exempt):
-                continue
-            cid = len(origin)
-            origin.append((i, seq))
-            if seq in s.dense:
-                dense[cid] = s.dense[seq]
-            if seq in s.lexical:
-                lexical[cid] = s.lexical[seq]
-            if exempt:
-                keep.add(cid)
-    fused = fuse(dense, lexical, population=sum(f.rt.total for f in found), mode=mode, keep=keep)
-    per: list[list[Ranked]] = [[] for _ in found]
-    for r in fused:
-        i, seq = origin[r.seq]
-        per[i].append(dataclasses.replace(r, seq=seq))
-    return [
-        (f, with_context(ranked) if mode == "hybrid" else ranked)
-        for f, ranked in zip(found, per, strict=True)
-    ]
+    """Each conversation's candidates, fused together on one scale (see fuse_across)."""
+    ranked = fuse_across(
+        {(f.rt.key, seq): sim for f in found for seq, sim in f.signals.dense.items()},
+        {(f.rt.key, seq): bm for f in found for seq, bm in f.signals.lexical.items()},
+        population=sum(f.rt.total for f in found),
+        mode=mode,
+        thresholds={f.rt.key: f.threshold for f in found},
+        keep={(f.rt.key, seq) for f in found for seq in f.signals.in_range},
+    )
+    if mode == "hybrid":
+        ranked = {key: with_context(rs) for key, rs in ranked.items()}
+    return [(f, ranked.get(f.rt.key, [])) for f in found]
 
 
 def _scored(ranker: Ranker, f: _Found, ranked: Sequence[Ranked]) -> list[ScoredItem]:

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeAlias
 
-__all__ = ["EVENT_INSTANT", "EventLocator", "TimeHint", "parse_time_hint", "strip_time_phrase"]
+__all__ = [
+    "EVENT_INSTANT",
+    "EventLocator",
+    "TimeHint",
+    "names_time",
+    "parse_time_hint",
+    "strip_time_phrase",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -746,6 +753,26 @@ def _require_utc(moment: datetime, name: str) -> datetime:
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(f"{name} must be timezone-aware, got {moment!r}")
     return moment.astimezone(UTC)
+
+
+# A clock any conversation's could be, for names_time: the phrases it reads do not depend
+# on the date, only the range they name does.
+_PROBE_NOW = datetime(2030, 6, 15, 12, tzinfo=UTC)
+_PROBE_FIRST = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def names_time(query: str) -> bool:
+    """Whether query may name a time on some conversation's clock: False means that
+    parse_time_hint finds nothing in it on any clock, whatever events it looks up."""
+    return (
+        parse_time_hint(
+            query,
+            _PROBE_NOW,
+            locate_event=lambda _: _PROBE_NOW - timedelta(days=30),
+            first=_PROBE_FIRST,
+        )
+        is not None
+    )
 
 
 def parse_time_hint(

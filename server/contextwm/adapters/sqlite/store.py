@@ -9,6 +9,7 @@ from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
+from contextwm.adapters.sqlite.namespace import NamespaceTables
 from contextwm.adapters.sqlite.reembedding import ReembedTables
 from contextwm.adapters.sqlite.retention import RetentionTables
 from contextwm.adapters.sqlite.sessions import SessionTables
@@ -21,6 +22,7 @@ class SqliteStore(
     ItemTables,
     VectorTables,
     LexicalIndex,
+    NamespaceTables,
     HistoryTables,
     CheckpointTables,
     EventTables,
