@@ -146,9 +146,6 @@ class LineCosts:
     def text(self, text: str) -> int:
         return self.counter.count(text) + 1
 
-    def day(self, s: ScoredItem) -> int:
-        return self.text(day_heading(s.item.timestamp))
-
     def lines(self, items: Sequence[ScoredItem]) -> int:
         """Items rendered together on their own, day headings included."""
         days = {day_heading(s.item.timestamp) for s in items}
