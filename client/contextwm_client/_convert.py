@@ -651,6 +651,7 @@ def from_proto_import_response(message: pb.ImportResponse) -> ImportResult:
         failures=tuple(
             ImportFailure(f.index, f.source, f.code, f.message) for f in message.failures
         ),
+        out_of_order=message.out_of_order,
     )
 
 

@@ -458,6 +458,8 @@ class ImportResult:
         evicted: Items moved from windows to archives.
         failed: Items refused (all of them, also past the listed failures).
         failures: The refused items, in order, at most 1,000.
+        out_of_order: Items stored with a timestamp before that of an item stored before
+            them in their conversation (kept as given; contexts show items in time order).
     """
 
     appended: int
@@ -466,6 +468,7 @@ class ImportResult:
     evicted: int
     failed: int
     failures: tuple[ImportFailure, ...]
+    out_of_order: int = 0
 
 
 @dataclass(frozen=True, slots=True)

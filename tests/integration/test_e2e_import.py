@@ -203,3 +203,18 @@ def test_the_server_holds_a_fast_sender_back(service: Service, client: Client) -
     assert result.appended == chunk * chunks
     # Two chunks in the server's hands, plus what the transport windows hold (a few MB).
     assert max(ahead) <= 20 * chunk, ahead
+
+
+def test_an_import_counts_items_out_of_time_order(client: Client) -> None:
+    t0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+    hours = [0, 5, 1, 6, 2]  # two items arrive after a later one in each conversation
+    items = [
+        ImportItem(c, NewItem(f"{c} at hour {h}", timestamp=t0 + timedelta(hours=h)))
+        for h in hours
+        for c in ("a", "b")
+    ]
+    result = client.import_items(items, chunk_size=3)
+    assert (result.appended, result.out_of_order) == (10, 4)
+    # A later import into the same conversations compares with what they hold.
+    late = client.import_items([ImportItem("a", NewItem("early", timestamp=t0))])
+    assert late.out_of_order == 1

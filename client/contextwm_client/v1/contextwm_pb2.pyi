@@ -2930,6 +2930,7 @@ class ImportResponse(_message.Message):
     EVICTED_FIELD_NUMBER: _builtins.int
     FAILURES_FIELD_NUMBER: _builtins.int
     FAILED_FIELD_NUMBER: _builtins.int
+    OUT_OF_ORDER_FIELD_NUMBER: _builtins.int
     appended: _builtins.int
     """Items stored by this call."""
     duplicates: _builtins.int
@@ -2939,6 +2940,10 @@ class ImportResponse(_message.Message):
     evicted: _builtins.int
     """Items moved from windows to archives by this call."""
     failed: _builtins.int
+    out_of_order: _builtins.int
+    """Stored items whose timestamp is before that of an item stored before them in their
+    conversation (kept as given; contexts show items in time order).
+    """
     @_builtins.property
     def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___ImportFailure]:
         """Refused items, in stream order (at most 1,000; failed counts them all)."""
@@ -2952,10 +2957,11 @@ class ImportResponse(_message.Message):
         evicted: _builtins.int = ...,
         failures: _abc.Iterable[Global___ImportFailure] | None = ...,
         failed: _builtins.int = ...,
+        out_of_order: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["appended", b"appended", "conversations", b"conversations", "duplicates", b"duplicates", "evicted", b"evicted", "failed", b"failed", "failures", b"failures"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["appended", b"appended", "conversations", b"conversations", "duplicates", b"duplicates", "evicted", b"evicted", "failed", b"failed", "failures", b"failures", "out_of_order", b"out_of_order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

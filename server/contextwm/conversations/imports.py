@@ -47,6 +47,7 @@ class ImportSummary:
     appended: int = 0
     duplicates: int = 0
     evicted: int = 0
+    out_of_order: int = 0  # stored with a timestamp before an earlier item's
     failed: int = 0
     failures: list[ImportFailure] = field(default_factory=list)
     conversations: set[tuple[str, str]] = field(default_factory=set)
@@ -171,4 +172,5 @@ class Imports:
             return
         summary.appended += len(staged.items)
         summary.evicted += len(staged.evicted)
+        summary.out_of_order += len(staged.out_of_order)
         summary.conversations.add(conversation)

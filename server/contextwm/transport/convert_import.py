@@ -33,4 +33,5 @@ def to_proto_import_response(summary: ImportSummary) -> pb.ImportResponse:
             for f in summary.failures
         ],
         failed=summary.failed,
+        out_of_order=summary.out_of_order,
     )
