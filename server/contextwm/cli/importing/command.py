@@ -220,6 +220,7 @@ class ImportRun:
             reported = result
             if points is not None:
                 points.save(point)
+            self.progress.update(self.tally, point.end or None)
 
         try:
             self.client.import_items(
@@ -288,7 +289,6 @@ class ImportRun:
                 else:
                     self._note(f"{failure.source}: failed: {failure.code}: {failure.message}")
             point = line.point
-        self.progress.update(tally, point.end if point else None)
         return point
 
     def _note(self, line: str) -> None:
