@@ -13,13 +13,19 @@ Measures, in one run:
    ack latency p50/p99 of every call, and sustained ingest = items / (time from the first
    append until `get_conversation().pending_embeddings` is 0 for every conversation);
 3. the batched path: `Client.append_batch` with batches of 100, ack latency per batch and
-   its sustained rate, after the single-append backlog has drained.
+   its sustained rate, after the single-append backlog has drained;
+4. the drain of a burst's backlog: the batched phase is acknowledged long before it is
+   embedded, and the items still pending at its last ack, over the time from that ack until
+   nothing is pending, give the indexer's drain rate, compared with the raw batched rate of
+   (1) (the faster batch size), measured in the same run.
 
 Texts: seeded random templates over a dozen topics, about 40 cl100k tokens each.
-Targets: ack p50 <= 5 ms; sustained ingest >= 80 % of raw embedding throughput.
+Targets: ack p50 <= 5 ms; sustained ingest >= 80 % of raw embedding throughput; a burst's
+backlog drains at >= 90 % of the raw batched rate.
 
 Run:  .venv/bin/python scripts/bench_ingest.py            (full: 20,000 items, ~10-20 min)
       .venv/bin/python scripts/bench_ingest.py --quick    (smoke run, ~1 min)
+      scripts/bench ingest --items 0 --batched-items 3000  (only the burst and its drain)
       .venv/bin/python scripts/bench_ingest.py --bulk     (bulk import instead: bench_bulk.py,
                                                            whose flags then follow)
 """
@@ -53,6 +59,7 @@ from contextwm_client import Client, NewItem, Role
 
 ACK_GOAL_MS = 5.0
 SUSTAINED_GOAL = 0.8
+DRAIN_GOAL = 0.9
 
 
 @dataclass
@@ -69,10 +76,17 @@ class Phase:
     backlog_at_ack: int = 0
     load: tuple[str, str] = ("", "")
 
+    @property
+    def drain_rate(self) -> float:
+        """Items/s at which the backlog left at the last ack was embedded."""
+        return self.backlog_at_ack / max(self.done_seconds - self.acked_seconds, 1e-9)
+
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--items", type=int, default=20_000, help="items appended one at a time")
+    p.add_argument(
+        "--items", type=int, default=20_000, help="items appended one at a time (0 skips)"
+    )
     p.add_argument("--conversations", type=int, default=16, help="conversations per phase")
     p.add_argument("--threads", type=int, default=4, help="concurrent clients")
     p.add_argument(
@@ -260,6 +274,7 @@ def main() -> int:
 
     counter = token_counter("cl100k_base")
     flat = [text for thread in single_texts for text, _ in thread]
+    flat = flat or [text for thread in batched_texts for text, _ in thread]
     sample_tokens = [counter.count(t) for t in flat[:2000]]
     mean_tokens = sum(sample_tokens) / len(sample_tokens)
 
@@ -283,23 +298,24 @@ def main() -> int:
         with Client(server.target, timeout=120.0) as client:
             client.append("warmup", "warm up the server", role="user")
             wait_embedded(client, ["warmup"])
-        log(
-            f"single appends: {args.items} items, {args.threads} clients in {args.clients_in},"
-            f" {args.conversations} conversations"
-        )
-        run_phase(
-            single,
-            server.target,
-            [f"ingest-{c:03d}" for c in range(args.conversations)],
-            single_texts,
-            args.threads,
-            None,
-            processes=args.clients_in == "processes",
-        )
-        log(
-            f"single appends done: acked in {single.acked_seconds:.1f} s,"
-            f" embedded in {single.done_seconds:.1f} s"
-        )
+        if args.items:
+            log(
+                f"single appends: {args.items} items, {args.threads} clients in"
+                f" {args.clients_in}, {args.conversations} conversations"
+            )
+            run_phase(
+                single,
+                server.target,
+                [f"ingest-{c:03d}" for c in range(args.conversations)],
+                single_texts,
+                args.threads,
+                None,
+                processes=args.clients_in == "processes",
+            )
+            log(
+                f"single appends done: acked in {single.acked_seconds:.1f} s,"
+                f" embedded in {single.done_seconds:.1f} s"
+            )
         if args.batched_items:
             run_phase(
                 batched,
@@ -373,13 +389,15 @@ def report(
                 f"{ph.backlog_at_ack:,}",
                 f"{ph.done_seconds:.1f}",
                 f"{ph.items / ph.done_seconds:.1f}",
+                f"{ph.drain_rate:.1f}",
                 f"{ph.evicted:,}",
                 f"{ph.load[0]} -> {ph.load[1]}",
             ]
         )
     print_table(
         "Ingest through the service (ack = one call's latency; sustained = items / time from"
-        " first append until nothing is pending)",
+        " first append until nothing is pending; drain = items pending at the last ack / time"
+        " from it until nothing is pending)",
         [
             "path",
             "items",
@@ -391,32 +409,35 @@ def report(
             "pending at last ack",
             "all embedded s",
             "sustained items/s",
+            "drain items/s",
             "evicted",
             "loadavg before -> after",
         ],
         rows,
     )
     raw32, raw64 = raw[32][0], raw[64][0]
-    p50, p99 = p50_p99(single.latencies_ms)
-    sustained = single.items / single.done_seconds
-    goals = [
-        ["ack p50 (single appends) <= 5 ms", f"{p50:.2f} ms", verdict(p50 <= ACK_GOAL_MS)],
-        [
-            "sustained / raw (batch 32, the indexer's)",
-            f"{sustained / raw32:.2f}",
-            verdict(sustained >= SUSTAINED_GOAL * raw32),
-        ],
-        [
-            "sustained / raw (batch 64)",
-            f"{sustained / raw64:.2f}",
-            verdict(sustained >= SUSTAINED_GOAL * raw64),
-        ],
-        [
-            "sustained / raw 'after' (batch 32, noise check)",
-            f"{sustained / after[0][32][0]:.2f}",
-            verdict(sustained >= SUSTAINED_GOAL * after[0][32][0]),
-        ],
-    ]
+    goals = []
+    if single.latencies_ms:
+        p50, _ = p50_p99(single.latencies_ms)
+        sustained = single.items / single.done_seconds
+        goals += [
+            ["ack p50 (single appends) <= 5 ms", f"{p50:.2f} ms", verdict(p50 <= ACK_GOAL_MS)],
+            [
+                "sustained / raw (batch 32)",
+                f"{sustained / raw32:.2f}",
+                verdict(sustained >= SUSTAINED_GOAL * raw32),
+            ],
+            [
+                "sustained / raw (batch 64)",
+                f"{sustained / raw64:.2f}",
+                verdict(sustained >= SUSTAINED_GOAL * raw64),
+            ],
+            [
+                "sustained / raw 'after' (batch 32, noise check)",
+                f"{sustained / after[0][32][0]:.2f}",
+                verdict(sustained >= SUSTAINED_GOAL * after[0][32][0]),
+            ],
+        ]
     if batched.latencies_ms:
         bs = batched.items / batched.done_seconds
         goals.append(
@@ -426,7 +447,31 @@ def report(
                 verdict(bs >= SUSTAINED_GOAL * raw32),
             ]
         )
-    print_table("Goals (sustained goal: >= 0.80)", ["goal", "measured", "verdict"], goals)
+        # The reference is the faster batch size: what the same texts cost embedded alone.
+        best = max(raw32, raw64)
+        after_best = max(after[0][32][0], after[0][64][0])
+        drain = batched.drain_rate
+        print(
+            f"\nburst backlog: {batched.backlog_at_ack:,} items pending at the last ack"
+            f" ({batched.acked_seconds:.1f} s), drained in"
+            f" {batched.done_seconds - batched.acked_seconds:.1f} s: {drain:.1f} items/s;"
+            f" raw batched {best:.1f} items/s before, {after_best:.1f} after"
+        )
+        goals += [
+            [
+                "burst backlog drain / raw batched (faster of 32 and 64)",
+                f"{drain / best:.2f}",
+                verdict(drain >= DRAIN_GOAL * best),
+            ],
+            [
+                "burst backlog drain / raw batched 'after' (noise check)",
+                f"{drain / after_best:.2f}",
+                verdict(drain >= DRAIN_GOAL * after_best),
+            ],
+        ]
+    print_table(
+        "Goals (sustained: >= 0.80; drain: >= 0.90)", ["goal", "measured", "verdict"], goals
+    )
     print(f"\nserver RSS at the end: {rss[0]:.0f} MiB (peak {rss[1]:.0f} MiB)")
 
 

@@ -17,6 +17,8 @@ from google.protobuf.message import Message
 
 from contextwm_client import _health, _requests
 from contextwm_client._convert import (
+    NO_IMPORT,
+    add_import_response,
     from_proto_active_context,
     from_proto_append_batch_response,
     from_proto_append_response,
@@ -28,7 +30,6 @@ from contextwm_client._convert import (
     from_proto_enhanced_context,
     from_proto_file_chunk,
     from_proto_get_stats_response,
-    from_proto_import_response,
     from_proto_item,
     from_proto_list_checkpoints_response,
     from_proto_list_context_edits_response,
@@ -505,6 +506,7 @@ class AsyncClient:
         chunk_size: int = 256,
         timeout: float | None = None,
         namespace: str | None = None,
+        on_progress: Callable[[ImportResult], None] | None = None,
     ) -> ImportResult:
         """Bulk import (the Import call): streams items of any conversations in chunks.
 
@@ -521,6 +523,10 @@ class AsyncClient:
             timeout: Deadline of the whole import in seconds; None (the default) has none,
                 since an import may take hours: the client's timeout does not apply.
             namespace: Namespace of items that name none; None uses the client's.
+            on_progress: Called with the totals so far each time the server has stored a
+                chunk (the server answers chunks in order): what it reports is what the
+                server holds. It runs on the calling thread, while the items are read on
+                another one.
 
         Returns:
             How many items were appended, were duplicates or failed, and the failures.
@@ -535,8 +541,20 @@ class AsyncClient:
         if not 1 <= chunk_size <= 1000:
             raise ValueError(f"chunk_size must be 1..1000, not {chunk_size}")
         requests = _requests.import_chunks(self._ns(namespace), items, chunk_size)
-        response = await self._invoke(self._stub.Import, requests, timeout)
-        return from_proto_import_response(response)
+        if not self._waited:
+            await self._wait_first()
+        call = self._stub.Import(requests, timeout=timeout, metadata=self._metadata or None)
+        result = NO_IMPORT
+        try:
+            async for message in call:
+                result = add_import_response(result, message)
+                if on_progress is not None:
+                    on_progress(result)
+        except grpc.RpcError as exc:
+            raise map_rpc_error(exc) from exc
+        finally:
+            cancel(call)  # an import left early (on_progress raised) stops on the server too
+        return result
 
     async def pin(self, conversation_id: str, seq: int, *, namespace: str | None = None) -> Item:
         """Pins an item: it is evicted only when nothing else is left.
@@ -1487,6 +1505,8 @@ class AsyncClient:
         """
         ns = "" if all_namespaces and namespace is None else self._ns(namespace)
         request = _requests.reembed(ns, conversation_id, all_namespaces)
+        if not self._waited:
+            await self._wait_first()
         call = self._stub.Reembed(request, timeout=timeout, metadata=self._metadata or None)
         try:
             async for message in call:

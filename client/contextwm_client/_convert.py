@@ -640,18 +640,28 @@ def from_proto_append_batch_response(message: pb.AppendBatchResponse) -> AppendB
     )
 
 
-def from_proto_import_response(message: pb.ImportResponse) -> ImportResult:
-    """Converts an ImportResponse to the outcome of an import."""
+# The totals of an import before the server has answered any chunk.
+NO_IMPORT = ImportResult(
+    appended=0, duplicates=0, conversations=0, evicted=0, failed=0, failures=()
+)
+# Failures an ImportResult lists; more are only counted.
+MAX_IMPORT_FAILURES = 1000
+
+
+def add_import_response(total: ImportResult, message: pb.ImportResponse) -> ImportResult:
+    """The totals of an import after the server's answer to one more chunk."""
+    room = MAX_IMPORT_FAILURES - len(total.failures)
+    failures = tuple(
+        ImportFailure(f.index, f.source, f.code, f.message) for f in message.failures[:room]
+    )
     return ImportResult(
-        appended=message.appended,
-        duplicates=message.duplicates,
-        conversations=message.conversations,
-        evicted=message.evicted,
-        failed=message.failed,
-        failures=tuple(
-            ImportFailure(f.index, f.source, f.code, f.message) for f in message.failures
-        ),
-        out_of_order=message.out_of_order,
+        appended=total.appended + message.appended,
+        duplicates=total.duplicates + message.duplicates,
+        conversations=total.conversations + message.conversations,
+        evicted=total.evicted + message.evicted,
+        failed=total.failed + message.failed,
+        failures=total.failures + failures,
+        out_of_order=total.out_of_order + message.out_of_order,
     )
 
 

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 from conftest import StartService
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.adapters.embedder_st import QUERY_BATCH, SentenceTransformerEmbedder
+from contextwm.indexing.pacing import DRAIN_BATCH
 from contextwm.ports.embedder import Vectors
-from contextwm_client import Client, ConversationSettings, FileRef
+from contextwm_client import Client, ConversationSettings, FileRef, NewItem
 
 
 def test_evicted_items_keep_all_fields_and_are_found_by_meaning(client: Client) -> None:
@@ -86,6 +87,29 @@ def test_concurrent_appends_are_embedded_in_batches(
     assert sum(recording.batches) >= 80
     assert max(recording.batches) > 1
     assert len(item_batches) < 80  # far fewer model calls than items
+
+
+def test_a_burst_s_backlog_is_embedded_in_large_batches(
+    start_service: StartService, embedder: SentenceTransformerEmbedder
+) -> None:
+    """Once appends stop, the indexer embeds what they left in batches the model runs at
+    its batched rate, not in the small batches it uses beside appends."""
+    recording = _RecordingEmbedder(embedder)
+    service = start_service(model=recording)
+    with Client(f"127.0.0.1:{service.port}") as c:
+        for b in range(4):
+            c.append_batch(
+                "burst", [NewItem(f"burst note {b}-{k} on the boiler") for k in range(100)]
+            )
+        # Polled, not waited for by a reader (whose items would go first, in small batches).
+        deadline = time.monotonic() + 120
+        while c.get_conversation("burst").pending_embeddings:
+            assert time.monotonic() < deadline, "the backlog did not drain"
+            time.sleep(0.05)
+    batches = [b for b in recording.batches if b > QUERY_BATCH]
+    assert sum(batches) == 400
+    assert max(batches) == DRAIN_BATCH, batches
+    assert len(batches) <= 400 // DRAIN_BATCH + 3, batches
 
 
 def test_archived_vectors_are_the_models_vectors(client: Client, service: object) -> None:

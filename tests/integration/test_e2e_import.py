@@ -1,9 +1,9 @@
-"""Bulk import through the client-streaming Import call: as live appends, failures item by
+"""Bulk import through the streaming Import call: as live appends, failures item by
 item, re-sent imports adding nothing twice, and a sender held back by the server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
@@ -11,10 +11,12 @@ import grpc
 import pytest
 from conftest import StartService
 from contextwm.app import Service
+from contextwm.ports.embedder import Embedder, Vectors
 from contextwm_client import (
     Client,
     ConversationSettings,
     ImportItem,
+    ImportResult,
     NewItem,
     Role,
 )
@@ -157,12 +159,67 @@ def test_a_re_sent_import_adds_nothing_twice(client: Client) -> None:
     assert contents == [i.item.content for i in items]
 
 
+class CountingEmbedder:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.texts = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def test_a_re_sent_import_embeds_only_what_is_new(
+    start_service: StartService, embedder: Embedder
+) -> None:
+    counting = CountingEmbedder(embedder)
+    service = start_service(model=counting)
+    items = [ImportItem("twice", i) for i in timeline(30)]
+    with Client(f"127.0.0.1:{service.port}") as client:
+        client.import_items(items[:20], chunk_size=8)
+        before = counting.texts
+        result = client.import_items(items, chunk_size=8)
+    assert (result.appended, result.duplicates) == (10, 20)
+    # Stored items are found by their keys before the chunk is embedded.
+    assert counting.texts - before == 10
+
+
+def test_each_chunk_is_answered_once_stored(service: Service, client: Client) -> None:
+    answered: list[tuple[int, int, int]] = []
+
+    def progress(result: ImportResult) -> None:
+        stored = client.get_conversation("acked").total_items
+        answered.append(
+            (result.appended + result.duplicates + result.failed, stored, result.failed)
+        )
+
+    items = [ImportItem("acked", NewItem(f"turn {n}")) for n in range(23)]
+    items[9] = ImportItem("acked", NewItem("robot turn", role=cast(Role, "robot")))
+    result = client.import_items(items, chunk_size=5, on_progress=progress)
+    # One answer per chunk, in order, each sent once the chunk's items are stored (the
+    # server may be storing the next chunk by the time the answer is read).
+    assert [a for a, _, _ in answered] == [5, 10, 15, 20, 23]
+    assert all(stored >= a - failed for a, stored, failed in answered)
+    assert (result.appended, result.failed, result.conversations) == (22, 1, 1)
+    assert [f.index for f in result.failures] == [9]
+
+
 def test_a_chunk_over_the_batch_limit_is_refused_whole(service: Service) -> None:
     item = pb.ImportItem(conversation_id="x", item=pb.NewItem(role="user", content="hi"))
     with grpc.insecure_channel(f"127.0.0.1:{service.port}") as channel:
         stub = pb_grpc.ContextServiceStub(channel)
         with pytest.raises(grpc.RpcError) as caught:
-            stub.Import(iter([pb.ImportRequest(items=[item] * 1001)]))
+            list(stub.Import(iter([pb.ImportRequest(items=[item] * 1001)])))
     assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "max_batch_items" in (caught.value.details() or "")
 
@@ -172,13 +229,13 @@ def test_a_garbled_chunk_ends_the_import_invalid_argument(service: Service) -> N
         items=[pb.ImportItem(conversation_id="g", item=pb.NewItem(role="user", content="ok"))]
     )
     with grpc.insecure_channel(f"127.0.0.1:{service.port}") as channel:
-        send = channel.stream_unary(
+        send = channel.stream_stream(
             "/contextwm.v1.ContextService/Import",
             request_serializer=lambda b: b,
             response_deserializer=pb.ImportResponse.FromString,
         )
         with pytest.raises(grpc.RpcError) as caught:
-            send(iter([good.SerializeToString(), b"\xff\xff\xff"]))
+            list(send(iter([good.SerializeToString(), b"\xff\xff\xff"])))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "does not parse" in (caught.value.details() or "")
 

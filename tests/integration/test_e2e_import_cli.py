@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from contextwm.app import Service
 from contextwm.cli import main
+from contextwm.cli.importing import progress
 from contextwm_client import Client
 from server_process import ServerProcess
 
@@ -180,6 +181,37 @@ def test_server_refusals_are_reported_with_file_and_line(
     assert contents(client, "r") == ["fine", "fine again"]
 
 
+def test_progress_counts_what_the_server_answered(
+    target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress, "LINE_SECONDS", 0.0)  # a line at every update
+    path = write_lines(tmp_path / "acked.jsonl", items_rows(2, 30))
+    args = [str(path), "--state-dir", str(tmp_path / "s"), "--chunk-size", "10"]
+    status, err = run_cli(target, *args, capsys=capsys)
+    assert status == 0, err
+    counts = [int(line.split()[1]) for line in err.splitlines() if line.startswith("import: ")]
+    # Chunk by chunk as the server stores them, never items merely handed to gRPC.
+    assert counts and set(counts) <= {10, 20, 30, 40, 50, 60}, counts
+    assert counts == sorted(counts) and counts[-1] == 60
+
+
+def test_bad_lines_are_reported_in_file_order(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows: list[object] = [{"conversation_id": "o", "content": f"turn {n}"} for n in range(40)]
+    rows[3] = {"conversation_id": "o", "content": "refused by the server", "role": "robot"}
+    rows[17] = "{not json"
+    rows[25] = {"conversation_id": "o", "content": "refused again", "role": "robot"}
+    rows[33] = "[1, 2]"
+    path = write_lines(tmp_path / "order.jsonl", rows)
+    args = [str(path), "--state-dir", str(tmp_path / "s"), "--chunk-size", "4"]
+    status, err = run_cli(target, *args, capsys=capsys)
+    assert status == 1
+    reported = [int(line.split(":")[1]) for line in err.splitlines() if line.startswith(str(path))]
+    assert reported == [4, 18, 26, 34], err
+    assert "36 new, 0 already there, 2 skipped (bad lines), 2 failed" in err
+
+
 def test_a_finished_import_run_again_sends_nothing_unless_restarted(
     target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -270,6 +302,24 @@ def test_ctrl_c_exits_130_and_a_rerun_finishes(target: str, client: Client, tmp_
         assert len(contents(client, f"conv-{c}")) == 400
 
 
+def test_ctrl_c_summary_counts_what_the_server_holds(
+    target: str, client: Client, tmp_path: Path
+) -> None:
+    path = write_lines(tmp_path / "stop.jsonl", items_rows(6, 300))
+    state = tmp_path / "s"
+    first = cli_process(target, str(path), "--state-dir", str(state), "--chunk-size", "50")
+    wait_for(lambda: any(state.glob("*.json")), "a resume point (a chunk answered)")
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+    summary = next(line for line in err.splitlines() if line.startswith("stopped after"))
+    items, conversations = (int(w.replace(",", "")) for w in summary.split()[2:6:3])
+    stats = client.get_stats(all_namespaces=True)
+    held = [c for c in stats.conversations if c.stats.items]
+    assert (items, conversations) == (stats.total.items, len(held)), summary
+    assert 0 < items < 1800
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -323,3 +373,18 @@ def test_the_bulk_index_script_is_the_import_command(
     assert done.returncode == 0, done.stderr
     assert "imported 6 items into 2 conversations" in done.stderr
     assert len(contents(client, "conv-1")) == 3
+
+
+def test_the_summary_says_how_many_items_came_out_of_time_order(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = items_rows(1, 6)
+    rows[2], rows[4] = rows[4], rows[2]  # hour 4 arrives before hours 3 and 2
+    path = write_lines(tmp_path / "shuffled.jsonl", rows)
+    status, err = run_cli(target, str(path), "--state-dir", str(tmp_path / "s"), capsys=capsys)
+    assert status == 0, err
+    assert "; 2 stored with a time before an earlier item's" in err
+    # Stored as given, shown in time order.
+    assert [i.seq for i in client.iter_items("conv-0")] == [1, 2, 3, 4, 5, 6]
+    text = client.get_context("conv-0", "message", max_tokens=2000).text
+    assert text.index("message 2 of") < text.index("message 3 of") < text.index("message 4 of")

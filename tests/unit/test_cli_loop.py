@@ -306,3 +306,15 @@ def test_watch_prints_a_line_per_event_and_cancels(capsys: pytest.CaptureFixture
 def test_seq_ranges() -> None:
     assert render.seq_ranges([]) == ""
     assert render.seq_ranges([9, 3, 4, 5, 11, 12]) == "3-5, 9, 11-12"
+
+
+def test_an_import_with_no_server_says_so_after_the_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"conversation_id": "c", "role": "user", "content": "hello"}\n')
+    argv = ["--target", "127.0.0.1:1", "--wait", "0", "import", str(path)]
+    assert cli.main([*argv, "--state-dir", str(tmp_path / "s")]) == 1
+    err = capsys.readouterr().err
+    assert "error: UNAVAILABLE: no contextwm ready at 127.0.0.1:1 after 0 s" in err
+    assert "waiting for it" not in err

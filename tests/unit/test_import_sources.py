@@ -89,7 +89,9 @@ def test_standard_input_is_read_with_a_gzip_name_too() -> None:
 
 def test_a_terminal_gets_a_bar_and_a_log_gets_lines() -> None:
     now = [0.0]
-    tally = Tally(sent=500, conversations={("default", "a"), ("default", "b")}, skipped=1)
+    tally = Tally(
+        appended=400, duplicates=100, conversations={("default", "a"), ("default", "b")}, skipped=1
+    )
     bar = io.StringIO()
     progress = Progress(bar, total_bytes=1000, terminal=True, clock=lambda: now[0])
     now[0] = 10.0

@@ -19,7 +19,7 @@ from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.items import NewItem
 from contextwm.indexing.indexer import Indexer
-from contextwm.indexing.pacing import pause_after
+from contextwm.indexing.pacing import DRAIN_BATCH, next_batch_size, pause_after
 
 
 def test_pause_after() -> None:
@@ -28,6 +28,12 @@ def test_pause_after() -> None:
     assert pause_after(0.4, 0.8, 0.5) == pytest.approx(0.4)
     assert pause_after(0.4, 4.0, 1.0) == 0.0  # duty 1 never holds back
     assert pause_after(0.0, 1.0, 0.25) == 0.0
+
+
+def test_next_batch_size() -> None:
+    assert next_batch_size(32, 0.4, 0.2) == 32  # appends kept the server busy: stay small
+    assert next_batch_size(32, 0.4, 0.1) == DRAIN_BATCH  # a backlog on a quiet server
+    assert next_batch_size(500, 0.4, 0.0) == 500  # a larger configured batch stays
 
 
 def test_busy_meter_sums_the_time_of_concurrent_calls() -> None:

@@ -2922,6 +2922,10 @@ Global___ImportFailure: _TypeAlias = ImportFailure  # noqa: Y015
 
 @_typing.final
 class ImportResponse(_message.Message):
+    """The answer to one ImportRequest, sent once its items are stored: each of its items is
+    appended, a duplicate or failed (appended + duplicates + failed = items).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     APPENDED_FIELD_NUMBER: _builtins.int
@@ -2930,23 +2934,28 @@ class ImportResponse(_message.Message):
     EVICTED_FIELD_NUMBER: _builtins.int
     FAILURES_FIELD_NUMBER: _builtins.int
     FAILED_FIELD_NUMBER: _builtins.int
+    ITEMS_FIELD_NUMBER: _builtins.int
     OUT_OF_ORDER_FIELD_NUMBER: _builtins.int
     appended: _builtins.int
-    """Items stored by this call."""
+    """Items of this chunk stored."""
     duplicates: _builtins.int
     """Items whose idempotency_key was stored already: nothing was added for them."""
     conversations: _builtins.int
-    """Conversations this call appended to."""
+    """Conversations this chunk appended to (or found its duplicates in) that no earlier chunk
+    of the stream had: the sum over the stream counts each conversation once.
+    """
     evicted: _builtins.int
-    """Items moved from windows to archives by this call."""
+    """Items moved from windows to archives by this chunk."""
     failed: _builtins.int
+    items: _builtins.int
+    """Items in the chunk answered."""
     out_of_order: _builtins.int
     """Stored items whose timestamp is before that of an item stored before them in their
     conversation (kept as given; contexts show items in time order).
     """
     @_builtins.property
     def failures(self) -> _containers.RepeatedCompositeFieldContainer[Global___ImportFailure]:
-        """Refused items, in stream order (at most 1,000; failed counts them all)."""
+        """This chunk's refused items, in stream order."""
 
     def __init__(
         self,
@@ -2957,11 +2966,12 @@ class ImportResponse(_message.Message):
         evicted: _builtins.int = ...,
         failures: _abc.Iterable[Global___ImportFailure] | None = ...,
         failed: _builtins.int = ...,
+        items: _builtins.int = ...,
         out_of_order: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["appended", b"appended", "conversations", b"conversations", "duplicates", b"duplicates", "evicted", b"evicted", "failed", b"failed", "failures", b"failures", "out_of_order", b"out_of_order"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["appended", b"appended", "conversations", b"conversations", "duplicates", b"duplicates", "evicted", b"evicted", "failed", b"failed", "failures", b"failures", "items", b"items", "out_of_order", b"out_of_order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

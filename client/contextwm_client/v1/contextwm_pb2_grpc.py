@@ -141,7 +141,7 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.Event.FromString,
                 _registered_method=True)
-        self.Import = channel.stream_unary(
+        self.Import = channel.stream_stream(
                 '/contextwm.v1.ContextService/Import',
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.FromString,
@@ -366,10 +366,11 @@ class ContextServiceServicer:
         conversations (each conversation's items in order). Items keep their own timestamps, and
         windows, archives and scores end as live appends of the same items in the same order
         (each embedded before the next arrives) would leave them. The server reads a chunk
-        only when it is ready for it, so a fast sender waits rather than filling memory. An item
-        the server refuses is reported in the response and the rest goes on; items whose
-        idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
-        nothing twice.
+        only when it is ready for it, so a fast sender waits rather than filling memory, and
+        answers each chunk, in order, once its items are stored: what a sender has had answered
+        is what the server holds. An item the server refuses is reported in its chunk's answer
+        and the rest goes on; items whose idempotency_key is stored already are counted as
+        duplicates (and not embedded again), so a re-sent stream adds nothing twice.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -576,7 +577,7 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.WatchRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.Event.SerializeToString,
             ),
-            'Import': grpc.stream_unary_rpc_method_handler(
+            'Import': grpc.stream_stream_rpc_method_handler(
                     servicer.Import,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.SerializeToString,
@@ -1221,7 +1222,7 @@ class ContextService:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.stream_unary(
+        return grpc.experimental.stream_stream(
             request_iterator,
             target,
             '/contextwm.v1.ContextService/Import',

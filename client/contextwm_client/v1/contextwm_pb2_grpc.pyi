@@ -105,17 +105,18 @@ class ContextServiceStub:
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
-    Import: _grpc.StreamUnaryMultiCallable[_contextwm_pb2.ImportRequest, _contextwm_pb2.ImportResponse]
+    Import: _grpc.StreamStreamMultiCallable[_contextwm_pb2.ImportRequest, _contextwm_pb2.ImportResponse]
     """---- operations: bulk import, statistics, re-embedding, retention.
 
     Bulk import of historic timelines: a client stream of chunks of items for any number of
     conversations (each conversation's items in order). Items keep their own timestamps, and
     windows, archives and scores end as live appends of the same items in the same order
     (each embedded before the next arrives) would leave them. The server reads a chunk
-    only when it is ready for it, so a fast sender waits rather than filling memory. An item
-    the server refuses is reported in the response and the rest goes on; items whose
-    idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
-    nothing twice.
+    only when it is ready for it, so a fast sender waits rather than filling memory, and
+    answers each chunk, in order, once its items are stored: what a sender has had answered
+    is what the server holds. An item the server refuses is reported in its chunk's answer
+    and the rest goes on; items whose idempotency_key is stored already are counted as
+    duplicates (and not embedded again), so a re-sent stream adds nothing twice.
     """
     GetStats: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]
     """What the store holds: per conversation (paged, ordered by namespace then conversation
@@ -232,17 +233,18 @@ class ContextServiceAsyncStub(ContextServiceStub):
     """Streams a conversation's events as they happen, after replaying those after
     after_event_id that are still kept (one hour by default).
     """
-    Import: _aio.StreamUnaryMultiCallable[_contextwm_pb2.ImportRequest, _contextwm_pb2.ImportResponse]  # type: ignore[assignment]
+    Import: _aio.StreamStreamMultiCallable[_contextwm_pb2.ImportRequest, _contextwm_pb2.ImportResponse]  # type: ignore[assignment]
     """---- operations: bulk import, statistics, re-embedding, retention.
 
     Bulk import of historic timelines: a client stream of chunks of items for any number of
     conversations (each conversation's items in order). Items keep their own timestamps, and
     windows, archives and scores end as live appends of the same items in the same order
     (each embedded before the next arrives) would leave them. The server reads a chunk
-    only when it is ready for it, so a fast sender waits rather than filling memory. An item
-    the server refuses is reported in the response and the rest goes on; items whose
-    idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
-    nothing twice.
+    only when it is ready for it, so a fast sender waits rather than filling memory, and
+    answers each chunk, in order, once its items are stored: what a sender has had answered
+    is what the server holds. An item the server refuses is reported in its chunk's answer
+    and the rest goes on; items whose idempotency_key is stored already are counted as
+    duplicates (and not embedded again), so a re-sent stream adds nothing twice.
     """
     GetStats: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]  # type: ignore[assignment]
     """What the store holds: per conversation (paged, ordered by namespace then conversation
@@ -488,17 +490,18 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request_iterator: _MaybeAsyncIterator[_contextwm_pb2.ImportRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_contextwm_pb2.ImportResponse, _abc.Awaitable[_contextwm_pb2.ImportResponse]]:
+    ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.ImportResponse], _abc.AsyncIterator[_contextwm_pb2.ImportResponse]]:
         """---- operations: bulk import, statistics, re-embedding, retention.
 
         Bulk import of historic timelines: a client stream of chunks of items for any number of
         conversations (each conversation's items in order). Items keep their own timestamps, and
         windows, archives and scores end as live appends of the same items in the same order
         (each embedded before the next arrives) would leave them. The server reads a chunk
-        only when it is ready for it, so a fast sender waits rather than filling memory. An item
-        the server refuses is reported in the response and the rest goes on; items whose
-        idempotency_key is stored already are counted as duplicates, so a re-sent stream adds
-        nothing twice.
+        only when it is ready for it, so a fast sender waits rather than filling memory, and
+        answers each chunk, in order, once its items are stored: what a sender has had answered
+        is what the server holds. An item the server refuses is reported in its chunk's answer
+        and the rest goes on; items whose idempotency_key is stored already are counted as
+        duplicates (and not embedded again), so a re-sent stream adds nothing twice.
         """
 
     @_abc_1.abstractmethod

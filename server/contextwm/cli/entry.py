@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from contextwm_client import Client, ContextWMError, UnavailableError
@@ -54,6 +55,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_check(args)
     handler: cli_parser.Handler = args.handler
     target = args.target
+    stop: threading.Event | None = getattr(args, "stop", None)
+    previous = signal.getsignal(signal.SIGINT)
+    if stop is not None:
+        # A command that can end cleanly (import) gets the first Ctrl-C as a request to
+        # stop, so that it can tell what the server holds; a second one interrupts it.
+        def interrupt(signum: int, frame: object) -> None:
+            stop.set()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        signal.signal(signal.SIGINT, interrupt)
     try:
         namespace = args.namespace or cli_parser.DEFAULT_NAMESPACE
         with Client(
@@ -77,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # goes nowhere from here, or the flush at exit would fail on the closed pipe again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+    finally:
+        if stop is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _say(message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -403,6 +404,8 @@ IMPORT_HELP = "import timelines (JSON Lines of items, OpenAI chat records) into 
 
 
 def _add_import_command(sub: argparse.ArgumentParser) -> None:
+    # Set by the entry point's Ctrl-C: the import then ends cleanly (see ImportRun).
+    sub.set_defaults(stop=threading.Event())
     sub.add_argument(
         "inputs",
         nargs="+",
@@ -439,7 +442,7 @@ def _add_import_command(sub: argparse.ArgumentParser) -> None:
         "--segment-items",
         type=int,
         default=20_000,
-        help="items per call; a resume point is saved after each (default 20000)",
+        help="items per call (default 20000); the resume point follows the server's answers",
     )
     sub.add_argument(
         "--state-dir",

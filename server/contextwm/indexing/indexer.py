@@ -8,7 +8,7 @@ import time
 from collections import defaultdict
 
 from contextwm.conversations.engine import ContextEngine
-from contextwm.indexing.pacing import BUSY_SHARE, pause_after
+from contextwm.indexing.pacing import BUSY_SHARE, next_batch_size, pause_after
 from contextwm.indexing.stats import EmbeddingStats
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import PendingVector
@@ -31,7 +31,8 @@ class Indexer:
     Appends return before their items are embedded (an embedding costs more than the 5 ms an
     acknowledgement may take); the store remembers which items still lack a vector, so after
     a crash the indexer simply carries on from there. While appends keep the server busy it
-    embeds only busy_duty of the time, unless a reader is waiting for vectors
+    embeds only busy_duty of the time, in batches of batch_size, unless a reader is waiting
+    for vectors; a backlog left once they stop is embedded in larger batches
     (see indexing.pacing).
     """
 
@@ -45,6 +46,8 @@ class Indexer:
         busy_duty: float = 0.25,
     ) -> None:
         """Args:
+        batch_size: items per batch while appends keep the server busy, and of a waiting
+            reader's conversation.
         embedder: embeds the batches (the same model as the engine's, perhaps in another
             process); the engine's own embedder when None.
         busy_duty: the share of time spent embedding while appends keep the server busy
@@ -80,9 +83,14 @@ class Indexer:
         self._thread.join()
         self._engine.save_indexes()
 
-    def run_once(self) -> int:
+    def run_once(self, size: int | None = None) -> int:
         """Embeds one batch of pending items, those of conversations that readers wait for
-        first; returns how many. Also used by tests."""
+        first; returns how many. Also used by tests.
+
+        Args:
+            size: items in a batch of the backlog (batch_size when None); what readers wait
+                for goes in batches of batch_size, the sooner to be answered.
+        """
         engine = self._engine
         if self._rescan.is_set():
             self._rescan.clear()
@@ -90,7 +98,7 @@ class Indexer:
         pending = self._waited_for()
         if not pending:
             pending = engine.store.pending_vectors(
-                engine.embedder.model_name, self._batch_size, self._cursor
+                engine.embedder.model_name, size or self._batch_size, self._cursor
             )
             if not pending:
                 return 0
@@ -127,11 +135,12 @@ class Indexer:
 
     def _run(self) -> None:
         last_save = last_maintain = last_prune = time.monotonic()
+        size = self._batch_size  # small until a batch shows that appends have stopped
         while not self._stop.is_set():
             self._wake.clear()  # before the batch: a wake-up during it is not lost
             started, appends_before = time.monotonic(), self._engine.appends.busy.seconds
             try:
-                done = self.run_once()
+                done = self.run_once(size)
             except Exception:
                 # The batch stays pending; start over from the first pending item after a pause.
                 log.exception("indexing batch failed; retrying")
@@ -154,12 +163,13 @@ class Indexer:
                 # A full disk, say: embedding goes on, and the chore is tried again later.
                 log.exception("indexer housekeeping failed; trying again later")
             if done == 0:
+                size = self._batch_size  # the next appends may be the start of a burst
                 self._wake.wait(timeout=MAINTAIN_SECONDS)
             else:
-                self.pace(
-                    time.monotonic() - started,
-                    self._engine.appends.busy.seconds - appends_before,
-                )
+                batch_seconds = time.monotonic() - started
+                append_seconds = self._engine.appends.busy.seconds - appends_before
+                size = next_batch_size(self._batch_size, batch_seconds, append_seconds)
+                self.pace(batch_seconds, append_seconds)
 
     def pace(self, batch_seconds: float, append_seconds: float) -> float:
         """Pauses after a batch as pause_after says, ending early when the appends stop

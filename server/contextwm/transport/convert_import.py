@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextwm_client.v1 import contextwm_pb2 as pb
 
-from contextwm.conversations.imports import ImportEntry, ImportSummary
+from contextwm.conversations.imports import ChunkSummary, ImportEntry
 from contextwm.domain.errors import ContextWMError, InvalidArgument
 from contextwm.transport.convert import from_proto_new_item
 
@@ -20,7 +20,7 @@ def from_proto_import_item(msg: pb.ImportItem) -> ImportEntry:
     return ImportEntry(msg.namespace, msg.conversation_id, item, msg.source)
 
 
-def to_proto_import_response(summary: ImportSummary) -> pb.ImportResponse:
+def to_proto_import_response(summary: ChunkSummary) -> pb.ImportResponse:
     return pb.ImportResponse(
         appended=summary.appended,
         duplicates=summary.duplicates,
@@ -33,5 +33,6 @@ def to_proto_import_response(summary: ImportSummary) -> pb.ImportResponse:
             for f in summary.failures
         ],
         failed=summary.failed,
+        items=summary.items,
         out_of_order=summary.out_of_order,
     )

@@ -149,6 +149,15 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         if handler is None or not method.startswith(f"/{SERVICE_PREFIX}"):
             return handler  # health and reflection are library code
         report = _reporter(method, self._observe)
+        if handler.request_streaming and handler.response_streaming:
+            both: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.stream_stream  # type: ignore[assignment]
+            return grpc.stream_stream_rpc_method_handler(
+                _streaming(
+                    lambda requests, context: both(_parsed(requests), context), method, report
+                ),
+                request_deserializer=_tolerant(handler.request_deserializer),
+                response_serializer=handler.response_serializer,
+            )
         if handler.response_streaming:
             stream: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.unary_stream  # type: ignore[assignment]
             return grpc.unary_stream_rpc_method_handler(
@@ -247,7 +256,7 @@ def _streaming(
     method: str,
     report: Callable[[str, float], None],
 ) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
-    """The same mapping for a server-streaming call (reported when the stream ends)."""
+    """The same mapping for a response-streaming call (reported when the stream ends)."""
 
     def wrapped(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         with _answered(request, context, method, report):

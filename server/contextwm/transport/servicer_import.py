@@ -18,8 +18,9 @@ class ImportRpcs:
 
     def Import(
         self, request_iterator: Iterator[pb.ImportRequest], context: grpc.ServicerContext
-    ) -> pb.ImportResponse:
+    ) -> Iterator[pb.ImportResponse]:
         # A generator: the import pulls each chunk off the stream only when it is ready for
         # it, which is what holds a fast sender back (HTTP/2 flow control does the rest).
         chunks = ([from_proto_import_item(i) for i in r.items] for r in request_iterator)
-        return to_proto_import_response(self._imports.run(chunks))
+        for summary in self._imports.run(chunks):
+            yield to_proto_import_response(summary)

@@ -1,16 +1,18 @@
 """`contextwm import`: streams timelines into a running server, in calls of many chunks,
-saving a resume point after each call, reporting bad lines and progress as it goes."""
+reporting progress, bad lines and resume points by what the server has answered."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from contextwm_client import Client, ImportItem, ImportResult, UnavailableError
+from contextwm_client import Client, ImportFailure, ImportItem, ImportResult, UnavailableError
 
 from contextwm.cli.importing.progress import Progress, Tally
 from contextwm.cli.importing.resume import Point, ResumePoints
@@ -18,30 +20,111 @@ from contextwm.cli.importing.sources import BadLine, Input, Reader, Record, pars
 
 # Bad lines printed one by one; the rest are counted in the summary.
 MAX_NOTED = 100
+# Chunks handed to gRPC ahead of the server's answers: two keep the server's embedder busy
+# (it embeds one chunk while it stores the one before), and bound what a Ctrl-C waits for.
+CHUNKS_AHEAD = 2
 
 
 class _Stop(Exception):
     """--strict met a bad line."""
 
 
-@dataclass(slots=True)
-class _Cursor:
-    """Where the reading stands: the last line whose items were all handed over."""
+class _Interrupted(Exception):
+    """Ctrl-C: the server has answered everything it was sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """A line handed over: where it ends, the stream position of its first item, its items'
+    conversations, and for a skipped line (no items) why."""
 
     point: Point
-    position: int | None = None  # raw bytes read, for the progress
+    first: int
+    conversations: tuple[tuple[str, str], ...] = ()
+    skipped: str | None = None
+
+
+class _Call:
+    """The lines of one Import call the server has not answered yet.
+
+    The reading thread (gRPC's) adds lines and waits while more than `ahead` items are
+    unanswered; the caller's thread takes lines off, in file order, as answers arrive.
+    """
+
+    def __init__(self, ahead: int) -> None:
+        self.ahead = ahead
+        self.lines: deque[_Line] = deque()
+        self.handed = 0  # items handed to gRPC
+        self.answered = ImportResult(0, 0, 0, 0, 0, ())
+        # Refused items not reported yet (their line is not complete), by stream position.
+        self.failures: dict[int, ImportFailure] = {}
+        self.ended = False
+        self.changed = threading.Condition()
+
+    @property
+    def done(self) -> int:
+        """Items answered: each is appended, a duplicate or failed."""
+        r = self.answered
+        return r.appended + r.duplicates + r.failed
+
+    def hand(
+        self,
+        point: Point,
+        conversations: tuple[tuple[str, str], ...] = (),
+        skipped: str | None = None,
+    ) -> bool:
+        """Records a line about to be handed over, once few enough items are unanswered
+        (more than a chunk and less than two are, between lines: the server answers a
+        chunk once it has the next one). False once the call is over."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.handed - self.done < self.ahead or self.ended)
+            if self.ended:
+                return False
+            self.lines.append(_Line(point, self.handed, conversations, skipped))
+            self.handed += len(conversations)
+            return True
+
+    def answer(self, result: ImportResult) -> list[_Line]:
+        """The lines whose items the answers so far cover, in file order (a skipped line
+        comes off once the lines before it have)."""
+        out: list[_Line] = []
+        with self.changed:
+            self.answered = result
+            while (
+                self.lines and self.lines[0].first + len(self.lines[0].conversations) <= self.done
+            ):
+                out.append(self.lines.popleft())
+            self.changed.notify_all()
+        return out
+
+    def end(self) -> None:
+        """The call is over (answered or failed): a waiting reader stops."""
+        with self.changed:
+            self.ended = True
+            self.changed.notify_all()
 
 
 class ImportRun:
     """One `contextwm import`: its inputs in order, each resumable on its own."""
 
-    def __init__(self, client: Client, args: argparse.Namespace, stderr: TextIO) -> None:
+    def __init__(
+        self,
+        client: Client,
+        args: argparse.Namespace,
+        stderr: TextIO,
+        stop: threading.Event | None = None,
+    ) -> None:
+        """Args:
+        stop: Set to end the import cleanly (the entry point's Ctrl-C): nothing more is
+            sent, and what was sent is answered before the summary.
+        """
         self.client = client
         self.args = args
         self.reader = Reader(args.format, parse_mapping(args.map), args.conversation_field)
         self.tally = Tally()
         self.noted = 0
         self.stopped = False  # --strict met a bad line
+        self.stop = stop or threading.Event()
         self.unreadable: OSError | BadLine | None = None
         self.progress = Progress(stderr, total_bytes=None, terminal=stderr.isatty())
 
@@ -55,10 +138,17 @@ class ImportRun:
             finished = True
         except _Stop:
             pass
-        except KeyboardInterrupt:
+        except _Interrupted:
             self.progress.note(
-                "interrupted: what was sent before the last resume point is stored;"
-                " run the same command again to finish"
+                "interrupted: the server holds what the summary counts; run the same"
+                " command again to finish"
+            )
+            self.progress.note(self.progress.summary(self.tally, finished=False))
+            return 130
+        except KeyboardInterrupt:  # a second Ctrl-C: the last chunks were not answered
+            self.progress.note(
+                "interrupted: the server holds what the summary counts and perhaps a few"
+                " chunks more; run the same command again to finish"
             )
             self.progress.note(self.progress.summary(self.tally, finished=False))
             return 130
@@ -87,10 +177,12 @@ class ImportRun:
                 self._send(source, point, points)
                 return
             except UnavailableError as e:
-                # A restarting server: wait for it, then go on from the last resume point.
+                # A restarting server: wait for it, then go on from the last resume point. One
+                # that never answered was waited for already (the client's --wait).
                 now = self.progress.clock()
                 retry_until = retry_until or now + self.args.retry_seconds
-                if now >= retry_until or source.path == "-":
+                answered = self.tally.held + self.tally.failed > 0
+                if not answered or now >= retry_until or source.path == "-":
                     raise
                 self.progress.note(f"server unavailable ({e.details}); waiting for it")
                 self.client.wait_ready(timeout=retry_until - now)
@@ -99,56 +191,108 @@ class ImportRun:
     def _send(self, source: Input, start: Point, points: ResumePoints | None) -> None:
         """Sends the input from start in calls of about segment_items items each."""
         records = self.reader.records(source, start.line, start.end)
-        cursor = _Cursor(start)
-        more = True
-        while more:
-            segment = self._segment(source, records, cursor)
-            result = self.client.import_items(segment, chunk_size=self.args.chunk_size)
-            more = not (cursor.point.done or self.stopped or self.unreadable)
-            self._account(result)
-            if points is not None:
-                points.save(cursor.point)
+        point = start
+        while not point.done:
+            point, result = self._call(source, records, point, points)
             if self.unreadable is not None:
                 raise self.unreadable
             if self.stopped or (self.args.strict and result.failed):
                 raise _Stop
+            if self.stop.is_set() and not point.done:
+                raise _Interrupted
+
+    def _call(
+        self,
+        source: Input,
+        records: Iterator[Record],
+        point: Point,
+        points: ResumePoints | None,
+    ) -> tuple[Point, ImportResult]:
+        """One Import call of up to segment_items items; the resume point follows the
+        server's answers. Returns the point after the last line answered, and the call's
+        result."""
+        call = _Call(CHUNKS_AHEAD * self.args.chunk_size)
+        reported = call.answered
+
+        def answered(result: ImportResult) -> None:
+            nonlocal point, reported
+            new = result.failures[len(reported.failures) :]
+            call.failures.update((f.index, f) for f in new)
+            point = self._account(call, call.answer(result), result, reported) or point
+            reported = result
+            if points is not None:
+                points.save(point)
+            self.progress.update(self.tally, point.end or None)
+
+        try:
+            self.client.import_items(
+                self._segment(source, records, call, point),
+                chunk_size=self.args.chunk_size,
+                on_progress=answered,
+            )
+        finally:
+            call.end()
+        # Lines after the last item (skipped ones, the input's end) are complete now.
+        answered(call.answered)
+        self.progress.update(self.tally, point.end or None, force=True)
+        return point, reported
 
     def _segment(
-        self, source: Input, records: Iterator[Record], cursor: _Cursor
+        self, source: Input, records: Iterator[Record], call: _Call, start: Point
     ) -> Iterator[ImportItem]:
-        """Items of whole lines, up to segment_items or the input's end (then the cursor's
-        point is done). Runs in gRPC's sending thread: what goes wrong here is kept for the
+        """Items of whole lines, up to segment_items or the input's end (then a last line
+        marks the end). Runs in gRPC's sending thread: what goes wrong here is kept for the
         caller, since an exception would only fail the call with "Exception iterating"."""
         sent = 0
+        last = start
         try:
             for record in records:
+                if self.stop.is_set():
+                    return
+                last = Point(record.line, record.end)
                 if record.error is not None:
-                    self.tally.skipped += 1
-                    self._note(f"{source.name}:{record.line}: skipped: {record.error}")
+                    reason = f"{source.name}:{record.line}: skipped: {record.error}"
+                    if not call.hand(last, skipped=reason):
+                        return
                     if self.args.strict:
                         self.stopped = True
                         return
-                for item in record.items:
-                    self.tally.sent += 1
-                    self.tally.conversations.add((item.namespace or "", item.conversation_id))
-                    yield item
+                    continue
+                where = tuple((i.namespace or "", i.conversation_id) for i in record.items)
+                if not call.hand(last, where):
+                    return
+                yield from record.items
                 sent += len(record.items)
-                cursor.point = Point(record.line, record.end)
-                self.progress.update(self.tally, record.end or None)
                 if sent >= self.args.segment_items:
                     return
         except (OSError, BadLine) as e:
             self.unreadable = e
             return
-        cursor.point = Point(cursor.point.line, cursor.point.end, done=True)
+        call.hand(Point(last.line, last.end, done=True))
 
-    def _account(self, result: ImportResult) -> None:
-        self.tally.appended += result.appended
-        self.tally.duplicates += result.duplicates
-        self.tally.failed += result.failed
-        for failure in result.failures:
-            self._note(f"{failure.source}: failed: {failure.code}: {failure.message}")
-        self.progress.update(self.tally, None, force=True)
+    def _account(
+        self, call: _Call, lines: list[_Line], result: ImportResult, before: ImportResult
+    ) -> Point | None:
+        """Counts what the server answered since `before`, and reports the answered lines'
+        bad lines and refused items in file order; returns the point after those lines."""
+        tally = self.tally
+        tally.appended += result.appended - before.appended
+        tally.duplicates += result.duplicates - before.duplicates
+        tally.failed += result.failed - before.failed
+        tally.out_of_order += result.out_of_order - before.out_of_order
+        point = None
+        for line in lines:
+            if line.skipped is not None:
+                tally.skipped += 1
+                self._note(line.skipped)
+            for n, conversation in enumerate(line.conversations, start=line.first):
+                failure = call.failures.pop(n, None)
+                if failure is None:
+                    tally.conversations.add(conversation)
+                else:
+                    self._note(f"{failure.source}: failed: {failure.code}: {failure.message}")
+            point = line.point
+        return point
 
     def _note(self, line: str) -> None:
         self.noted += 1
@@ -171,7 +315,7 @@ def run_import(client: Client, args: argparse.Namespace) -> int:
         ValueError: A bad --map (a usage error).
     """
     try:
-        return ImportRun(client, args, sys.stderr).run()
+        return ImportRun(client, args, sys.stderr, args.stop).run()
     except (OSError, BadLine) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

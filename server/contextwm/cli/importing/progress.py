@@ -16,14 +16,20 @@ _BAR_WIDTH = 24
 
 @dataclass(slots=True)
 class Tally:
-    """What an import has done so far."""
+    """What the server has answered of an import so far (items handed to gRPC but not
+    answered yet are not counted: the server may not hold them)."""
 
-    sent: int = 0  # items handed to the server
     appended: int = 0
     duplicates: int = 0
     skipped: int = 0  # lines that could not be read
     failed: int = 0  # items the server refused
-    conversations: set[tuple[str, str]] = field(default_factory=set)
+    out_of_order: int = 0  # stored with a timestamp before an earlier item's
+    conversations: set[tuple[str, str]] = field(default_factory=set)  # holding its items
+
+    @property
+    def held(self) -> int:
+        """Items the server holds from this import: new ones and those there already."""
+        return self.appended + self.duplicates
 
 
 def _duration(seconds: float) -> str:
@@ -59,18 +65,18 @@ class Progress:
         """Reports if it is time to (or forced).
 
         Args:
-            position: Bytes of the input read so far (compressed ones for .gz).
+            position: Bytes of the input answered so far (compressed ones for .gz).
         """
         now = self.clock()
         if not force and now - self._last < (REDRAW_SECONDS if self.terminal else LINE_SECONDS):
             return
         self._last = now
         elapsed = max(now - self.started, 1e-9)
-        rate = tally.sent / elapsed
+        rate = tally.held / elapsed
         done = None
         if self.total_bytes and position is not None:
             done = min(1.0, position / self.total_bytes)
-        parts = [f"{tally.sent:,} items", f"{rate:,.0f} items/s"]
+        parts = [f"{tally.held:,} items", f"{rate:,.0f} items/s"]
         if done:
             parts.append(f"ETA {_duration(elapsed * (1 - done) / done)}")
         parts.append(f"{len(tally.conversations):,} conversations")
@@ -102,9 +108,14 @@ class Progress:
         seconds = max(self.clock() - self.started, 1e-9)
         head = "imported" if finished else "stopped after"
         return (
-            f"{head} {tally.appended + tally.duplicates:,} items into"
+            f"{head} {tally.held:,} items into"
             f" {len(tally.conversations):,} conversations in {seconds:,.1f} s"
-            f" ({(tally.appended + tally.duplicates) / seconds:,.0f} items/s):"
+            f" ({tally.held / seconds:,.0f} items/s):"
             f" {tally.appended:,} new, {tally.duplicates:,} already there,"
             f" {tally.skipped:,} skipped (bad lines), {tally.failed:,} failed"
+            + (
+                f"; {tally.out_of_order:,} stored with a time before an earlier item's"
+                if tally.out_of_order
+                else ""
+            )
         )
