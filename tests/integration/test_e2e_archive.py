@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
 from conftest import StartService
 from contextwm.adapters.embedder_st import QUERY_BATCH, SentenceTransformerEmbedder
 from contextwm.indexing.pacing import DRAIN_BATCH
-from contextwm.ports.embedder import Vectors
 from contextwm_client import Client, ConversationSettings, FileRef, NewItem
+from recording_embedder import RecordingEmbedder
 
 
 def test_evicted_items_keep_all_fields_and_are_found_by_meaning(client: Client) -> None:
@@ -42,30 +41,10 @@ def test_evicted_items_keep_all_fields_and_are_found_by_meaning(client: Client) 
     assert dict(hits.hits[0].metadata) == {"session": "s1"}
 
 
-class _RecordingEmbedder:
-    """The real model, recording the size of every batch it is asked to embed."""
-
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
-        self.inner = inner
-        self.batches: list[int] = []
-
-    @property
-    def model_name(self) -> str:
-        return self.inner.model_name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.batches.append(len(texts))
-        return self.inner.embed(texts)
-
-
 def test_concurrent_appends_are_embedded_in_batches(
     start_service: StartService, embedder: SentenceTransformerEmbedder
 ) -> None:
-    recording = _RecordingEmbedder(embedder)
+    recording = RecordingEmbedder(embedder)
     service = start_service(model=recording)
     target = f"127.0.0.1:{service.port}"
 
@@ -94,7 +73,7 @@ def test_a_burst_s_backlog_is_embedded_in_large_batches(
 ) -> None:
     """Once appends stop, the indexer embeds what they left in batches the model runs at
     its batched rate, not in the small batches it uses beside appends."""
-    recording = _RecordingEmbedder(embedder)
+    recording = RecordingEmbedder(embedder)
     service = start_service(model=recording)
     with Client(f"127.0.0.1:{service.port}") as c:
         for b in range(4):

@@ -3,7 +3,7 @@ item, re-sent imports adding nothing twice, and a sender held back by the server
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
@@ -11,7 +11,7 @@ import grpc
 import pytest
 from conftest import StartService
 from contextwm.app import Service
-from contextwm.ports.embedder import Embedder, Vectors
+from contextwm.ports.embedder import Embedder
 from contextwm_client import (
     Client,
     ConversationSettings,
@@ -22,6 +22,7 @@ from contextwm_client import (
 )
 from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
+from recording_embedder import RecordingEmbedder
 
 SETTINGS = ConversationSettings(window_max_items=6, window_max_tokens=400)
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
@@ -159,30 +160,10 @@ def test_a_re_sent_import_adds_nothing_twice(client: Client) -> None:
     assert contents == [i.item.content for i in items]
 
 
-class CountingEmbedder:
-    """The real model, counting the texts it is asked to embed."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.texts = 0
-
-    @property
-    def model_name(self) -> str:
-        return self.inner.model_name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.texts += len(texts)
-        return self.inner.embed(texts)
-
-
 def test_a_re_sent_import_embeds_only_what_is_new(
     start_service: StartService, embedder: Embedder
 ) -> None:
-    counting = CountingEmbedder(embedder)
+    counting = RecordingEmbedder(embedder)
     service = start_service(model=counting)
     items = [ImportItem("twice", i) for i in timeline(30)]
     with Client(f"127.0.0.1:{service.port}") as client:
