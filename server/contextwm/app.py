@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from contextwm.adapters.code_definitions import TreeSitterDefinitions
 from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
+from contextwm.adapters.main_thread import MainThread
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import ShortCountCache, token_counter
 from contextwm.adapters.workspace import Workspaces
@@ -35,15 +36,16 @@ from contextwm.workspace_files.sessions import Sessions
 log = logging.getLogger(__name__)
 
 
-def make_embedder(kind: str) -> Embedder:
-    """The embedder a setting names: the bundled MiniLM model, or a hashing one for tests."""
+def make_embedder(kind: str, main_thread: MainThread | None = None) -> Embedder:
+    """The embedder a setting names: the bundled MiniLM model (embedding queries on
+    main_thread, when given), or a hashing one for tests."""
     if kind == "hashing":
         from contextwm.adapters.embedder_fake import HashingEmbedder
 
         return HashingEmbedder()
     from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder()
+    return SentenceTransformerEmbedder(main_thread=main_thread)
 
 
 @dataclass
@@ -135,7 +137,11 @@ class Service:
 
     @classmethod
     def _build(
-        cls, listening: Listening, embedder: Embedder | None, clock: Callable[[], float]
+        cls,
+        listening: Listening,
+        embedder: Embedder | None,
+        clock: Callable[[], float],
+        main_thread: MainThread | None,
     ) -> Service:
         import faiss
 
@@ -149,7 +155,7 @@ class Service:
             if settings.indexer_process and settings.embedder == "minilm":
                 # Started first: the child loads its model while this process loads its own.
                 batch_embedder = ProcessEmbedder(niceness=settings.indexer_niceness)
-            embedder = embedder or make_embedder(settings.embedder)
+            embedder = embedder or make_embedder(settings.embedder, main_thread)
             # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
             embedder.embed(["warm-up"])
             token_counter(settings.conversation.encoding).count("warm-up")
@@ -274,7 +280,11 @@ class Listening:
     metrics: Metrics | None = None
 
     def load(
-        self, embedder: Embedder | None = None, clock: Callable[[], float] = time.time
+        self,
+        embedder: Embedder | None = None,
+        clock: Callable[[], float] = time.time,
+        *,
+        main_thread: MainThread | None = None,
     ) -> Service:
         """Loads the model, opens the store, starts the indexer and the retention task, then
         reports ready.
@@ -282,9 +292,11 @@ class Listening:
         Args:
             embedder: an already loaded embedder to share (tests load the model once).
             clock: the wall clock.
+            main_thread: the process's main thread, when it will serve the model's queries
+                (`contextwm serve`); unused with an embedder given.
         """
         try:
-            return Service._build(self, embedder, clock)
+            return Service._build(self, embedder, clock, main_thread)
         except BaseException:
             self.abandon()
             raise

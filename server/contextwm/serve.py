@@ -78,6 +78,7 @@ def run_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    from contextwm.adapters.main_thread import MainThread
     from contextwm.adapters.sqlite.guard import UnusableStore
     from contextwm.app import Service
     from contextwm.datadir.lock import DataDirInUse
@@ -94,11 +95,11 @@ def run_serve(args: argparse.Namespace) -> int:
     # Tests and supervisors read this line to learn the bound port; readiness is the health
     # service's to tell (contextwm.v1.ContextService SERVING), once the model has loaded.
     print(f"contextwm listening on port {listening.port}", flush=True)
-    service = listening.load()
-    # Wake up now and then: the kernel may deliver SIGTERM to a gRPC thread, and Python runs
-    # handlers only when the main thread gets back to bytecode; a bare wait() could sleep forever.
-    while not stop.wait(0.5):
-        pass
+    main_thread = MainThread()
+    service = listening.load(main_thread=main_thread)
+    # Until SIGTERM, the main thread embeds queries (it does so fastest); it wakes up now and
+    # then, since Python runs a signal handler only on the main thread, back in bytecode.
+    main_thread.serve(stop)
     logging.getLogger(__name__).info("shutting down: draining calls in flight")
     service.stop()
     return 0

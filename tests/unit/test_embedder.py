@@ -10,6 +10,7 @@ import pytest
 import torch
 from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.adapters.main_thread import MainThread
 
 SHORT = ["hi", "The cache was rebuilt after the model changed.", "kestrel_sync.py failed"]
 # Far more than 256 word pieces: both paths must truncate the same way.
@@ -146,3 +147,37 @@ def test_a_query_from_another_thread_gives_the_same_vector_and_leaves_main_alone
     worker.join()
     np.testing.assert_allclose(got[0], on_main, atol=1e-5)
     assert torch.get_num_threads() == before  # the worker's one thread is its own setting
+
+
+def test_a_query_is_embedded_on_the_serving_main_thread_with_every_core(
+    embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "which port does the billing service listen on?"
+    alone = embedder.embed([text])
+    main = MainThread()
+    monkeypatch.setattr(embedder, "_main_thread", main)
+    seen: list[tuple[threading.Thread, int]] = []
+    real = embedder._encode
+
+    def recording(texts, tokenizer):  # type: ignore[no-untyped-def]
+        seen.append((threading.current_thread(), torch.get_num_threads()))
+        return real(texts, tokenizer)
+
+    monkeypatch.setattr(embedder, "_encode", recording)
+    stop = threading.Event()
+    got: list[np.ndarray] = []
+
+    def ask() -> None:
+        try:
+            while not main._serving:
+                threading.Event().wait(0.01)
+            got.append(embedder.embed([text]))
+        finally:
+            stop.set()
+
+    worker = threading.Thread(target=ask)
+    worker.start()
+    main.serve(stop, poll_seconds=0.05)
+    worker.join(10)
+    assert seen == [(threading.main_thread(), embedder._threads)]
+    np.testing.assert_allclose(got[0], alone, atol=1e-5)

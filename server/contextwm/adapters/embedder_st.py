@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from contextwm.adapters.main_thread import MainThread
 from contextwm.ports.embedder import Vectors
 
 # Calls with at most this many texts are treated as queries (see the locks in __init__).
@@ -47,7 +48,21 @@ class SentenceTransformerEmbedder:
     matters for single-query latency.
     """
 
-    def __init__(self, model_path: Path | None = None, *, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        batch_size: int = 64,
+        main_thread: MainThread | None = None,
+    ) -> None:
+        """Loads the model.
+
+        Args:
+            model_path: a sentence-transformers model directory; the bundled MiniLM by default.
+            batch_size: texts per forward pass when embedding many.
+            main_thread: where queries are embedded, with every core, while the process's main
+                thread serves it; otherwise each query is embedded on its caller's thread.
+        """
         # Offline by construction: the weights ship in a package, and a hub lookup would
         # hang or fail on locked-down machines.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -82,6 +97,7 @@ class SentenceTransformerEmbedder:
         self._query_tokenizer: Any = copy.deepcopy(st.tokenizer)
         self._waiting: list[_Waiting] = []
         self._waiting_lock = threading.Lock()
+        self._main_thread = main_thread
 
     @property
     def model_name(self) -> str:
@@ -110,19 +126,25 @@ class SentenceTransformerEmbedder:
             if waiting.vectors is None:
                 with self._waiting_lock:
                     batch, self._waiting = self._waiting, []
-                if threading.current_thread() is not threading.main_thread():
-                    # OpenMP dispatches a parallel region slowly from any thread but the
-                    # process's first: a query took 6.9 ms with two threads on a gRPC worker
-                    # thread, 6.3 ms with one (5.4 ms with two on the main thread). The
-                    # setting is the calling thread's own; batches elsewhere keep theirs.
-                    self._torch.set_num_threads(1)
-                vectors = self._encode([t for w in batch for t in w.texts], self._query_tokenizer)
+                texts = [t for w in batch for t in w.texts]
+                if self._main_thread is None:
+                    vectors = self._encode_query(texts)
+                else:
+                    vectors = self._main_thread.call(lambda: self._encode_query(texts))
                 start = 0
                 for w in batch:
                     w.vectors = vectors[start : start + len(w.texts)]
                     start += len(w.texts)
         assert waiting.vectors is not None
         return waiting.vectors
+
+    def _encode_query(self, texts: Sequence[str]) -> Vectors:
+        # OpenMP runs a parallel region slowly from any thread but the process's first (see
+        # MainThread): elsewhere one thread is faster than two. The setting is the calling
+        # thread's own; batches on other threads keep theirs.
+        main = threading.current_thread() is threading.main_thread()
+        self._torch.set_num_threads(self._threads if main else 1)
+        return self._encode(texts, self._query_tokenizer)
 
     def _encode(self, texts: Sequence[str], tokenizer: Any) -> Vectors:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
