@@ -5,6 +5,7 @@ limit on bound parameters asks)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,12 @@ def _content_query(term: str) -> str:
 
 class NamespaceTables(Database):
     """Namespace-wide reads for search."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # namespace -> (what its conversations looked like, its totals then); see
+        # namespace_totals.
+        self._totals: dict[str, tuple[tuple[Any, ...], tuple[int, int]]] = {}
 
     def namespace_postings(
         self, namespace: str, terms: Sequence[str], limit: int
@@ -56,16 +63,31 @@ class NamespaceTables(Database):
         return out
 
     def namespace_totals(self, namespace: str) -> tuple[int, int]:
-        row = (
-            self._reader()
-            .execute(
-                "SELECT count(*), coalesce(sum(tokens), 0) FROM items"
-                " WHERE conv IN (SELECT id FROM conversations WHERE namespace = ?)",
+        db = self._reader()
+        # Items come and go only with their conversation, a new last_seq (appends) or more
+        # removed_items (removals): while those stand, so do the totals. Reading them takes
+        # 0.25 ms for 1,000 conversations, summing 100k items' lengths 9 ms. (Only a
+        # conversation deleted and another made in its place with the same key, creation
+        # time and last_seq would go unseen.)
+        mark = tuple(
+            db.execute(
+                "SELECT count(*), total(id), total(created_at), total(last_seq),"
+                " total(removed_items) FROM conversations WHERE namespace = ?",
                 (namespace,),
-            )
-            .fetchone()
+            ).fetchone()
         )
-        return int(row[0]), int(row[1])
+        known = self._totals.get(namespace)
+        if known is not None and known[0] == mark:
+            return known[1]
+        row = db.execute(
+            "SELECT count(*), coalesce(sum(tokens), 0) FROM items"
+            " WHERE conv IN (SELECT id FROM conversations WHERE namespace = ?)",
+            (namespace,),
+        ).fetchone()
+        # Read after the mark: a change in between makes the next call read them again.
+        totals = (int(row[0]), int(row[1]))
+        self._totals[namespace] = (mark, totals)
+        return totals
 
     def posting_rows(
         self, rows: Sequence[int], states: Sequence[ItemState], flt: ItemFilter | None = None
