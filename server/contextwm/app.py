@@ -227,7 +227,7 @@ class Service:
             reembedder,
             # The indexer's child embeds imports too: a bulk load yields the CPU to live
             # requests, and the server's own memory stays flat while it loads.
-            Imports(engine.appends, batch_embedder or embedder),
+            Imports(engine.appends, engine.store, batch_embedder or embedder),
             files,
             ToolSessions(sessions, window.tools),
         )

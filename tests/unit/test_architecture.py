@@ -8,7 +8,9 @@ it is allowed to, never another package's private names; the transport never tou
 SQLite, FAISS or the adapters; within the service only the transport imports grpc (the cli
 package, which hosts the client commands, excepted); the datadir package, which checks data
 directories offline, imports no feature package; the MCP server imports only the client
-of the service; the client never imports the service package.
+of the service; the client never imports the service package. The store is used by its
+role ports, the whole of it only where it is held, implemented or checked; every method of
+the SQLite store belongs to one role (read off the classes: the one check that imports).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -285,6 +288,55 @@ def test_the_mcp_server_is_a_client_of_the_service_only() -> None:
         str(p.relative_to(ROOT)) for p in others if violations([p], ("contextwm.mcp_server",))
     }
     assert importers == {"server/contextwm/cli/mcp_command.py"}
+
+
+# The store is a set of small role ports (ports/*_store.py, ports/store_lifecycle.py): each
+# feature names the roles it calls, so that another backend or a fake implements only those.
+# The whole of it, ports/store.py, is named only by those listed here.
+WHOLE_STORE = "contextwm.ports.store"
+WHOLE_STORE_USERS = {
+    # The engine holds the whole store; its parts and the features take their slices of it.
+    "server/contextwm/conversations/engine.py",
+    # The adapter, where mypy proves that SqliteStore is the whole of it.
+    "server/contextwm/adapters/sqlite/store.py",
+    # This test, which reads the roles off it.
+    "tests/unit/test_architecture.py",
+}
+
+
+def test_only_the_engine_and_the_adapter_name_the_whole_store() -> None:
+    files = [*modules(SERVER), *modules(ROOT / "scripts"), *modules(ROOT / "tests")]
+    users = {str(p.relative_to(ROOT)) for p in files if violations([p], (WHOLE_STORE,))}
+    assert users == WHOLE_STORE_USERS
+
+
+def public_methods(cls: type) -> set[str]:
+    """The public methods a class defines itself."""
+    return {n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")}
+
+
+def test_every_method_of_the_sqlite_store_belongs_to_one_role() -> None:
+    from contextwm.adapters.sqlite import SqliteStore
+    from contextwm.ports.store import Store
+
+    roles = [base for base in Store.__bases__ if base is not Protocol]
+    assert len(roles) >= 10
+    owners: dict[str, list[str]] = {}
+    for role in roles:
+        for name in public_methods(role):
+            owners.setdefault(name, []).append(role.__name__)
+    assert {name: found for name, found in owners.items() if len(found) > 1} == {}
+    # A new public method of the store needs a role; a role's method, an implementation.
+    public = {n for n in dir(SqliteStore) if not n.startswith("_")}
+    assert public - owners.keys() == set()
+    # Each table group (Database included) declares one role and implements all of it, so
+    # the roles mirror the adapter's classes one to one.
+    tables = [c for c in SqliteStore.__mro__[1:] if c.__module__.startswith("contextwm.adapters")]
+    declared = {c: [r for r in c.__bases__ if r in roles] for c in tables}
+    assert {c.__name__: len(r) for c, r in declared.items() if len(r) != 1} == {}
+    assert sorted(r[0].__name__ for r in declared.values()) == sorted(r.__name__ for r in roles)
+    for table, (role,) in declared.items():
+        assert public_methods(table) == public_methods(role), table.__name__
 
 
 def test_client_never_imports_the_server() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from contextwm.ports.store import TermPostings
+from contextwm.ports.lexical_store import TermPostings
 from contextwm.retrieval.ranking import (
     BM25_B,
     BM25_K1,

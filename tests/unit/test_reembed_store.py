@@ -14,7 +14,7 @@ from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.sqlite.schema import SCHEMA_VERSION
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import Flag, Item, ItemState
-from contextwm.ports.store import StaleConversation
+from contextwm.ports.reembed_store import StaleConversation
 
 OLD, NEW = "old-model", "new-model"
 T0 = 1_700_000_000.0

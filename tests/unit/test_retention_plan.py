@@ -13,7 +13,7 @@ from contextwm.domain.history import Checkpoint, StateRun
 from contextwm.domain.items import ItemState
 from contextwm.domain.retention import RetentionPolicies, RetentionPolicy, check_policy
 from contextwm.domain.scope import Scope
-from contextwm.ports.store import ArchivedRow
+from contextwm.ports.retention_store import ArchivedRow
 from contextwm.retention.outcomes import SEQS_SHOWN, ConversationOutcome
 from contextwm.retention.plan import ItemPlan, Kept, inactive, kept_for, plan_items
 

@@ -17,7 +17,8 @@ from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.errors import AlreadyExists
 from contextwm.domain.facts import Fact, FactKind
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
-from contextwm.ports.store import ArchivedRow, RemovedRows, TermPostings
+from contextwm.ports.lexical_store import TermPostings
+from contextwm.ports.retention_store import ArchivedRow, RemovedRows
 from contextwm.retrieval.ranking import bm25, matched_idf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 from contextwm.conversations.appends import Appends
 from contextwm.conversations.engine import ContextEngine
@@ -13,13 +14,20 @@ from contextwm.conversations.unit_of_work import Change
 from contextwm.conversations.validation import Limits
 from contextwm.conversations.vectors import Vectors
 from contextwm.domain.usage import Models
-from contextwm.ports.store import Store
+from contextwm.ports.checkpoint_store import CheckpointStore
+from contextwm.ports.event_store import EventStore
+from contextwm.ports.history_store import HistoryStore
+from contextwm.ports.item_store import ItemStore
 from contextwm.ports.tokens import TokenCounter
+
+
+class LoopStore(ItemStore, HistoryStore, CheckpointStore, EventStore, Protocol):
+    """The store as the agent loop uses it: items, their history, checkpoints and events."""
 
 
 @dataclass(frozen=True, slots=True)
 class LoopParts:
-    store: Store
+    store: LoopStore
     runtimes: Runtimes
     change: Callable[[str, str], AbstractContextManager[Change]]  # a unit of work by name
     appends: Appends

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextwm.conversations.events import Subscription
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.history import Event, EventKind
-from contextwm.ports.store import Store
+from contextwm.ports.event_store import EventStore
 
 
 class Watch:
@@ -16,7 +16,7 @@ class Watch:
 
     def __init__(
         self,
-        store: Store,
+        store: EventStore,
         clock: Callable[[], float],
         rt: ConversationRuntime,
         subscription: Subscription,

@@ -28,6 +28,7 @@ from contextwm.domain.categories import (
 )
 from contextwm.domain.errors import FailedPrecondition
 from contextwm.domain.items import ItemState
+from contextwm.ports.item_store import ItemStore
 from contextwm.retrieval.neighbours import HistoryCandidate
 from contextwm.retrieval.pipeline import LineCosts
 from contextwm.retrieval.query import Query, QueryReader
@@ -76,7 +77,7 @@ class CategoryContexts:
         self.vectors = engine.vectors
         self.counters = engine.counters
         self.limits = engine.limits
-        self.store = engine.store
+        self.store: ItemStore = engine.store
         self.workspace_of = engine.workspace_of
         self.ranker = ranker
         self.reader = reader

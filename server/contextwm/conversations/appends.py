@@ -30,7 +30,7 @@ from contextwm.domain.items import Flag, Item, ItemState, NewItem
 from contextwm.domain.usage import Models
 from contextwm.llm_context.file_copies import supersede
 from contextwm.llm_context.ledger import extract_facts
-from contextwm.ports.store import ItemVectors, Store
+from contextwm.ports.item_store import ItemStore, ItemVectors
 from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.workspace import Workspace
 from contextwm.window.conversation_state import adapt_window, detect_state
@@ -77,7 +77,7 @@ class Appends:
 
     def __init__(
         self,
-        store: Store,
+        store: ItemStore,
         runtimes: Runtimes,
         work: UnitOfWork,
         vectors: Vectors,

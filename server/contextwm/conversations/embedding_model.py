@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.errors import FailedPrecondition
-from contextwm.ports.store import StaleConversation
+from contextwm.ports.reembed_store import StaleConversation
 
 # Conversations named in a refusal; the command in it re-embeds them all.
 NAMED = 5

@@ -44,8 +44,9 @@ from contextwm.domain.retention import RetentionPolicies
 from contextwm.domain.usage import Models
 from contextwm.llm_context.usage import check_model
 from contextwm.ports.caches import CacheCounts
+from contextwm.ports.conversation_store import ConversationRecord
 from contextwm.ports.embedder import Embedder
-from contextwm.ports.store import ConversationRecord, Store
+from contextwm.ports.store import Store
 from contextwm.ports.tokens import TokenCounter
 from contextwm.ports.vector_index import VectorIndexFiles
 from contextwm.ports.workspace import Workspace, Workspaces

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from contextwm.conversations.appends import Appends, Staged
 from contextwm.conversations.validation import (
@@ -19,7 +20,9 @@ from contextwm.conversations.validation import (
 )
 from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound
 from contextwm.domain.items import NewItem
+from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.embedder import Embedder, Vectors
+from contextwm.ports.item_store import ItemStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +85,21 @@ class _Chunk:
     summary: ChunkSummary
 
 
+class ImportStore(ConversationStore, ItemStore, Protocol):
+    """What an import looks up before it embeds: the conversation, and its stored keys."""
+
+
 class Imports:
     """Runs imports; several may run at once (each conversation's lock orders them)."""
 
-    def __init__(self, appends: Appends, embedder: Embedder) -> None:
+    def __init__(self, appends: Appends, store: ImportStore, embedder: Embedder) -> None:
         """Args:
         appends: where items go, as live appends do.
+        store: where the idempotency keys of a chunk are looked up before it is embedded.
         embedder: embeds each chunk in one call.
         """
         self.appends = appends
+        self.store = store
         self.embedder = embedder
 
     def run(self, chunks: Iterable[Sequence[ImportEntry]]) -> Iterator[ChunkSummary]:
@@ -156,9 +165,9 @@ class Imports:
         keys = [item.idempotency_key for _, item, _ in group if item.idempotency_key]
         stored: set[str] = set()
         if keys:
-            record = self.appends.store.get_conversation(*conversation)
+            record = self.store.get_conversation(*conversation)
             if record is not None:
-                stored = set(self.appends.store.find_idempotent(record.key, keys))
+                stored = set(self.store.find_idempotent(record.key, keys))
         return [
             _Entry(n, item, source, bool(item.idempotency_key) and item.idempotency_key in stored)
             for n, item, source in group

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from contextwm.conversations.unit_of_work import Change
 from contextwm.conversations.vectors import Vectors
 from contextwm.llm_context.ledger import Ledger
-from contextwm.ports.store import ArchivedRow, Store
+from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.history_store import HistoryStore
+from contextwm.ports.retention_store import ArchivedRow, RetentionStore
 
 
 class RemovalCounters:
@@ -43,10 +46,16 @@ class RemovalCounters:
             return self._changed.wait_for(lambda: done(self), timeout)
 
 
+class RemovalStore(ConversationStore, HistoryStore, RetentionStore, Protocol):
+    """What a removal writes, and the clock and file copies it reads back afterwards."""
+
+
 class Removals:
     """Removes a conversation's archived items; the caller holds a unit of work on it."""
 
-    def __init__(self, store: Store, vectors: Vectors, on_removed: Callable[[], None]) -> None:
+    def __init__(
+        self, store: RemovalStore, vectors: Vectors, on_removed: Callable[[], None]
+    ) -> None:
         """Args:
         on_removed: called after a removal (the indexer rescans: SQLite hands freed ids
             out again, so later items may lie behind its cursor).

@@ -13,7 +13,7 @@ from contextwm.domain.usage import Models, Reported, Usage
 from contextwm.llm_context.active_context import ActiveContext
 from contextwm.llm_context.ledger import Ledger
 from contextwm.llm_context.usage import measure
-from contextwm.ports.store import ConversationRecord
+from contextwm.ports.conversation_store import ConversationRecord
 from contextwm.ports.vector_index import VectorIndex
 from contextwm.window.scoring import Clock
 from contextwm.window.window import Window

@@ -9,6 +9,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.validation import (
@@ -22,11 +23,17 @@ from contextwm.domain.errors import NotFound, Unavailable
 from contextwm.domain.history import EditKind
 from contextwm.llm_context.active_context import ActiveContext
 from contextwm.llm_context.ledger import Ledger
-from contextwm.ports.store import ConversationRecord, Store
+from contextwm.ports.conversation_store import ConversationRecord, ConversationStore
+from contextwm.ports.history_store import HistoryStore
+from contextwm.ports.item_store import ItemStore
 from contextwm.ports.tokens import TokenCounter
 from contextwm.window.window import Window, WindowEntry
 
 log = logging.getLogger(__name__)
+
+
+class RuntimeStore(ConversationStore, ItemStore, HistoryStore, Protocol):
+    """What a runtime is loaded from: its conversation, its window's items and its history."""
 
 
 class Runtimes:
@@ -34,7 +41,7 @@ class Runtimes:
 
     def __init__(
         self,
-        store: Store,
+        store: RuntimeStore,
         counters: Callable[[str], TokenCounter],
         model_name: str,
         defaults: ConversationSettings,

@@ -16,7 +16,7 @@ from contextwm.conversations.validation import (
 from contextwm.domain.errors import InvalidArgument, NotFound
 from contextwm.domain.scope import Scope
 from contextwm.domain.stats import ConversationStats, StoreStats
-from contextwm.ports.store import Store
+from contextwm.ports.stats_store import StatsStore
 from contextwm.ports.vector_index import VectorIndexFiles
 
 
@@ -34,7 +34,7 @@ class Stats:
     files as they are on disk (written every index_save_seconds, so they lag the store)."""
 
     def __init__(
-        self, store: Store, index_files: VectorIndexFiles, model: str, limits: Limits
+        self, store: StatsStore, index_files: VectorIndexFiles, model: str, limits: Limits
     ) -> None:
         self.store = store
         self.index_files = index_files

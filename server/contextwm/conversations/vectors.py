@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -18,8 +19,11 @@ from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.domain import deadlines
 from contextwm.domain.errors import NotFound
-from contextwm.ports.store import Store
+from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.history_store import HistoryStore
+from contextwm.ports.namespace_store import NamespaceStore
 from contextwm.ports.vector_index import VectorIndex, VectorIndexFiles
+from contextwm.ports.vector_store import VectorStore
 from contextwm.window.window import Vector, WindowEntry
 
 log = logging.getLogger(__name__)
@@ -29,12 +33,17 @@ log = logging.getLogger(__name__)
 SPOT_CHECKS = 8
 
 
+class IndexStore(ConversationStore, VectorStore, HistoryStore, NamespaceStore, Protocol):
+    """What placing vectors and building indexes read and write: stored vectors, which
+    items are reverted, the conversation's model, and the namespace's vectors."""
+
+
 class Vectors:
     """Thread-safe; every method takes the conversation's lock it needs."""
 
     def __init__(
         self,
-        store: Store,
+        store: IndexStore,
         runtimes: Runtimes,
         index_files: VectorIndexFiles,
         model_name: str,

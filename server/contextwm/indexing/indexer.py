@@ -6,12 +6,15 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from typing import Protocol
 
 from contextwm.conversations.engine import ContextEngine
 from contextwm.indexing.pacing import BUSY_SHARE, next_batch_size, pause_after
 from contextwm.indexing.stats import EmbeddingStats
 from contextwm.ports.embedder import Embedder
-from contextwm.ports.store import PendingVector
+from contextwm.ports.event_store import EventStore
+from contextwm.ports.store_lifecycle import StoreLifecycle
+from contextwm.ports.vector_store import PendingVector, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +26,11 @@ PRUNE_SECONDS = 60.0
 PACE_SLICE_SECONDS = 0.1
 # A periodic save skips indexes searched more recently than this; shutdown saves them all.
 RESTED_SECONDS = 10.0
+
+
+class IndexerStore(VectorStore, EventStore, StoreLifecycle, Protocol):
+    """What the indexer's thread reads and tends: items awaiting a vector, old events to
+    drop, and the store's housekeeping."""
 
 
 class Indexer:
@@ -54,6 +62,7 @@ class Indexer:
             (1 never holds back).
         """
         self._engine = engine
+        self._store: IndexerStore = engine.store
         self._embedder = embedder or engine.embedder
         self._batch_size = batch_size
         self._save_interval = save_interval
@@ -97,7 +106,7 @@ class Indexer:
             self._cursor = 0
         pending = self._waited_for()
         if not pending:
-            pending = engine.store.pending_vectors(
+            pending = self._store.pending_vectors(
                 engine.embedder.model_name, size or self._batch_size, self._cursor
             )
             if not pending:
@@ -125,13 +134,13 @@ class Indexer:
             left = self._batch_size - len(out)
             if left <= 0:
                 break
-            out += engine.store.pending_vectors_of(engine.embedder.model_name, key, left)
+            out += self._store.pending_vectors_of(engine.embedder.model_name, key, left)
         return out
 
     def prune_events(self) -> int:
         """Drops events older than the engine's retention; returns how many."""
         engine = self._engine
-        return engine.store.prune_events(engine.clock() - engine.event_retention_seconds)
+        return self._store.prune_events(engine.clock() - engine.event_retention_seconds)
 
     def _run(self) -> None:
         last_save = last_maintain = last_prune = time.monotonic()
@@ -150,7 +159,7 @@ class Indexer:
             try:
                 if time.monotonic() - last_maintain > MAINTAIN_SECONDS:
                     last_maintain = time.monotonic()
-                    self._engine.store.maintain()
+                    self._store.maintain()
                     # Here: this thread holds no conversation's lock (see unload_idle).
                     self._engine.runtimes.unload_idle()
                 if time.monotonic() - last_prune > PRUNE_SECONDS:

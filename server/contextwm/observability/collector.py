@@ -21,6 +21,7 @@ from contextwm.domain.scope import Scope
 from contextwm.domain.stats import StoreStats
 from contextwm.indexing.stats import EmbeddingStats, EmbeddingTotals
 from contextwm.ports.caches import BoundedCache
+from contextwm.ports.stats_store import StatsStore
 
 # Batch sizes are small integers (indexer_batch_size, 32 by default), kept exactly by the
 # indexer: these bounds only group them for the histogram.
@@ -43,6 +44,7 @@ class ServiceCollector(Collector):
 
     def __init__(self, engine: ContextEngine, embedding: EmbeddingStats) -> None:
         self._engine = engine
+        self._store: StatsStore = engine.store
         self._embedding = embedding
         self._stored: tuple[float, StoreStats] | None = None
         self._stored_lock = threading.Lock()
@@ -53,8 +55,8 @@ class ServiceCollector(Collector):
         with self._stored_lock:
             now = time.monotonic()
             if self._stored is None or now - self._stored[0] >= STORE_FIGURES_SECONDS:
-                engine = self._engine
-                total = engine.store.stats(Scope(), engine.embedder.model_name, ("", ""), 0)
+                model = self._engine.embedder.model_name
+                total = self._store.stats(Scope(), model, ("", ""), 0)
                 self._stored = (now, total.total)
             return self._stored[1]
 

@@ -1,4 +1,4 @@
-"""The agent-loop part of the Store port: facts, context edits, compactions, checkpoints, events."""
+"""The agent loop's history in the store: facts, context edits, compactions, reported usage."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Protocol
 
 from contextwm.domain.active import ActiveEntry
 from contextwm.domain.facts import Fact
-from contextwm.domain.history import Checkpoint, CompactionRecord, ContextEdit, Event, StateRun
+from contextwm.domain.history import CompactionRecord, ContextEdit, Event
 from contextwm.domain.usage import Reported
 
 
@@ -40,36 +40,10 @@ class HistoryStore(Protocol):
         self, key: int, marker_seqs: Sequence[int] | None = None, *, live_only: bool = False
     ) -> list[CompactionRecord]: ...
 
-    def item_state_runs(self, key: int) -> list[StateRun]: ...
-
-    def checkpoints(self, key: int) -> list[Checkpoint]: ...
-
-    def checkpoint(self, key: int, name: str) -> Checkpoint | None: ...
-
-    def events_after(self, key: int, after: int, limit: int) -> list[Event]: ...
-
-    def first_event_number(self, key: int) -> int | None: ...
-
-    def record_events(self, key: int, events: Sequence[Event]) -> None: ...
-
-    def prune_events(self, older_than: float) -> int:
-        """Drops events older than the retention; returns how many."""
-        ...
-
     def set_reported(self, key: int, reported: Reported | None) -> None: ...
-
-    def add_checkpoint(self, key: int, checkpoint: Checkpoint, events: Sequence[Event]) -> None:
-        """Raises AlreadyExists for a name in use."""
-        ...
 
     def commit_truncation(
         self, key: int, edit: ContextEdit, archive: Sequence[int], events: Sequence[Event]
     ) -> None:
         """Records a truncation; its window items (archive) become archived."""
-        ...
-
-    def commit_restore(
-        self, key: int, checkpoint: Checkpoint, now: float, events: Sequence[Event]
-    ) -> tuple[int, int]:
-        """Back to the checkpoint's states; returns (items reverted, edits undone)."""
         ...

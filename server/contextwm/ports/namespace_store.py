@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from contextwm.domain.items import Item, ItemFilter, ItemState
 from contextwm.ports.embedder import Vectors
-
-if TYPE_CHECKING:  # the Store port is made of this one
-    from contextwm.ports.store import TermPostings
+from contextwm.ports.lexical_store import TermPostings
 
 # An item across conversations: (conversation key, seq).
 ItemKey = tuple[int, int]

@@ -8,15 +8,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from contextwm.conversations.embedding_model import stale_model
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.errors import NotFound
 from contextwm.domain.scope import Scope
+from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.embedder import Embedder, Vectors
-from contextwm.ports.store import PendingVector, StaleConversation
+from contextwm.ports.reembed_store import ReembedStore, StaleConversation
 from contextwm.ports.vector_index import VectorIndexFiles
+from contextwm.ports.vector_store import PendingVector, VectorStore
 from contextwm.reembedding.progress import ReembedProgress, Tally
 from contextwm.reembedding.runs import Run, Runs
 
@@ -24,6 +27,11 @@ log = logging.getLogger(__name__)
 
 # Every item after seq 0: the whole conversation.
 FROM_START = 0
+
+
+class ReembedderStore(ConversationStore, VectorStore, ReembedStore, Protocol):
+    """What a run reads and writes: stale conversations, their items without a vector of the
+    model, the new vectors, and the switch to the model."""
 
 
 class Reembedder:
@@ -44,6 +52,7 @@ class Reembedder:
             file there (its vectors are dropped); None leaves them.
         """
         self._engine = engine
+        self._store: ReembedderStore = engine.store
         self._embedder = embedder
         self._batch_size = batch_size
         self._index_files_of = index_files_of
@@ -70,7 +79,7 @@ class Reembedder:
                 if rt is None:
                     tally.conversations_total -= 1
                     continue
-                counts = self._engine.store.counts(rt.key, self._model)
+                counts = self._store.counts(rt.key, self._model)
                 tally.plan(counts.pending_vectors, counts.total - counts.pending_vectors)
                 planned.append((conversation, rt, counts.pending_vectors))
             if planned:  # else the last report is the first
@@ -122,7 +131,7 @@ class Reembedder:
             NotFound: a named conversation that does not exist.
         """
         if scope.namespace is None or scope.conversation_id is None:
-            return self._engine.store.stale_conversations(self._model, scope.namespace)
+            return self._store.stale_conversations(self._model, scope.namespace)
         rt = self._engine.runtime(scope.namespace, scope.conversation_id)
         old = stale_model(rt, self._model)
         if old is None:
@@ -141,14 +150,14 @@ class Reembedder:
         """Embeds the conversation's items that lack a vector of the model, a batch at a time,
         without its lock while embedding; yields each batch's size once stored. Items
         appended meanwhile come later in seq order, so the walk reaches them too."""
-        store = self._engine.store
+        store = self._store
         after = FROM_START
         while batch := store.unembedded_items(rt.key, self._model, after, self._batch_size):
             vectors = self._embedder.embed([p.text for p in batch])
             with rt.lock:
                 if rt.deleted:
                     return
-                self._store(rt, batch, vectors)
+                self._put(rt, batch, vectors)
             after = batch[-1].seq
             yield len(batch)
 
@@ -160,12 +169,12 @@ class Reembedder:
         engine = self._engine
         try:
             with engine.work.change(rt) as change:
-                missing = engine.store.unembedded_items(rt.key, self._model, FROM_START, rt.total)
+                missing = self._store.unembedded_items(rt.key, self._model, FROM_START, rt.total)
                 for start in range(0, len(missing), self._batch_size):
                     batch = missing[start : start + self._batch_size]
-                    self._store(rt, batch, self._embedder.embed([p.text for p in batch]))
-                change.commit(lambda _: engine.store.finish_reembed(rt.key, self._model))
-                record = engine.store.conversation_record(rt.key)
+                    self._put(rt, batch, self._embedder.embed([p.text for p in batch]))
+                change.commit(lambda _: self._store.finish_reembed(rt.key, self._model))
+                record = self._store.conversation_record(rt.key)
                 if record is None:
                     raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
                 engine.runtimes.fill(rt, record)  # window vectors, pending count, model
@@ -176,8 +185,8 @@ class Reembedder:
             self._index_files_of(old_model).delete(rt.key)  # made of the dropped vectors
         return len(missing)
 
-    def _store(self, rt: ConversationRuntime, batch: list[PendingVector], vectors: Vectors) -> None:
+    def _put(self, rt: ConversationRuntime, batch: list[PendingVector], vectors: Vectors) -> None:
         """Stores a batch's vectors (rt.lock held); they count no longer as pending."""
-        self._engine.store.put_vectors(self._model, [(rt.key, p.seq) for p in batch], vectors)
+        self._store.put_vectors(self._model, [(rt.key, p.seq) for p in batch], vectors)
         self._engine.vectors.stored(rt, [p.seq for p in batch], vectors)
         rt.pending = max(0, rt.pending - len(batch))

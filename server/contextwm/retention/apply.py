@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.validation import namespace_of
@@ -12,7 +13,9 @@ from contextwm.domain import deadlines
 from contextwm.domain.errors import NotFound
 from contextwm.domain.retention import RetentionPolicy
 from contextwm.domain.scope import Scope
-from contextwm.ports.store import ConversationActivity, ConversationRecord
+from contextwm.ports.checkpoint_store import CheckpointStore
+from contextwm.ports.conversation_store import ConversationRecord, ConversationStore
+from contextwm.ports.retention_store import ConversationActivity, RetentionStore
 from contextwm.retention.outcomes import ConversationOutcome, RetentionReport
 from contextwm.retention.plan import Reason, inactive, kept_for, plan_items, removable, too_old
 
@@ -28,6 +31,11 @@ def _chunks(seqs: Sequence[int], size: int) -> Iterator[Sequence[int]]:
         yield seqs[start : start + size]
 
 
+class PlanStore(ConversationStore, CheckpointStore, RetentionStore, Protocol):
+    """What a plan is made from: the conversations' activity and counts, their archived rows
+    and the checkpoints that keep items."""
+
+
 class Retention:
     """Thread-safe: every removal is a unit of work on its conversation."""
 
@@ -38,7 +46,7 @@ class Retention:
             between them).
         """
         self._engine = engine
-        self._store = engine.store
+        self._store: PlanStore = engine.store
         self._model = engine.embedder.model_name
         self._chunk = chunk_items
 

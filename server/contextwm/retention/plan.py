@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from contextwm.domain.history import Checkpoint
 from contextwm.domain.items import ItemState
 from contextwm.domain.retention import RetentionPolicy
-from contextwm.ports.store import ArchivedRow
+from contextwm.ports.retention_store import ArchivedRow
 
 
 class Reason(enum.StrEnum):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -15,8 +16,9 @@ from contextwm.conversations.vectors import Vectors
 from contextwm.domain import deadlines
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import ItemFilter, ItemState, ScoredItem
-from contextwm.ports.namespace_store import ItemKey, NearestVectors
-from contextwm.ports.store import Store
+from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.namespace_store import ItemKey, NamespaceStore, NearestVectors
+from contextwm.ports.reembed_store import ReembedStore
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.query_terms import query_terms
 from contextwm.retrieval.ranker import CANDIDATES, MAX_POSTINGS, Ranker, score_parts
@@ -42,7 +44,13 @@ DEEPER = 4
 MAX_FILTERED = 1_000_000
 
 
+class NamespaceSearchStore(ConversationStore, NamespaceStore, ReembedStore, Protocol):
+    """What a namespace's search reads: its conversations, whether their vectors are stale,
+    and the namespace-wide lookups."""
+
+
 def search_namespace(
+    store: NamespaceSearchStore,
     runtimes: Runtimes,
     vectors: Vectors,
     nearest: NearestVectors,
@@ -66,7 +74,6 @@ def search_namespace(
         FailedPrecondition: dense or hybrid mode over a namespace with conversations whose
             vectors come from another model.
     """
-    store = ranker.store
     names = dict(store.conversation_keys(namespace))
     if not names:
         return SearchOutcome((), None)
@@ -116,7 +123,7 @@ def search_namespace(
 
 
 def _add_turns_around(
-    store: Store,
+    store: NamespaceStore,
     nearest: NearestVectors,
     namespace: str,
     query_vec: Vector | None,
@@ -149,7 +156,7 @@ def _add_turns_around(
 
 
 def _bm25(
-    store: Store,
+    store: NamespaceStore,
     namespace: str,
     text: str,
     states: Sequence[ItemState],
@@ -179,7 +186,7 @@ def _bm25(
 
 
 def _nearest(
-    store: Store,
+    store: NamespaceStore,
     nearest: NearestVectors,
     namespace: str,
     query_vec: Vector,
@@ -216,7 +223,7 @@ def _similarity(
 
 
 def _thresholds(
-    store: Store, ranker: Ranker, keys: set[int], request: SearchRequest
+    store: ConversationStore, ranker: Ranker, keys: set[int], request: SearchRequest
 ) -> dict[int, float | None]:
     """Each conversation's similarity floor (see Ranker.threshold): the request's, else in
     dense mode the conversation's own setting."""
@@ -231,7 +238,7 @@ def _thresholds(
 
 
 def _scored(
-    store: Store,
+    store: NamespaceSearchStore,
     nearest: NearestVectors,
     namespace: str,
     query_vec: Vector | None,

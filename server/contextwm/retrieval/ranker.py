@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
+from typing import Protocol
 
 import numpy as np
 
@@ -15,7 +16,9 @@ from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.vectors import Vectors
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import Item, ItemFilter, ItemState, ScoredItem, ScoreParts
-from contextwm.ports.store import Store
+from contextwm.ports.item_store import ItemStore
+from contextwm.ports.lexical_store import LexicalStore
+from contextwm.ports.vector_store import VectorStore
 from contextwm.retrieval.query_terms import query_terms
 from contextwm.retrieval.ranking import (
     DENSE_FLOOR_RANK,
@@ -58,11 +61,15 @@ class Signals:
     in_range: set[int]  # items inside the time range the query names
 
 
+class RankerStore(ItemStore, LexicalStore, VectorStore, Protocol):
+    """What ranking reads: filtered and stored items, term postings and stored vectors."""
+
+
 class Ranker:
     """Ranking over conversation runtimes and the store. Methods that read the runtime's
     window or index say so: their caller holds rt.lock."""
 
-    def __init__(self, store: Store, vectors: Vectors, model_name: str) -> None:
+    def __init__(self, store: RankerStore, vectors: Vectors, model_name: str) -> None:
         self.store = store
         self.indexes = vectors
         self.model_name = model_name

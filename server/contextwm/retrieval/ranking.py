@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from contextwm.ports.store import TermPostings
+from contextwm.ports.lexical_store import TermPostings
 
 # Okapi BM25's usual constants.
 BM25_K1 = 1.2

@@ -11,6 +11,7 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.items import ItemState, ScoredItem, ScoreParts
 from contextwm.retrieval import neighbours
+from contextwm.retrieval.namespace_search import NamespaceSearchStore
 from contextwm.retrieval.neighbours import HistoryCandidate
 from contextwm.retrieval.query import Query, QueryReader
 from contextwm.retrieval.ranker import Ranker
@@ -39,6 +40,7 @@ class Retriever:
         self.vectors = engine.vectors
         self.counters = engine.counters
         self.limits = engine.limits
+        self.store: NamespaceSearchStore = engine.store
         self.ranker = Ranker(engine.store, engine.vectors, engine.embedder.model_name)
         self.reader = QueryReader(engine.embedder, self.ranker)
 
@@ -120,7 +122,14 @@ class Retriever:
                 from another model.
         """
         return search(
-            self.runtimes, self.vectors, self.ranker, self.reader, self.limits, namespace, request
+            self.store,
+            self.runtimes,
+            self.vectors,
+            self.ranker,
+            self.reader,
+            self.limits,
+            namespace,
+            request,
         )
 
     def read(

@@ -12,7 +12,7 @@ from contextwm.conversations.validation import Limits, namespace_of
 from contextwm.conversations.vectors import Vectors
 from contextwm.domain import deadlines
 from contextwm.domain.items import ItemState, ScoredItem
-from contextwm.retrieval.namespace_search import search_namespace
+from contextwm.retrieval.namespace_search import NamespaceSearchStore, search_namespace
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import CANDIDATES, Ranker, Signals
 from contextwm.retrieval.ranking import Ranked, fuse_across, with_context
@@ -22,6 +22,7 @@ from contextwm.window.window import Vector
 
 
 def search(
+    store: NamespaceSearchStore,
     runtimes: Runtimes,
     vectors: Vectors,
     ranker: Ranker,
@@ -50,10 +51,10 @@ def search(
         searched = [runtimes.get(ns, request.conversation_id)]
     elif not (request.time_hints and names_time(query)):
         return search_namespace(
-            runtimes, vectors, vectors.namespaces, ranker, reader, ns, request, states
+            store, runtimes, vectors, vectors.namespaces, ranker, reader, ns, request, states
         )
     else:  # time words read on each conversation's own clock: each is searched
-        searched = [runtimes.get(ns, cid) for _, cid in runtimes.store.conversation_keys(ns)]
+        searched = [runtimes.get(ns, cid) for _, cid in store.conversation_keys(ns)]
     require_current(searched, ranker.model_name, request.mode)
     first_hint: TimeHint | None = None
     query_vec_cache: dict[str, Vector] = {}

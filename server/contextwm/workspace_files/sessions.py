@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.workspace_files import SessionState
+from contextwm.ports.session_store import SessionStore
 
 
 class Sessions:
@@ -14,11 +15,12 @@ class Sessions:
 
     def __init__(self, engine: ContextEngine) -> None:
         self._engine = engine
+        self._store: SessionStore = engine.store
 
     def get(self, namespace: str, conversation_id: str) -> SessionState:
         """Raises NotFound for a conversation that does not exist."""
         with self._engine.holding(namespace, conversation_id) as rt:
-            return self._engine.store.session(rt.key)
+            return self._store.session(rt.key)
 
     def change(
         self,
@@ -35,6 +37,6 @@ class Sessions:
         engine = self._engine
         with engine.change(namespace, conversation_id) as change:
             key = change.rt.key
-            new = update(engine.store.session(key))
-            change.commit(lambda events: engine.store.put_session(key, new, events))
+            new = update(self._store.session(key))
+            change.commit(lambda events: self._store.put_session(key, new, events))
         return new

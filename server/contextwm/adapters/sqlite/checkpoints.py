@@ -17,9 +17,10 @@ from contextwm.domain.history import (
     StateRun,
 )
 from contextwm.domain.items import ItemState
+from contextwm.ports.checkpoint_store import CheckpointStore
 
 
-class CheckpointTables(Database):
+class CheckpointTables(Database, CheckpointStore):
     """Checkpoints: the item states they record, and restoring them."""
 
     def item_state_runs(self, key: int) -> list[StateRun]:

@@ -14,7 +14,7 @@ from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
 from contextwm.domain.retention import RetentionPolicy
 from contextwm.domain.usage import Reported
-from contextwm.ports.store import ConversationRecord
+from contextwm.ports.conversation_store import ConversationRecord
 
 REVERTED = int(ItemState.REVERTED)
 

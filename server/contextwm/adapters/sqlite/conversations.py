@@ -9,10 +9,10 @@ from contextwm.adapters.sqlite.database import Database
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.errors import AlreadyExists
 from contextwm.domain.items import ItemState
-from contextwm.ports.store import ConversationRecord, ItemCounts
+from contextwm.ports.conversation_store import ConversationRecord, ConversationStore, ItemCounts
 
 
-class ConversationTables(Database):
+class ConversationTables(Database, ConversationStore):
     """Conversations: created, found, listed, their settings changed, deleted, counted."""
 
     def create_conversation(

@@ -20,6 +20,7 @@ from contextwm.adapters.sqlite.schema import (
     V4_COLUMNS,
     V4_FILL,
 )
+from contextwm.ports.store_lifecycle import StoreLifecycle
 
 # The fewest bound parameters a SQLite build allows per statement (older builds: 999).
 MAX_PARAMETERS = 999
@@ -46,7 +47,7 @@ def insert_rows(db: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...
 WAL_SIZE_LIMIT = 64 * 1024 * 1024
 
 
-class Database:
+class Database(StoreLifecycle):
     """The connections every table group of the store shares.
 
     One write connection behind a lock (SQLite has one writer anyway); reads use a

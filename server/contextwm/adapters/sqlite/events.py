@@ -12,6 +12,7 @@ from contextwm.domain.history import (
     Event,
     EventKind,
 )
+from contextwm.ports.event_store import EventStore
 
 
 def write_events(
@@ -29,7 +30,7 @@ def write_events(
         db.execute("UPDATE conversations SET last_event = ? WHERE id = ?", (events[-1].number, key))
 
 
-class EventTables(Database):
+class EventTables(Database, EventStore):
     """A conversation's events, kept for replay to watchers and pruned by age."""
 
     def events_after(self, key: int, after: int, limit: int) -> list[Event]:

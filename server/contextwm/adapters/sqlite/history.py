@@ -22,6 +22,7 @@ from contextwm.domain.history import (
 )
 from contextwm.domain.items import FileRef, ItemState
 from contextwm.domain.usage import Reported
+from contextwm.ports.history_store import HistoryStore
 
 
 def write_facts(db: sqlite3.Connection, key: int, facts: Sequence[Fact]) -> None:
@@ -52,7 +53,7 @@ def write_edits(db: sqlite3.Connection, key: int, edits: Sequence[ContextEdit]) 
     )
 
 
-class HistoryTables(Database):
+class HistoryTables(Database, HistoryStore):
     """Reads and writes of the agent-loop tables."""
 
     def facts(self, key: int) -> list[Fact]:

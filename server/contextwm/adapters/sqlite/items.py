@@ -20,7 +20,7 @@ from contextwm.adapters.sqlite.vectors import write_vectors
 from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
 from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
-from contextwm.ports.store import ItemVectors
+from contextwm.ports.item_store import ItemStore, ItemVectors
 
 
 def insert_items(
@@ -70,7 +70,7 @@ def archive_rows(db: sqlite3.Connection, key: int, seqs: Sequence[int]) -> None:
         )
 
 
-class ItemTables(Database):
+class ItemTables(Database, ItemStore):
     """Reads and writes of the items table."""
 
     def find_idempotent(self, key: int, idempotency_keys: Sequence[str]) -> dict[str, Item]:

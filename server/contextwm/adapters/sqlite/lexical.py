@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from contextwm.adapters.sqlite.codecs import filter_sql, fts_query
 from contextwm.adapters.sqlite.database import Database
 from contextwm.domain.items import ItemFilter, ItemState
-from contextwm.ports.store import TermPostings
+from contextwm.ports.lexical_store import LexicalStore, TermPostings
 
 
-class LexicalIndex(Database):
+class LexicalIndex(Database, LexicalStore):
     """The words of items: postings from the full-text index, read without ranking, for BM25."""
 
     def term_postings(

@@ -12,8 +12,8 @@ import numpy as np
 from contextwm.adapters.sqlite.codecs import ITEM_COLUMNS, filter_sql, item_of
 from contextwm.adapters.sqlite.database import MAX_PARAMETERS, Database
 from contextwm.domain.items import Item, ItemFilter, ItemState
-from contextwm.ports.namespace_store import ItemKey, NamespaceVectors, PostingRow
-from contextwm.ports.store import TermPostings
+from contextwm.ports.lexical_store import TermPostings
+from contextwm.ports.namespace_store import ItemKey, NamespaceStore, NamespaceVectors, PostingRow
 
 # Bound parameters left for the conditions beside a chunk of ids (states, filter).
 _SPARE = 64
@@ -25,7 +25,7 @@ def _content_query(term: str) -> str:
     return 'content:"' + term.replace("\x00", "").replace('"', '""') + '"'
 
 
-class NamespaceTables(Database):
+class NamespaceTables(Database, NamespaceStore):
     """Namespace-wide reads for search."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

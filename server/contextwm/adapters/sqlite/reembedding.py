@@ -4,10 +4,11 @@ without a vector of the new one, and the switch to it."""
 from __future__ import annotations
 
 from contextwm.adapters.sqlite.database import Database
-from contextwm.ports.store import PendingVector, StaleConversation
+from contextwm.ports.reembed_store import ReembedStore, StaleConversation
+from contextwm.ports.vector_store import PendingVector
 
 
-class ReembedTables(Database):
+class ReembedTables(Database, ReembedStore):
     """Re-embedding: the conversations whose vectors come from another model, their items
     still without a vector of the new one, and the switch to it."""
 

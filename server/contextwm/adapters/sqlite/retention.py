@@ -9,7 +9,12 @@ from typing import Any
 from contextwm.adapters.sqlite.codecs import CONVERSATION_COLUMNS, record_of
 from contextwm.adapters.sqlite.database import Database
 from contextwm.domain.items import Flag, ItemState
-from contextwm.ports.store import ArchivedRow, ConversationActivity, RemovedRows
+from contextwm.ports.retention_store import (
+    ArchivedRow,
+    ConversationActivity,
+    RemovedRows,
+    RetentionStore,
+)
 
 # When the conversation was last appended to; rows from before the column existed fall back
 # to the newest of its creation and its newest item.
@@ -30,7 +35,7 @@ def _marks(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
-class RetentionTables(Database):
+class RetentionTables(Database, RetentionStore):
     """What retention reads and removes."""
 
     def conversation_activity(self, namespace: str | None) -> list[ConversationActivity]:

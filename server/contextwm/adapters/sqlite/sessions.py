@@ -10,9 +10,10 @@ from contextwm.adapters.sqlite.database import Database
 from contextwm.adapters.sqlite.events import write_events
 from contextwm.domain.history import Event
 from contextwm.domain.workspace_files import ChunkSpec, ChunkStrategy, FileView, SessionState
+from contextwm.ports.session_store import SessionStore
 
 
-class SessionTables(Database):
+class SessionTables(Database, SessionStore):
     """One row per conversation that has a session; none means the empty session."""
 
     def session(self, key: int) -> SessionState:

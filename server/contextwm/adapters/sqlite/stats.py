@@ -17,6 +17,7 @@ from contextwm.domain.stats import (
     StateStats,
     StoreStats,
 )
+from contextwm.ports.stats_store import StatsStore
 
 # Per group: items, tokens, oldest and newest timestamps, items with a vector of the model.
 # items_stats covers the items' part. INDEXED BY because the planner would rather look
@@ -26,13 +27,14 @@ _FIGURES = (
     " FROM items i LEFT JOIN vectors v INDEXED BY vectors_model"
     " ON v.model = ? AND v.item = i.id"
 )
+
 _ORDER = "ORDER BY c.namespace, c.conversation_id"
 
 Row = tuple[int, int, int, float | None, float | None, int]
 """state, items, tokens, oldest, newest, vectors"""
 
 
-class StatsTables(Database):
+class StatsTables(Database, StatsStore):
     """The statistics of a scope, per conversation and in total."""
 
     def stats(self, scope: Scope, model: str, after: tuple[str, str], limit: int) -> ScopeStats:

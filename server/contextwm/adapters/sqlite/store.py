@@ -15,6 +15,7 @@ from contextwm.adapters.sqlite.retention import RetentionTables
 from contextwm.adapters.sqlite.sessions import SessionTables
 from contextwm.adapters.sqlite.stats import StatsTables
 from contextwm.adapters.sqlite.vectors import VectorTables
+from contextwm.ports.store import Store
 
 
 class SqliteStore(
@@ -31,6 +32,10 @@ class SqliteStore(
     ReembedTables,
     SessionTables,
 ):
-    """The Store port on one SQLite file: each base owns the tables of one job and shares
-    the connections and transactions of Database, so that an append, its facts, edits and
-    events commit together."""
+    """The Store port on one SQLite file: each base owns the tables of one role port and
+    shares the connections and transactions of Database, so that an append, its facts, edits
+    and events commit together."""
+
+
+# Each base declares its own role port; here mypy proves that together they are the whole.
+_WHOLE: type[Store] = SqliteStore

@@ -11,10 +11,10 @@ import numpy.typing as npt
 from contextwm.adapters.sqlite.database import Database
 from contextwm.domain.items import ItemState
 from contextwm.ports.embedder import Vectors
-from contextwm.ports.store import PendingVector
+from contextwm.ports.vector_store import PendingVector, VectorStore
 
 
-class VectorTables(Database):
+class VectorTables(Database, VectorStore):
     """Item vectors as float32 blobs: pending ones for the indexer, stored ones for the index."""
 
     def pending_vectors(self, model: str, limit: int, after_id: int = 0) -> list[PendingVector]:

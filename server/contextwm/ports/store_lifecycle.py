@@ -1,0 +1,15 @@
+"""The store's own upkeep: housekeeping off the request path, and closing it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class StoreLifecycle(Protocol):
+    """Called by whoever opened the store and by the background thread that maintains it."""
+
+    def close(self) -> None: ...
+
+    def maintain(self) -> None:
+        """Housekeeping that must not run on a request (SQLite: the WAL checkpoint)."""
+        ...
