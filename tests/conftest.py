@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,21 @@ from contextwm.app import Service
 from contextwm.ports.embedder import Embedder
 from contextwm.settings import ServerSettings
 from contextwm_client import Client
+from postgres_server import PostgresServer
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL cluster on a free loopback port, started once per test session."""
+    server = PostgresServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pg_dsn(postgres: PostgresServer) -> str:
+    """The DSN of a new, empty database of the session's PostgreSQL."""
+    return postgres.create_database(f"t{uuid.uuid4().hex}")
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Start-up and shutdown: listens first (health probes answer), then builds every resource
-from the settings, then reports ready."""
+from the settings (the one place that does), then reports ready."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from contextwm.adapters.main_thread import MainThread
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import ShortCountCache, token_counter
 from contextwm.adapters.workspace import Workspaces
+from contextwm.agent_loop.loop import AgentLoop
+from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.imports import Imports
 from contextwm.datadir.layout import DataDir
@@ -26,9 +28,11 @@ from contextwm.ports.embedder import Embedder
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retention.task import RetentionTask
+from contextwm.retrieval.retriever import Retriever
 from contextwm.settings import ServerSettings
 from contextwm.tool_availability.service import ToolSessions
 from contextwm.transport.server import GrpcServer
+from contextwm.transport.servicer import ContextServicer
 from contextwm.workspace_files.chunk_cache import ChunkCache
 from contextwm.workspace_files.service import WorkspaceFiles
 from contextwm.workspace_files.sessions import Sessions
@@ -206,9 +210,10 @@ class Service:
                 data.index_dir(model), embedder.dimension, create=False
             ),
         )
+        retention = Retention(engine)
         retention_task = None
         if settings.retention_interval_seconds > 0:
-            retention_task = RetentionTask(Retention(engine), settings.retention_interval_seconds)
+            retention_task = RetentionTask(retention, settings.retention_interval_seconds)
             retention_task.start()
         window = settings.context_window
         sessions = Sessions(engine)
@@ -222,15 +227,21 @@ class Service:
             context_lines=window.context_lines_around_matches,
         )
         engine.caches["workspace_chunks"] = files.cache
-        listening.server.serve(
+        retriever = Retriever(engine)
+        servicer = ContextServicer(
             engine,
-            reembedder,
+            retriever,
+            CategoryContexts(engine, retriever.ranker, retriever.reader, retriever.history),
+            AgentLoop(engine),
             # The indexer's child embeds imports too: a bulk load yields the CPU to live
             # requests, and the server's own memory stays flat while it loads.
             Imports(engine.appends, engine.store, batch_embedder or embedder),
+            retention,
+            reembedder,
             files,
             ToolSessions(sessions, window.tools),
         )
+        listening.server.serve(servicer, engine.events)
         if listening.metrics is not None:
             listening.metrics.watch(engine, indexer.stats)
         log.info("contextwm ready")

@@ -11,6 +11,7 @@ import torch
 from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.adapters.main_thread import MainThread
+from main_thread_serving import serve_while
 
 SHORT = ["hi", "The cache was rebuilt after the model changed.", "kestrel_sync.py failed"]
 # Far more than 256 word pieces: both paths must truncate the same way.
@@ -164,20 +165,7 @@ def test_a_query_is_embedded_on_the_serving_main_thread_with_every_core(
         return real(texts, tokenizer)
 
     monkeypatch.setattr(embedder, "_encode", recording)
-    stop = threading.Event()
     got: list[np.ndarray] = []
-
-    def ask() -> None:
-        try:
-            while not main._serving:
-                threading.Event().wait(0.01)
-            got.append(embedder.embed([text]))
-        finally:
-            stop.set()
-
-    worker = threading.Thread(target=ask)
-    worker.start()
-    main.serve(stop, poll_seconds=0.05)
-    worker.join(10)
+    serve_while(main, lambda: got.append(embedder.embed([text])))
     assert seen == [(threading.main_thread(), embedder._threads)]
     np.testing.assert_allclose(got[0], alone, atol=1e-5)

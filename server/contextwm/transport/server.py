@@ -11,18 +11,10 @@ from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from contextwm.agent_loop.loop import AgentLoop
-from contextwm.budgets.context import CategoryContexts
-from contextwm.conversations.engine import ContextEngine
-from contextwm.conversations.imports import Imports
-from contextwm.reembedding.reembedder import Reembedder
-from contextwm.retention.apply import Retention
-from contextwm.retrieval.retriever import Retriever
-from contextwm.tool_availability.service import ToolSessions
+from contextwm.conversations.events import EventHub
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
 from contextwm.transport.servicer import ContextServicer
-from contextwm.workspace_files.service import WorkspaceFiles
 
 # Health Watch streams served at once; more wait for one to end.
 HEALTH_WATCHERS = 16
@@ -59,7 +51,7 @@ class GrpcServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        self._engine: ContextEngine | None = None
+        self._events: EventHub | None = None
         self._servicer = LateServicer()
         # Duck-typed: it has a method for every RPC name the registration looks up.
         servicer = cast(pb_grpc.ContextServiceServicer, self._servicer)
@@ -90,31 +82,11 @@ class GrpcServer:
         """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
 
-    def serve(
-        self,
-        engine: ContextEngine,
-        reembedder: Reembedder,
-        imports: Imports,
-        files: WorkspaceFiles,
-        tools: ToolSessions,
-    ) -> None:
-        """Hands ContextService calls to the engine (re-embedding to reembedder, imports to
-        imports, workspace files to files, session states to tools), and reports ready."""
-        retriever = Retriever(engine)
-        self._servicer.attach(
-            ContextServicer(
-                engine,
-                retriever,
-                CategoryContexts(engine, retriever.ranker, retriever.reader, retriever.history),
-                AgentLoop(engine),
-                imports,
-                Retention(engine),
-                reembedder,
-                files,
-                tools,
-            )
-        )
-        self._engine = engine
+    def serve(self, servicer: ContextServicer, events: EventHub) -> None:
+        """Hands ContextService calls to servicer and reports ready; stop closes events (so
+        that Watch streams end at once)."""
+        self._servicer.attach(servicer)
+        self._events = events
         for name in READINESS:
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
@@ -122,6 +94,6 @@ class GrpcServer:
         """Reports NOT_SERVING, refuses new calls, lets running ones finish within grace."""
         self._health.enter_graceful_shutdown()
         stopped = self._server.stop(grace)
-        if self._engine is not None:
-            self._engine.events.close()  # Watch streams end now rather than at the grace deadline
+        if self._events is not None:
+            self._events.close()  # Watch streams end now rather than at the grace deadline
         stopped.wait()
