@@ -33,13 +33,6 @@ def bundled_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class PostgresServer:
     """One PostgreSQL cluster of its own: `dsn(database)` connects to it as a superuser."""
 
@@ -47,12 +40,20 @@ class PostgresServer:
         self.bin_dir = bin_dir or Path(os.environ.get("CONTEXTWM_TEST_PG_BIN") or bundled_bin_dir())
         self.root = Path(tempfile.mkdtemp(prefix="cwm-pg-"))
         self.data = self.root / "data"
-        self.port = _free_port()
+        self.port = self.free_port()
         self._as_postgres = os.geteuid() == 0
         if self._as_postgres:
             shutil.chown(self.root, "postgres")
         self._run("initdb", "-D", str(self.data), "-U", USER, "--auth=trust", "-E", "UTF8")
         self.start()
+
+    @staticmethod
+    def free_port() -> int:
+        """A loopback port nothing listens on (at the time of asking)."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+            return port
 
     def _run(self, tool: str, *args: str) -> None:
         command = [str(self.bin_dir / tool), *args]

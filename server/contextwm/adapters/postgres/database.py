@@ -1,0 +1,111 @@
+"""Connections to the PostgreSQL store: a pool shared by a replica's threads, transactions,
+and the schema migration, which one replica at a time performs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from contextwm.adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from contextwm.ports.store_lifecycle import StoreLifecycle
+
+# The advisory lock replicas take to migrate: the others wait, then find the work done.
+MIGRATION_LOCK = 0x63776D31  # "cwm1"
+
+
+class StoreUnavailable(Exception):
+    """The database cannot be reached (or refused the connection); the message says which
+    and how it was tried."""
+
+
+class Database(StoreLifecycle):
+    """The connections every table group of the PostgreSQL store shares.
+
+    Connections are in autocommit mode; `_transaction` opens a transaction on one of them,
+    so a write that spans tables commits or rolls back as one.
+    """
+
+    def __init__(self, dsn: str, *, pool_size: int = 8, connect_seconds: float = 10.0) -> None:
+        """Connects and brings the schema up to SCHEMA_VERSION.
+
+        Raises:
+            StoreUnavailable: no connection within connect_seconds.
+            RuntimeError: the database's schema is newer than this contextwm's.
+        """
+        self._pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True},
+            timeout=connect_seconds,
+            open=False,
+            name="contextwm",
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_seconds)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {_safe(dsn)} within {connect_seconds:g} s:"
+                " is it running, and do the host, port, user and database name match?"
+            ) from exc
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[psycopg.Connection]:
+        with self._pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Connection]:
+        with self._pool.connection() as conn, conn.transaction():
+            yield conn
+
+    def schema_version(self) -> int:
+        """The version the database's schema is at."""
+        with self._read() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        """Creates the schema in an empty database or brings an older one up to
+        SCHEMA_VERSION, in one transaction, with other replicas held off meanwhile."""
+        with self._transaction() as db:
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)"
+            )
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"the PostgreSQL store has schema version {version}, newer than this"
+                    f" contextwm ({SCHEMA_VERSION}); upgrade contextwm"
+                )
+            for step in MIGRATIONS[version:]:
+                db.execute(step)
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def maintain(self) -> None:
+        """Nothing to do: PostgreSQL's autovacuum keeps the tables in shape."""
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _safe(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    info.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
