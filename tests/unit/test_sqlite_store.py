@@ -13,8 +13,7 @@ import numpy.typing as npt
 import pytest
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.sqlite.schema import SCHEMA_VERSION
-from contextwm.domain.conversations import ConversationSettings, ScoringWeights
-from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.facts import Fact, FactKind
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
 from contextwm.ports.lexical_store import TermPostings
@@ -119,51 +118,6 @@ def unit_vectors(n: int, dim: int = 8, seed: int = 0) -> npt.NDArray[np.float32]
 
 
 # ---------------------------------------------------------------- conversations
-
-
-def test_create_get_and_duplicate(store: SqliteStore) -> None:
-    weights = ScoringWeights(recency=0.7, importance={"pinned": 2.0}, role={"user": 0.9})
-    cs = ConversationSettings(window_max_tokens=123, encoding="o200k_base", weights=weights)
-    rec = store.create_conversation("ns", "conv", cs, T0)
-    got = store.get_conversation("ns", "conv")
-    assert got is not None
-    assert got == rec
-    assert got.settings == cs  # settings round-trip through JSON, weights included
-    assert (got.last_seq, got.token_limit, got.state) == (0, None, "general")
-    assert store.conversation_record(rec.key) == rec
-    with pytest.raises(AlreadyExists, match="conv"):
-        store.create_conversation("ns", "conv", ConversationSettings(), T0)
-    # The same id in another namespace is another conversation.
-    other = store.create_conversation("ns2", "conv", ConversationSettings(), T0)
-    assert other.key != rec.key
-    assert store.get_conversation("ns3", "conv") is None
-
-
-def test_update_settings(store: SqliteStore) -> None:
-    key = new_conversation(store)
-    cs = ConversationSettings(window_max_items=7, adaptive_window=True)
-    store.update_settings(key, cs, 1234)
-    rec = store.get_conversation("default", "c1")
-    assert rec is not None and rec.settings == cs
-    assert rec.token_limit == 1234
-
-
-def test_list_conversations_pages(store: SqliteStore) -> None:
-    ids = [f"conv-{n:02d}" for n in range(23)]
-    for cid in reversed(ids):
-        new_conversation(store, cid)
-    new_conversation(store, "elsewhere", ns="other")
-    seen: list[str] = []
-    after = ""
-    while True:
-        page = store.list_conversations("default", after, 5)
-        if not page:
-            break
-        assert len(page) <= 5
-        seen.extend(r.conversation_id for r in page)
-        after = page[-1].conversation_id
-    assert seen == ids
-    assert sorted(cid for _, cid in store.conversation_keys("default")) == ids
 
 
 # ---------------------------------------------------------------- items

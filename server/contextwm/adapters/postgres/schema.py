@@ -5,11 +5,13 @@ from __future__ import annotations
 # MIGRATIONS[n] brings a database at version n to version n + 1; each runs in the same
 # transaction as the version it records.
 MIGRATIONS: tuple[str, ...] = (
+    # Names compare byte by byte (COLLATE "C"), as SQLite compares them: pages of conversations
+    # come in the same order from either store, whatever the database's locale.
     """
     CREATE TABLE conversations (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        namespace text NOT NULL,
-        conversation_id text NOT NULL,
+        namespace text COLLATE "C" NOT NULL,
+        conversation_id text COLLATE "C" NOT NULL,
         settings text NOT NULL,
         created_at double precision NOT NULL,
         last_seq bigint NOT NULL DEFAULT 0,
@@ -24,6 +26,33 @@ MIGRATIONS: tuple[str, ...] = (
         embed_model text,
         UNIQUE (namespace, conversation_id)
     );
+    CREATE TABLE items (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        role text NOT NULL,
+        content text NOT NULL,
+        ts double precision NOT NULL,
+        tokens bigint NOT NULL,
+        flags bigint NOT NULL,
+        metadata text,
+        file_path text,
+        file_kind text,
+        state smallint NOT NULL,
+        idem text,
+        kind text NOT NULL DEFAULT 'message',
+        whole_file smallint,
+        UNIQUE (conv, seq)
+    );
+    CREATE UNIQUE INDEX items_idem ON items (conv, idem) WHERE idem IS NOT NULL;
+    CREATE INDEX items_state ON items (conv, state, seq);
+    CREATE INDEX items_time ON items (conv, ts);
+    CREATE TABLE vectors (
+        item bigint PRIMARY KEY REFERENCES items (id) ON DELETE CASCADE,
+        model text NOT NULL,
+        vec bytea NOT NULL
+    );
+    CREATE INDEX vectors_model ON vectors (model, item);
     """,
 )
 

@@ -6,10 +6,10 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from contextwm.adapters.sqlite.codecs import REVERTED
 from contextwm.adapters.sqlite.database import Database
 from contextwm.adapters.sqlite.events import write_events
 from contextwm.adapters.sqlite.history_codecs import checkpoint_json, checkpoint_of
+from contextwm.adapters.store_rows import REVERTED
 from contextwm.domain.errors import AlreadyExists
 from contextwm.domain.history import (
     Checkpoint,

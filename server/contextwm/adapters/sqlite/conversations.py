@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from contextwm.adapters.sqlite.codecs import CONVERSATION_COLUMNS, record_of, settings_to_json
 from contextwm.adapters.sqlite.database import Database
+from contextwm.adapters.store_rows import CONVERSATION_COLUMNS, record_of, settings_to_json
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.errors import AlreadyExists
 from contextwm.domain.items import ItemState

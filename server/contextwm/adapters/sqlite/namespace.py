@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from contextwm.adapters.sqlite.codecs import ITEM_COLUMNS, filter_sql, item_of
+from contextwm.adapters.sqlite.codecs import filter_sql
 from contextwm.adapters.sqlite.database import MAX_PARAMETERS, Database
+from contextwm.adapters.store_rows import ITEM_COLUMNS, item_of
 from contextwm.domain.items import Item, ItemFilter, ItemState
 from contextwm.ports.lexical_store import TermPostings
 from contextwm.ports.namespace_store import ItemKey, NamespaceStore, NamespaceVectors, PostingRow

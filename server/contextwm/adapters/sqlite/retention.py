@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from contextwm.adapters.sqlite.codecs import CONVERSATION_COLUMNS, record_of
 from contextwm.adapters.sqlite.database import Database
+from contextwm.adapters.store_rows import CONVERSATION_COLUMNS, record_of
 from contextwm.domain.items import Flag, ItemState
 from contextwm.ports.retention_store import (
     ArchivedRow,

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.adapters.sqlite.codecs import settings_from_json
 from contextwm.adapters.sqlite.guard import read_only
 from contextwm.adapters.sqlite.vectors import archived_ids, archived_vectors
+from contextwm.adapters.store_rows import settings_from_json
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import ItemState
 

@@ -1,0 +1,112 @@
+"""The conversation role of the store, the same tests on each store: SQLite and PostgreSQL
+(a real server, started by the tests) must behave alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+from contextwm.adapters.postgres.conversations import ConversationTables as PgConversations
+from contextwm.adapters.sqlite import SqliteStore
+from contextwm.domain.conversations import ConversationSettings, ScoringWeights
+from contextwm.domain.errors import AlreadyExists
+from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.store_lifecycle import StoreLifecycle
+
+T0 = 1_700_000_000.0
+
+
+class Conversations(ConversationStore, StoreLifecycle, Protocol):
+    """What these tests reach."""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Conversations]:
+    made: Conversations
+    if request.param == "sqlite":
+        made = SqliteStore(tmp_path / "store.db")
+    else:
+        made = PgConversations(request.getfixturevalue("pg_dsn"))
+    yield made
+    made.close()
+
+
+def new_conversation(store: Conversations, cid: str = "c1", ns: str = "default") -> int:
+    return store.create_conversation(ns, cid, ConversationSettings(), T0).key
+
+
+def test_create_get_and_duplicate(store: Conversations) -> None:
+    weights = ScoringWeights(recency=0.7, importance={"pinned": 2.0}, role={"user": 0.9})
+    cs = ConversationSettings(window_max_tokens=123, encoding="o200k_base", weights=weights)
+    rec = store.create_conversation("ns", "conv", cs, T0)
+    got = store.get_conversation("ns", "conv")
+    assert got is not None
+    assert got == rec
+    assert got.settings == cs  # settings round-trip through JSON, weights included
+    assert (got.last_seq, got.token_limit, got.state) == (0, None, "general")
+    assert store.conversation_record(rec.key) == rec
+    with pytest.raises(AlreadyExists, match="conv"):
+        store.create_conversation("ns", "conv", ConversationSettings(), T0)
+    # The same id in another namespace is another conversation.
+    other = store.create_conversation("ns2", "conv", ConversationSettings(), T0)
+    assert other.key != rec.key
+    assert store.get_conversation("ns3", "conv") is None
+
+
+def test_update_settings(store: Conversations) -> None:
+    key = new_conversation(store)
+    cs = ConversationSettings(window_max_items=7, adaptive_window=True)
+    store.update_settings(key, cs, 1234)
+    rec = store.get_conversation("default", "c1")
+    assert rec is not None and rec.settings == cs
+    assert rec.token_limit == 1234
+
+
+def test_list_conversations_pages(store: Conversations) -> None:
+    ids = [f"conv-{n:02d}" for n in range(23)]
+    for cid in reversed(ids):
+        new_conversation(store, cid)
+    new_conversation(store, "elsewhere", ns="other")
+    seen: list[str] = []
+    after = ""
+    while True:
+        page = store.list_conversations("default", after, 5)
+        if not page:
+            break
+        assert len(page) <= 5
+        seen.extend(r.conversation_id for r in page)
+        after = page[-1].conversation_id
+    assert seen == ids
+    assert sorted(cid for _, cid in store.conversation_keys("default")) == ids
+
+
+def test_conversations_are_listed_in_byte_order_of_their_ids(store: Conversations) -> None:
+    # As SQLite compares text: whatever the database's locale, pages come in one order.
+    ids = ["b", "B", "a", "_x", "-y", "Z9", "é", "conv-1", "conv_1", "conv1"]
+    for cid in ids:
+        new_conversation(store, cid)
+    page = store.list_conversations("default", "", 100)
+    assert [r.conversation_id for r in page] == sorted(ids, key=lambda s: s.encode())
+    assert [r.conversation_id for r in store.list_conversations("default", "a", 100)] == [
+        "b",
+        "conv-1",
+        "conv1",
+        "conv_1",
+        "é",
+    ]
+
+
+def test_deleting_a_conversation_leaves_the_others(store: Conversations) -> None:
+    keep = new_conversation(store, "keep")
+    gone = new_conversation(store, "gone")
+    assert store.delete_conversation(gone) == 0
+    assert store.conversation_record(gone) is None
+    assert store.get_conversation("default", "gone") is None
+    assert store.conversation_record(keep) is not None
+    counts = store.counts(keep, "any-model")
+    assert (counts.total, counts.archived, counts.pending_vectors, counts.tokens) == (0, 0, 0, 0)
+    assert store.clock_bounds(keep) == (None, None)
+    # The id is free again, for a new conversation.
+    assert new_conversation(store, "gone") != keep
