@@ -1,2 +1,2 @@
-"""The PostgreSQL store, for several replicas on one database (being built: its connections,
-schema migration and conversation role so far; SQLite stays the default)."""
+"""The PostgreSQL store, for several replicas on one database (being built: see store.py for
+the roles it serves so far; SQLite stays the default)."""

@@ -53,6 +53,19 @@ MIGRATIONS: tuple[str, ...] = (
         vec bytea NOT NULL
     );
     CREATE INDEX vectors_model ON vectors (model, item);
+    CREATE TABLE events (
+        conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        number bigint NOT NULL,
+        at double precision NOT NULL,
+        kind text NOT NULL,
+        payload text NOT NULL,
+        PRIMARY KEY (conv, number)
+    );
+    CREATE INDEX events_at ON events (at);
+    CREATE TABLE sessions (
+        conv bigint PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+        doc text NOT NULL
+    );
     """,
 )
 

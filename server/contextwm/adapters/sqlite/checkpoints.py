@@ -6,9 +6,9 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
+from contextwm.adapters.history_rows import checkpoint_json, checkpoint_of
 from contextwm.adapters.sqlite.database import Database
 from contextwm.adapters.sqlite.events import write_events
-from contextwm.adapters.sqlite.history_codecs import checkpoint_json, checkpoint_of
 from contextwm.adapters.store_rows import REVERTED
 from contextwm.domain.errors import AlreadyExists
 from contextwm.domain.history import (

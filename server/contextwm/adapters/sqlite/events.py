@@ -6,8 +6,8 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
+from contextwm.adapters.history_rows import decode_payload, encode_payload
 from contextwm.adapters.sqlite.database import Database, insert_rows
-from contextwm.adapters.sqlite.history_codecs import decode_payload, encode_payload
 from contextwm.domain.history import (
     Event,
     EventKind,

@@ -8,9 +8,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from contextwm.adapters.history_rows import compaction_of, seqs_json
 from contextwm.adapters.sqlite.database import Database, insert_rows
 from contextwm.adapters.sqlite.events import write_events
-from contextwm.adapters.sqlite.history_codecs import compaction_of, seqs_json
 from contextwm.adapters.store_rows import REVERTED
 from contextwm.domain.active import ActiveEntry
 from contextwm.domain.facts import Fact, FactKind

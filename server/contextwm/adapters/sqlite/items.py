@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from contextwm.adapters.history_rows import compaction_row
 from contextwm.adapters.sqlite.codecs import filter_sql
 from contextwm.adapters.sqlite.database import Database, insert_rows
 from contextwm.adapters.sqlite.events import write_events
 from contextwm.adapters.sqlite.history import write_edits, write_facts
-from contextwm.adapters.sqlite.history_codecs import compaction_row
 from contextwm.adapters.sqlite.vectors import write_vectors
 from contextwm.adapters.store_rows import ITEM_COLUMNS, item_of
 from contextwm.domain.facts import Fact

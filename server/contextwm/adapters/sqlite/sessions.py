@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
+from contextwm.adapters.session_rows import session_json, session_of
 from contextwm.adapters.sqlite.database import Database
 from contextwm.adapters.sqlite.events import write_events
 from contextwm.domain.history import Event
-from contextwm.domain.workspace_files import ChunkSpec, ChunkStrategy, FileView, SessionState
+from contextwm.domain.workspace_files import SessionState
 from contextwm.ports.session_store import SessionStore
 
 
@@ -18,42 +18,12 @@ class SessionTables(Database, SessionStore):
 
     def session(self, key: int) -> SessionState:
         row = self._reader().execute("SELECT doc FROM sessions WHERE conv = ?", (key,)).fetchone()
-        return _session_of(json.loads(row[0])) if row else SessionState()
+        return session_of(json.loads(row[0])) if row else SessionState()
 
     def put_session(self, key: int, session: SessionState, events: Sequence[Event]) -> None:
         with self._transaction() as db:
             db.execute(
                 "INSERT OR REPLACE INTO sessions (conv, doc) VALUES (?, ?)",
-                (key, json.dumps(_session_json(session))),
+                (key, json.dumps(session_json(session))),
             )
             write_events(db, key, events)
-
-
-def _session_json(session: SessionState) -> dict[str, Any]:
-    doc: dict[str, Any] = {"states": list(session.states)}
-    if (view := session.view) is not None:
-        spec = view.spec
-        doc["view"] = {
-            "path": view.path,
-            "strategy": spec.strategy.value,
-            "max_lines": spec.max_lines,
-            "max_tokens": spec.max_tokens,
-            "encoding": spec.encoding,
-            "chunk_index": view.chunk_index,
-            "total_chunks": view.total_chunks,
-            "seen": list(view.seen),
-            "sha256": view.sha256,
-        }
-    return doc
-
-
-def _session_of(doc: dict[str, Any]) -> SessionState:
-    view = None
-    if (v := doc.get("view")) is not None:
-        spec = ChunkSpec(
-            ChunkStrategy(v["strategy"]), v["max_lines"], v["max_tokens"], v["encoding"]
-        )
-        view = FileView(
-            v["path"], spec, v["chunk_index"], v["total_chunks"], tuple(v["seen"]), v["sha256"]
-        )
-    return SessionState(tuple(doc.get("states", ())), view)

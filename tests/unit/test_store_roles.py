@@ -1,5 +1,6 @@
-"""The conversation role of the store, the same tests on each store: SQLite and PostgreSQL
-(a real server, started by the tests) must behave alike."""
+"""The store's roles that PostgreSQL serves so far (conversations, events, sessions), the same
+tests on each store: SQLite and PostgreSQL (a real server, started by the tests) must behave
+alike."""
 
 from __future__ import annotations
 
@@ -8,17 +9,21 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
-from contextwm.adapters.postgres.conversations import ConversationTables as PgConversations
+from contextwm.adapters.postgres.store import PostgresStore
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.errors import AlreadyExists
+from contextwm.domain.history import ContextEdit, EditKind, Event, EventKind
+from contextwm.domain.workspace_files import ChunkSpec, ChunkStrategy, FileView, SessionState
 from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.event_store import EventStore
+from contextwm.ports.session_store import SessionStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
 
 T0 = 1_700_000_000.0
 
 
-class Conversations(ConversationStore, StoreLifecycle, Protocol):
+class Conversations(ConversationStore, EventStore, SessionStore, StoreLifecycle, Protocol):
     """What these tests reach."""
 
 
@@ -28,7 +33,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Conversati
     if request.param == "sqlite":
         made = SqliteStore(tmp_path / "store.db")
     else:
-        made = PgConversations(request.getfixturevalue("pg_dsn"))
+        made = PostgresStore(request.getfixturevalue("pg_dsn"))
     yield made
     made.close()
 
@@ -110,3 +115,63 @@ def test_deleting_a_conversation_leaves_the_others(store: Conversations) -> None
     assert store.clock_bounds(keep) == (None, None)
     # The id is free again, for a new conversation.
     assert new_conversation(store, "gone") != keep
+
+
+# ---------------------------------------------------------------- events
+
+
+def edit(seq: int) -> ContextEdit:
+    return ContextEdit(7, T0 + seq, EditKind.DUPLICATE_READ, (seq, seq + 1), seq + 5, 40, "x")
+
+
+def test_events_round_trip_in_order_and_page(store: Conversations) -> None:
+    key = new_conversation(store)
+    other = new_conversation(store, "other")
+    events = [
+        Event(1, T0 + 1, EventKind.EVICTION, (3, 4, 5)),
+        Event(2, T0 + 2, EventKind.DUPLICATE_READ, edit(2)),
+        Event(3, T0 + 3, EventKind.TRUNCATION, edit(3)),
+    ]
+    store.record_events(key, events[:2])
+    store.record_events(key, events[2:])
+    store.record_events(other, [Event(1, T0, EventKind.EVICTION, (1,))])
+    assert store.events_after(key, 0, 10) == events
+    assert store.events_after(key, 1, 1) == events[1:2]
+    assert store.events_after(key, 3, 10) == []
+    assert store.first_event_number(key) == 1
+    record = store.conversation_record(key)
+    assert record is not None and record.last_event == 3
+    assert store.first_event_number(new_conversation(store, "quiet")) is None
+
+
+def test_old_events_are_pruned_and_a_deleted_conversation_takes_its_own(
+    store: Conversations,
+) -> None:
+    key = new_conversation(store)
+    gone = new_conversation(store, "gone")
+    store.record_events(key, [Event(n, T0 + n, EventKind.EVICTION, (n,)) for n in range(1, 6)])
+    store.record_events(gone, [Event(1, T0 + 10, EventKind.EVICTION, (1,))])
+    assert store.prune_events(T0 + 3) == 2
+    assert [e.number for e in store.events_after(key, 0, 10)] == [3, 4, 5]
+    assert store.first_event_number(key) == 3
+    store.delete_conversation(gone)
+    assert store.events_after(gone, 0, 10) == []
+    assert store.prune_events(T0 + 100) == 3  # the deleted conversation's went with it
+
+
+# ---------------------------------------------------------------- sessions
+
+
+def test_a_session_round_trips_replaces_and_records_its_events(store: Conversations) -> None:
+    key = new_conversation(store)
+    assert store.session(key) == SessionState()
+    view = FileView(
+        "src/app.py", ChunkSpec(ChunkStrategy.LINES, 200, 2000, "o200k_base"), 2, 5, (0, 1, 2), "ab"
+    )
+    first = SessionState(("editing",), view)
+    store.put_session(key, first, [Event(1, T0, EventKind.EVICTION, (1,))])
+    assert store.session(key) == first
+    second = SessionState(("testing", "reviewing"), None)
+    store.put_session(key, second, [])
+    assert store.session(key) == second
+    assert [e.number for e in store.events_after(key, 0, 10)] == [1]

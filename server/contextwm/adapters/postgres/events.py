@@ -1,0 +1,63 @@
+"""A conversation's events, kept for replay to watchers and pruned by age."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import psycopg
+
+from contextwm.adapters.history_rows import decode_payload, encode_payload
+from contextwm.adapters.postgres.database import Database
+from contextwm.domain.history import Event, EventKind
+from contextwm.ports.event_store import EventStore
+
+
+def write_events(
+    db: psycopg.Connection, key: int, events: Sequence[Event], *, counter: bool = True
+) -> None:
+    """Stores events; counter=False when the caller updates conversations.last_event."""
+    if not events:
+        return
+    with db.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO events (conv, number, at, kind, payload) VALUES (%s, %s, %s, %s, %s)",
+            [
+                (key, e.number, e.at, str(e.kind), json.dumps(encode_payload(e.payload)))
+                for e in events
+            ],
+        )
+    if counter:
+        db.execute(
+            "UPDATE conversations SET last_event = %s WHERE id = %s", (events[-1].number, key)
+        )
+
+
+class EventTables(Database, EventStore):
+    """A conversation's events, kept for replay to watchers and pruned by age."""
+
+    def events_after(self, key: int, after: int, limit: int) -> list[Event]:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT number, at, kind, payload FROM events WHERE conv = %s AND number > %s"
+                " ORDER BY number LIMIT %s",
+                (key, after, limit),
+            ).fetchall()
+        return [
+            Event(r[0], r[1], EventKind(r[2]), decode_payload(EventKind(r[2]), json.loads(r[3])))
+            for r in rows
+        ]
+
+    def first_event_number(self, key: int) -> int | None:
+        with self._read() as db:
+            row = db.execute("SELECT min(number) FROM events WHERE conv = %s", (key,)).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else None
+
+    def record_events(self, key: int, events: Sequence[Event]) -> None:
+        with self._transaction() as db:
+            write_events(db, key, events)
+
+    def prune_events(self, older_than: float) -> int:
+        """Drops events older than the retention; returns how many."""
+        with self._transaction() as db:
+            return db.execute("DELETE FROM events WHERE at < %s", (older_than,)).rowcount
