@@ -4,7 +4,12 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 4
 
-SCHEMA = """
+# How the full-text index cuts text into terms; fts5_terms.py cuts it the same way for stores
+# that keep their own postings.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS conversations (
     id INTEGER PRIMARY KEY,
@@ -53,9 +58,12 @@ CREATE INDEX IF NOT EXISTS vectors_model ON vectors (model, item);
 -- Contentless: the text lives in items once. The tag column ("c<conversation key>") lets
 -- a MATCH narrow to one conversation inside the index instead of filtering afterwards.
 CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(
-    content, tag, content='', tokenize='porter unicode61 remove_diacritics 2'
+    content, tag, content='', tokenize='"""
+    + FTS_TOKENIZER
+    + """'
 );
 """
+)
 
 # Version 2 (the agent loop): columns added to version-1 files by ALTER TABLE, so one list
 # serves new files and migrated ones alike.
