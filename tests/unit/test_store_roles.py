@@ -23,13 +23,13 @@ from contextwm.ports.store_lifecycle import StoreLifecycle
 T0 = 1_700_000_000.0
 
 
-class Conversations(ConversationStore, EventStore, SessionStore, StoreLifecycle, Protocol):
+class ServedRoles(ConversationStore, EventStore, SessionStore, StoreLifecycle, Protocol):
     """What these tests reach."""
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Conversations]:
-    made: Conversations
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServedRoles]:
+    made: ServedRoles
     if request.param == "sqlite":
         made = SqliteStore(tmp_path / "store.db")
     else:
@@ -38,11 +38,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Conversati
     made.close()
 
 
-def new_conversation(store: Conversations, cid: str = "c1", ns: str = "default") -> int:
+def new_conversation(store: ServedRoles, cid: str = "c1", ns: str = "default") -> int:
     return store.create_conversation(ns, cid, ConversationSettings(), T0).key
 
 
-def test_create_get_and_duplicate(store: Conversations) -> None:
+def test_create_get_and_duplicate(store: ServedRoles) -> None:
     weights = ScoringWeights(recency=0.7, importance={"pinned": 2.0}, role={"user": 0.9})
     cs = ConversationSettings(window_max_tokens=123, encoding="o200k_base", weights=weights)
     rec = store.create_conversation("ns", "conv", cs, T0)
@@ -60,7 +60,7 @@ def test_create_get_and_duplicate(store: Conversations) -> None:
     assert store.get_conversation("ns3", "conv") is None
 
 
-def test_update_settings(store: Conversations) -> None:
+def test_update_settings(store: ServedRoles) -> None:
     key = new_conversation(store)
     cs = ConversationSettings(window_max_items=7, adaptive_window=True)
     store.update_settings(key, cs, 1234)
@@ -69,7 +69,7 @@ def test_update_settings(store: Conversations) -> None:
     assert rec.token_limit == 1234
 
 
-def test_list_conversations_pages(store: Conversations) -> None:
+def test_list_conversations_pages(store: ServedRoles) -> None:
     ids = [f"conv-{n:02d}" for n in range(23)]
     for cid in reversed(ids):
         new_conversation(store, cid)
@@ -87,7 +87,7 @@ def test_list_conversations_pages(store: Conversations) -> None:
     assert sorted(cid for _, cid in store.conversation_keys("default")) == ids
 
 
-def test_conversations_are_listed_in_byte_order_of_their_ids(store: Conversations) -> None:
+def test_conversations_are_listed_in_byte_order_of_their_ids(store: ServedRoles) -> None:
     # As SQLite compares text: whatever the database's locale, pages come in one order.
     ids = ["b", "B", "a", "_x", "-y", "Z9", "é", "conv-1", "conv_1", "conv1"]
     for cid in ids:
@@ -103,7 +103,7 @@ def test_conversations_are_listed_in_byte_order_of_their_ids(store: Conversation
     ]
 
 
-def test_deleting_a_conversation_leaves_the_others(store: Conversations) -> None:
+def test_deleting_a_conversation_leaves_the_others(store: ServedRoles) -> None:
     keep = new_conversation(store, "keep")
     gone = new_conversation(store, "gone")
     assert store.delete_conversation(gone) == 0
@@ -124,7 +124,7 @@ def edit(seq: int) -> ContextEdit:
     return ContextEdit(7, T0 + seq, EditKind.DUPLICATE_READ, (seq, seq + 1), seq + 5, 40, "x")
 
 
-def test_events_round_trip_in_order_and_page(store: Conversations) -> None:
+def test_events_round_trip_in_order_and_page(store: ServedRoles) -> None:
     key = new_conversation(store)
     other = new_conversation(store, "other")
     events = [
@@ -145,7 +145,7 @@ def test_events_round_trip_in_order_and_page(store: Conversations) -> None:
 
 
 def test_old_events_are_pruned_and_a_deleted_conversation_takes_its_own(
-    store: Conversations,
+    store: ServedRoles,
 ) -> None:
     key = new_conversation(store)
     gone = new_conversation(store, "gone")
@@ -162,7 +162,7 @@ def test_old_events_are_pruned_and_a_deleted_conversation_takes_its_own(
 # ---------------------------------------------------------------- sessions
 
 
-def test_a_session_round_trips_replaces_and_records_its_events(store: Conversations) -> None:
+def test_a_session_round_trips_replaces_and_records_its_events(store: ServedRoles) -> None:
     key = new_conversation(store)
     assert store.session(key) == SessionState()
     view = FileView(
