@@ -20,6 +20,7 @@ from contextwm.ports.embedder import Embedder
 from contextwm.settings import ServerSettings
 from contextwm_client import Client
 from postgres_server import PostgresServer
+from stores import STORES, RoleStore, open_store
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +35,15 @@ def postgres() -> Iterator[PostgresServer]:
 def pg_dsn(postgres: PostgresServer) -> str:
     """The DSN of a new, empty database of the session's PostgreSQL."""
     return postgres.create_database(f"t{uuid.uuid4().hex}")
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RoleStore]:
+    """A new, empty store of each kind in turn: the store-role tests run once per store
+    (modules that test one store define their own `store`)."""
+    made = open_store(request.param, request, tmp_path)
+    yield made
+    made.close()
 
 
 @pytest.fixture(scope="session")

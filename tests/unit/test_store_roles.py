@@ -1,48 +1,17 @@
-"""The store's roles that PostgreSQL serves so far (conversations, events, sessions), the same
-tests on each store: SQLite and PostgreSQL (a real server, started by the tests) must behave
-alike."""
+"""The conversation, event and session roles of the store, the same tests on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Protocol
-
 import pytest
-from contextwm.adapters.postgres.store import PostgresStore
-from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.conversations import ConversationSettings, ScoringWeights
 from contextwm.domain.errors import AlreadyExists
 from contextwm.domain.history import ContextEdit, EditKind, Event, EventKind
 from contextwm.domain.workspace_files import ChunkSpec, ChunkStrategy, FileView, SessionState
-from contextwm.ports.conversation_store import ConversationStore
-from contextwm.ports.event_store import EventStore
-from contextwm.ports.session_store import SessionStore
-from contextwm.ports.store_lifecycle import StoreLifecycle
-
-T0 = 1_700_000_000.0
+from stores import T0, RoleStore, new_conversation
 
 
-class ServedRoles(ConversationStore, EventStore, SessionStore, StoreLifecycle, Protocol):
-    """What these tests reach."""
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServedRoles]:
-    made: ServedRoles
-    if request.param == "sqlite":
-        made = SqliteStore(tmp_path / "store.db")
-    else:
-        made = PostgresStore(request.getfixturevalue("pg_dsn"))
-    yield made
-    made.close()
-
-
-def new_conversation(store: ServedRoles, cid: str = "c1", ns: str = "default") -> int:
-    return store.create_conversation(ns, cid, ConversationSettings(), T0).key
-
-
-def test_create_get_and_duplicate(store: ServedRoles) -> None:
+def test_create_get_and_duplicate(store: RoleStore) -> None:
     weights = ScoringWeights(recency=0.7, importance={"pinned": 2.0}, role={"user": 0.9})
     cs = ConversationSettings(window_max_tokens=123, encoding="o200k_base", weights=weights)
     rec = store.create_conversation("ns", "conv", cs, T0)
@@ -60,7 +29,7 @@ def test_create_get_and_duplicate(store: ServedRoles) -> None:
     assert store.get_conversation("ns3", "conv") is None
 
 
-def test_update_settings(store: ServedRoles) -> None:
+def test_update_settings(store: RoleStore) -> None:
     key = new_conversation(store)
     cs = ConversationSettings(window_max_items=7, adaptive_window=True)
     store.update_settings(key, cs, 1234)
@@ -69,7 +38,7 @@ def test_update_settings(store: ServedRoles) -> None:
     assert rec.token_limit == 1234
 
 
-def test_list_conversations_pages(store: ServedRoles) -> None:
+def test_list_conversations_pages(store: RoleStore) -> None:
     ids = [f"conv-{n:02d}" for n in range(23)]
     for cid in reversed(ids):
         new_conversation(store, cid)
@@ -87,7 +56,7 @@ def test_list_conversations_pages(store: ServedRoles) -> None:
     assert sorted(cid for _, cid in store.conversation_keys("default")) == ids
 
 
-def test_conversations_are_listed_in_byte_order_of_their_ids(store: ServedRoles) -> None:
+def test_conversations_are_listed_in_byte_order_of_their_ids(store: RoleStore) -> None:
     # As SQLite compares text: whatever the database's locale, pages come in one order.
     ids = ["b", "B", "a", "_x", "-y", "Z9", "é", "conv-1", "conv_1", "conv1"]
     for cid in ids:
@@ -103,7 +72,7 @@ def test_conversations_are_listed_in_byte_order_of_their_ids(store: ServedRoles)
     ]
 
 
-def test_deleting_a_conversation_leaves_the_others(store: ServedRoles) -> None:
+def test_deleting_a_conversation_leaves_the_others(store: RoleStore) -> None:
     keep = new_conversation(store, "keep")
     gone = new_conversation(store, "gone")
     assert store.delete_conversation(gone) == 0
@@ -124,7 +93,7 @@ def edit(seq: int) -> ContextEdit:
     return ContextEdit(7, T0 + seq, EditKind.DUPLICATE_READ, (seq, seq + 1), seq + 5, 40, "x")
 
 
-def test_events_round_trip_in_order_and_page(store: ServedRoles) -> None:
+def test_events_round_trip_in_order_and_page(store: RoleStore) -> None:
     key = new_conversation(store)
     other = new_conversation(store, "other")
     events = [
@@ -145,7 +114,7 @@ def test_events_round_trip_in_order_and_page(store: ServedRoles) -> None:
 
 
 def test_old_events_are_pruned_and_a_deleted_conversation_takes_its_own(
-    store: ServedRoles,
+    store: RoleStore,
 ) -> None:
     key = new_conversation(store)
     gone = new_conversation(store, "gone")
@@ -162,7 +131,7 @@ def test_old_events_are_pruned_and_a_deleted_conversation_takes_its_own(
 # ---------------------------------------------------------------- sessions
 
 
-def test_a_session_round_trips_replaces_and_records_its_events(store: ServedRoles) -> None:
+def test_a_session_round_trips_replaces_and_records_its_events(store: RoleStore) -> None:
     key = new_conversation(store)
     assert store.session(key) == SessionState()
     view = FileView(

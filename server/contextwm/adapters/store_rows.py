@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -81,6 +81,21 @@ def settings_from_json(text: str) -> ConversationSettings:
         data["retention"] = RetentionPolicy(**retention)
     known = {f.name for f in dataclasses.fields(ConversationSettings)}
     return ConversationSettings(weights=weights, **{k: v for k, v in data.items() if k in known})
+
+
+def metadata_json(metadata: Mapping[str, str]) -> str | None:
+    """Item metadata as both stores keep it: JSON text, escaped to ASCII, with json.dumps's
+    default separators, which metadata_patterns relies on."""
+    return json.dumps(dict(metadata)) if metadata else None
+
+
+def metadata_patterns(key: str, value: str) -> tuple[str, str, str, str]:
+    """Texts of which metadata_json's text holds one exactly when the metadata maps key to
+    value. The key-value pair with its quotes, after "{" or ", " and before "," or "}": a quote
+    inside a JSON string is escaped, so those only occur where a pair starts and ends. (JSON
+    functions would decode a \\u0000 in a key or value: SQLite's cut the text there.)"""
+    pair = json.dumps({key: value})[1:-1]
+    return ("{" + pair + ",", "{" + pair + "}", ", " + pair + ",", ", " + pair + "}")
 
 
 def item_of(row: Sequence[Any]) -> Item:

@@ -5,6 +5,8 @@ from __future__ import annotations
 # MIGRATIONS[n] brings a database at version n to version n + 1; each runs in the same
 # transaction as the version it records.
 MIGRATIONS: tuple[str, ...] = (
+    # Lexical postings: one row per distinct term of an item, cut by FTS5's own tokenizer
+    # (Fts5Terms), so BM25 gets the inputs the SQLite store's full-text index gives it.
     # Names compare byte by byte (COLLATE "C"), as SQLite compares them: pages of conversations
     # come in the same order from either store, whatever the database's locale.
     """
@@ -66,6 +68,59 @@ MIGRATIONS: tuple[str, ...] = (
         conv bigint PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
         doc text NOT NULL
     );
+    CREATE TABLE postings (
+        conv bigint NOT NULL,
+        term text COLLATE "C" NOT NULL,
+        item bigint NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+        PRIMARY KEY (conv, term, item)
+    );
+    CREATE INDEX postings_item ON postings (item);
+    CREATE TABLE facts (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        kind text NOT NULL,
+        text text NOT NULL,
+        outcome text NOT NULL DEFAULT ''
+    );
+    CREATE INDEX facts_conv ON facts (conv, seq);
+    CREATE TABLE edits (
+        conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        id bigint NOT NULL,
+        at double precision NOT NULL,
+        kind text NOT NULL,
+        seqs text NOT NULL,
+        related_seq bigint NOT NULL DEFAULT 0,
+        tokens_saved bigint NOT NULL DEFAULT 0,
+        detail text NOT NULL DEFAULT '',
+        undone_at double precision,
+        PRIMARY KEY (conv, id)
+    );
+    CREATE TABLE compactions (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        number bigint NOT NULL,
+        at double precision NOT NULL,
+        summary text NOT NULL,
+        extractive smallint NOT NULL,
+        marker_seq bigint NOT NULL,
+        items_archived bigint NOT NULL,
+        tokens_before bigint NOT NULL,
+        tokens_after bigint NOT NULL,
+        ledger text NOT NULL,
+        facts text NOT NULL,
+        undone_at double precision
+    );
+    CREATE INDEX compactions_conv ON compactions (conv, marker_seq);
+    CREATE TABLE checkpoints (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        name text NOT NULL,
+        at double precision NOT NULL,
+        snapshot text NOT NULL,
+        UNIQUE (conv, name)
+    );
+    CREATE INDEX items_file ON items (conv, file_path) WHERE file_path IS NOT NULL;
     """,
 )
 

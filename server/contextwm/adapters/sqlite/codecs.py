@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextwm.adapters.store_rows import metadata_patterns
 from contextwm.domain.items import ItemFilter
 
 
@@ -26,12 +27,8 @@ def filter_sql(flt: ItemFilter | None) -> tuple[str, list[Any]]:
         sql.append("i.ts < ?")
         params.append(flt.until)
     for k, v in sorted(flt.metadata.items()):
-        # json_each compares keys as plain strings: no JSON path quoting to get wrong.
-        sql.append(
-            "EXISTS (SELECT 1 FROM json_each(i.metadata) WHERE json_each.key = ?"
-            " AND json_each.value = ?)"
-        )
-        params.extend([k, v])
+        sql.append("(" + " OR ".join(["instr(i.metadata, ?) > 0"] * 4) + ")")
+        params.extend(metadata_patterns(k, v))
     return " AND " + " AND ".join(sql), params
 
 

@@ -3,7 +3,6 @@ seq, page, window or filter."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +16,7 @@ from contextwm.adapters.sqlite.database import Database, insert_rows
 from contextwm.adapters.sqlite.events import write_events
 from contextwm.adapters.sqlite.history import write_edits, write_facts
 from contextwm.adapters.sqlite.vectors import write_vectors
-from contextwm.adapters.store_rows import ITEM_COLUMNS, item_of
+from contextwm.adapters.store_rows import ITEM_COLUMNS, item_of, metadata_json
 from contextwm.domain.facts import Fact
 from contextwm.domain.history import CompactionRecord, ContextEdit, Event
 from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
@@ -44,7 +43,7 @@ def insert_items(
                 item.timestamp,
                 item.token_count,
                 int(item.flags),
-                json.dumps(dict(item.metadata)) if item.metadata else None,
+                metadata_json(item.metadata),
                 item.file.path if item.file else None,
                 item.file.kind if item.file else None,
                 int(item.state),

@@ -1,0 +1,98 @@
+"""The words of items: a postings table (conversation, term, item), its terms cut by FTS5's own
+tokenizer, read without ranking for BM25, as the SQLite store reads its full-text index."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+
+import psycopg
+
+from contextwm.adapters.fts5_terms import Fts5Terms
+from contextwm.adapters.postgres.codecs import filter_sql
+from contextwm.adapters.postgres.database import Database, copy_rows
+from contextwm.domain.items import ItemFilter, ItemState
+from contextwm.ports.lexical_store import LexicalStore, TermPostings
+
+
+@functools.cache
+def _tokenizer() -> Fts5Terms:
+    return Fts5Terms()
+
+
+def item_terms(texts: Sequence[str]) -> list[frozenset[str]]:
+    """Each text's distinct terms, as the postings table holds them."""
+    return _tokenizer().terms(texts)
+
+
+def lookup_terms(word: str) -> tuple[str, ...]:
+    """The terms a word is looked up by (several where the tokenizer splits it)."""
+    return _tokenizer().query_terms(word)
+
+
+def write_postings(
+    db: psycopg.Connection, key: int, ids: Sequence[int], terms: Sequence[frozenset[str]]
+) -> None:
+    copy_rows(
+        db,
+        "postings (conv, term, item)",
+        [(key, term, item) for item, held in zip(ids, terms, strict=True) for term in held],
+    )
+
+
+class LexicalTables(Database, LexicalStore):
+    """The words of items, read from the postings table."""
+
+    def term_postings(
+        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] | None = None
+    ) -> dict[str, TermPostings]:
+        out: dict[str, TermPostings] = {}
+        with self._read() as db:
+            for word in terms:
+                looked_up = lookup_terms(word)
+                if not looked_up:
+                    out[word] = TermPostings(0, ())
+                    continue
+                matched = "SELECT item FROM postings WHERE conv = %s AND term = %s"
+                params: tuple[object, ...] = (key, looked_up[0])
+                if len(looked_up) > 1:
+                    # A word the tokenizer splits is found where all its terms are (SQLite's
+                    # phrase query also asks they be adjacent: rare, since query words are
+                    # cut by the same rule).
+                    matched = (
+                        "SELECT item FROM postings WHERE conv = %s AND term = ANY(%s)"
+                        " GROUP BY item HAVING count(*) = %s"
+                    )
+                    params = (key, list(looked_up), len(looked_up))
+                rows = [
+                    r[0]
+                    for r in db.execute(f"{matched} ORDER BY item LIMIT %s", (*params, limit + 1))
+                ]
+                count = len(rows)
+                if count > limit:
+                    if counts and word in counts:
+                        count = counts[word]
+                    else:
+                        found = db.execute(f"SELECT count(*) FROM ({matched}) m", params)
+                        count = found.fetchone()[0]  # type: ignore[index]
+                    rows = rows[:limit]
+                out[word] = TermPostings(count, tuple(rows))
+        return out
+
+    def row_items(
+        self,
+        key: int,
+        rows: Sequence[int],
+        states: Sequence[ItemState],
+        flt: ItemFilter | None = None,
+    ) -> dict[int, tuple[int, int]]:
+        if not len(rows):
+            return {}
+        where, params = filter_sql(flt)
+        with self._read() as db:
+            found = db.execute(
+                "SELECT i.id, i.seq, i.tokens FROM items i WHERE i.id = ANY(%s) AND i.conv = %s"
+                f" AND i.state = ANY(%s){where}",
+                ([int(r) for r in rows], key, [int(s) for s in states], *params),
+            ).fetchall()
+        return {r[0]: (r[1], r[2]) for r in found}
