@@ -55,15 +55,37 @@ def embedder() -> SentenceTransformerEmbedder:
 StartService = Callable[..., Service]
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Tests marked both_stores run their servers on each store in turn.
+    if "store_kind" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_stores"
+    ):
+        metafunc.parametrize("store_kind", STORES, indirect=True)
+
+
 @pytest.fixture
-def start_service(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[StartService]:
-    """Starts real servers on loopback port 0 with a fresh SQLite file; stops them afterwards.
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """The store the test's servers keep conversations in: SQLite unless the test is marked
+    both_stores, then each in turn."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def start_service(
+    tmp_path: Path,
+    embedder: SentenceTransformerEmbedder,
+    store_kind: str,
+    request: pytest.FixtureRequest,
+) -> Iterator[StartService]:
+    """Starts real servers on loopback port 0 with a fresh store (a SQLite file, or a new
+    PostgreSQL database under both_stores); stops them afterwards.
 
     Keyword arguments override ServerSettings fields (conversation=..., limits=...), except
     `model`, an Embedder instance to use instead of the shared one, and `clock`, the wall
-    clock the server reads.
+    clock the server reads. Servers started by one test share its PostgreSQL database.
     """
     started: list[Service] = []
+    store = request.getfixturevalue("pg_dsn") if store_kind == "postgresql" else ""
 
     def start(
         *, model: Embedder | None = None, clock: Callable[[], float] = time.time, **overrides: Any
@@ -72,7 +94,9 @@ def start_service(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iter
         # The shared model embeds in-process here: a child process per server would load the
         # model again for every test (the subprocess tests cover the child process).
         settings = dataclasses.replace(
-            ServerSettings(port=0, data_dir=data_dir, grace_seconds=1.0, indexer_process=False),
+            ServerSettings(
+                port=0, data_dir=data_dir, store=store, grace_seconds=1.0, indexer_process=False
+            ),
             **overrides,
         )
         service = Service.start(settings, embedder=model or embedder, clock=clock)

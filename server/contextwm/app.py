@@ -25,6 +25,7 @@ from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
 from contextwm.observability import Metrics
 from contextwm.ports.embedder import Embedder
+from contextwm.ports.store import Store
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retention.task import RetentionTask
@@ -52,12 +53,26 @@ def make_embedder(kind: str, main_thread: MainThread | None = None) -> Embedder:
     return SentenceTransformerEmbedder(main_thread=main_thread)
 
 
+def open_store(settings: ServerSettings, data: DataDir) -> Store:
+    """The store the settings name: PostgreSQL at settings.store, else the data directory's
+    SQLite file.
+
+    Raises:
+        StoreUnavailable: PostgreSQL cannot be reached.
+    """
+    if settings.store:
+        from contextwm.adapters.postgres.store import PostgresStore
+
+        return PostgresStore(settings.store)
+    return SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
+
+
 @dataclass
 class Service:
     """A running contextwm: store, engine, indexer and gRPC server."""
 
     settings: ServerSettings
-    store: SqliteStore
+    store: Store
     engine: ContextEngine
     indexer: Indexer
     server: GrpcServer
@@ -107,15 +122,19 @@ class Service:
             DataDirInUse: another server runs on the data directory.
             UnusableStore: the store file is damaged or missing where it should be; nothing
                 was written to it.
+            StoreUnavailable: PostgreSQL cannot be reached.
             OSError: the address cannot be bound.
         """
         data = DataDir(settings.data_dir)
         data.root.mkdir(parents=True, exist_ok=True)
         lock = DataDirLock.take(data)
         metrics = None
+        store = None
         try:
             # First, before anything listens or the model loads: a refusal comes at once.
-            refuse_unusable(data)
+            if not settings.store:
+                refuse_unusable(data)
+            store = open_store(settings, data)
             if settings.metrics_port is not None:
                 metrics = Metrics.start(settings.metrics_host, settings.metrics_port)
             server = GrpcServer(
@@ -131,13 +150,15 @@ class Service:
         except BaseException:
             if metrics is not None:
                 metrics.stop()
+            if store is not None:
+                store.close()
             lock.release()
             raise
         where = address if settings.socket else f"{settings.host}:{port}"
         log.info(
             "contextwm listening on %s (data in %s); loading the model", where, settings.data_dir
         )
-        return Listening(settings, data, lock, server, port, metrics)
+        return Listening(settings, data, store, lock, server, port, metrics)
 
     @classmethod
     def _build(
@@ -149,12 +170,11 @@ class Service:
     ) -> Service:
         import faiss
 
-        settings, data = listening.settings, listening.data
+        settings, data, store = listening.settings, listening.data, listening.store
         # One thread per search: for a single query vector FAISS's OpenMP split costs more
         # than it gains (measured 14.5 ms with 2 threads against 5.5 ms with 1 at 100k items).
         faiss.omp_set_num_threads(1)
         batch_embedder = None
-        store = None
         try:
             if settings.indexer_process and settings.embedder == "minilm":
                 # Started first: the child loads its model while this process loads its own.
@@ -163,7 +183,6 @@ class Service:
             # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
             embedder.embed(["warm-up"])
             token_counter(settings.conversation.encoding).count("warm-up")
-            store = SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
             engine = ContextEngine(
                 store,
                 embedder,
@@ -190,8 +209,6 @@ class Service:
         except BaseException:
             if batch_embedder is not None:
                 batch_embedder.close()
-            if store is not None:
-                store.close()
             raise
         indexer = Indexer(
             engine,
@@ -285,6 +302,7 @@ class Listening:
 
     settings: ServerSettings
     data: DataDir
+    store: Store
     lock: DataDirLock
     server: GrpcServer
     port: int
@@ -313,8 +331,10 @@ class Listening:
             raise
 
     def abandon(self) -> None:
-        """Stops listening and lets go of the data directory, without serving."""
+        """Stops listening, closes the store and lets go of the data directory, without
+        serving."""
         self.server.stop(0)
         if self.metrics is not None:
             self.metrics.stop()
+        self.store.close()
         self.lock.release()

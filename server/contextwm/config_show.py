@@ -21,6 +21,7 @@ from contextwm.settings import (
     environment_variables,
     read_sources,
     settings_from,
+    without_password,
 )
 
 Setting = tuple[str, ...]  # a path: ("limits", "max_item_tokens")
@@ -93,7 +94,11 @@ def rows(
             else:
                 origin[path] = source.name
     return [
-        Row(_dotted(path), _shown(value), origin.get(path, "default"))
+        Row(
+            _dotted(path),
+            without_password(value) if path == ("store",) and value else _shown(value),
+            origin.get(path, "default"),
+        )
         for path, value in effective(settings).items()
     ]
 

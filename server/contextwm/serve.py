@@ -25,6 +25,7 @@ FLAGS = {
     "port": "--port",
     "socket": "--socket",
     "data_dir": "--data-dir",
+    "store": "--store",
     "log_level": "--log-level",
     "embedder": "--embedder",
     "workspace_root": "--workspace",
@@ -46,6 +47,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="port to listen on; 0 picks one (default 50051)")
     parser.add_argument("--socket", help="listen on this Unix socket instead of a port")
     parser.add_argument("--data-dir", type=Path, help="where the SQLite file and indexes live")
+    parser.add_argument(
+        "--store",
+        help="a PostgreSQL URL (postgresql://user:password@host:port/db) to keep conversations"
+        " in, shared by replicas (default: the SQLite file in the data directory)",
+    )
     parser.add_argument(
         "--workspace",
         help="the agent's files: the workspace of conversations that name none",
@@ -79,6 +85,7 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     from contextwm.adapters.main_thread import MainThread
+    from contextwm.adapters.postgres.database import StoreUnavailable
     from contextwm.adapters.sqlite.guard import UnusableStore
     from contextwm.app import Service
     from contextwm.datadir.lock import DataDirInUse
@@ -92,6 +99,10 @@ def run_serve(args: argparse.Namespace) -> int:
         # The message is the whole story, for a person: no traceback.
         print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
         return REFUSED
+    except StoreUnavailable as exc:
+        # Worth retrying (the database may be starting): not REFUSED.
+        print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
+        return 1
     # Tests and supervisors read this line to learn the bound port; readiness is the health
     # service's to tell (contextwm.v1.ContextService SERVING), once the model has loaded.
     print(f"contextwm listening on port {listening.port}", flush=True)

@@ -7,6 +7,7 @@ import dataclasses
 import math
 import os
 import tomllib
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,23 @@ from contextwm.tool_availability.config import rules_from_config
 from contextwm.tool_availability.rules import default_rules
 
 ENV_PREFIX = "CONTEXTWM_"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def without_password(url: str) -> str:
+    """A store URL fit to show or log: its password (in the user part or the query) masked."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    query = urllib.parse.urlencode(
+        [
+            (k, "***" if k == "password" else v)
+            for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        ],
+        safe="*",
+    )
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +80,10 @@ class ServerSettings:
     port: int = 50051
     socket: str | None = None
     data_dir: Path = Path("contextwm-data")
+    # Where conversations are kept: "" for the SQLite file in data_dir, or a PostgreSQL URL
+    # (postgresql://user:password@host:port/database) that several replicas can share; with
+    # it, data_dir holds this replica's index cache and lock only.
+    store: str = ""
     workers: int = 16
     log_level: str = "info"
     sqlite_synchronous: str = "NORMAL"
@@ -468,6 +490,11 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
         settings = _merge(settings, source.values, source.name)
     if settings.sqlite_synchronous not in {"NORMAL", "FULL"}:
         raise SettingsError("sqlite_synchronous must be NORMAL or FULL")
+    if settings.store and not settings.store.startswith(POSTGRES_SCHEMES):
+        raise SettingsError(
+            "store must be empty (the SQLite file in data_dir) or a PostgreSQL URL such as"
+            " postgresql://user:password@host:5432/contextwm"
+        )
     if settings.max_loaded_conversations < 1:
         raise SettingsError("max_loaded_conversations must be at least 1")
     if not 0 <= settings.indexer_niceness <= 19:

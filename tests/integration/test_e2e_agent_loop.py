@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from conftest import StartService
 from contextwm_client import Client, ConversationSettings, FileRef, NewItem
+
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
 
 LIMIT = 3000
 RESERVE = 500

@@ -18,6 +18,9 @@ from contextwm_client import (
     ResourceExhaustedError,
 )
 
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
+
 
 def test_append_returns_seq_and_exact_token_count(client: Client) -> None:
     text = "Tokenizers split naïve café menus into subwords <|endoftext|> unexpectedly."

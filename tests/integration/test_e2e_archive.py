@@ -8,11 +8,15 @@ import time
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 from conftest import StartService
 from contextwm.adapters.embedder_st import QUERY_BATCH, SentenceTransformerEmbedder
 from contextwm.indexing.pacing import DRAIN_BATCH
 from contextwm_client import Client, ConversationSettings, FileRef, NewItem
 from recording_embedder import RecordingEmbedder
+
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
 
 
 def test_evicted_items_keep_all_fields_and_are_found_by_meaning(client: Client) -> None:

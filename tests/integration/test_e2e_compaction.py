@@ -15,6 +15,9 @@ from contextwm_client import (
     NewItem,
 )
 
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
+
 INSTRUCTION = "Never push to main without asking me first."
 
 

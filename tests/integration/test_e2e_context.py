@@ -6,6 +6,9 @@ import bpe_openai
 import pytest
 from contextwm_client import Client, ConversationSettings, InvalidArgumentError, NewItem
 
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
+
 FILLER = [
     "The quarterly report needs two more charts before Friday.",
     "I switched the office plants to a weekly watering schedule.",

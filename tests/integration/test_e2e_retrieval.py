@@ -7,10 +7,14 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from contextwm_client import Client, ConversationSettings, NewItem, RetrievalMode
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 from bench_data import generate_conversation, ingest_items
+
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
 
 
 def _found(client: Client, conv: str, question: str, turn: int, mode: RetrievalMode) -> bool:

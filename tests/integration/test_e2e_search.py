@@ -15,6 +15,9 @@ from contextwm_client import (
     NotFoundError,
 )
 
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
+
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 Mode = Literal["hybrid", "dense", "lexical"]
 

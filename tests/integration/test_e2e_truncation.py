@@ -14,6 +14,9 @@ from contextwm_client import (
     TruncationStrategy,
 )
 
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
+
 
 @pytest.fixture
 def client(start_service: StartService) -> Iterator[Client]:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from conftest import StartService
 from contextwm_client import Client, ConversationSettings, NewItem, ScoringWeights
+
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
 
 
 def _window_seqs(client: Client, conv: str) -> list[int]:

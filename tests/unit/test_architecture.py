@@ -295,16 +295,19 @@ def test_the_mcp_server_is_a_client_of_the_service_only() -> None:
 # The whole of it, ports/store.py, is named only by those listed here.
 WHOLE_STORE = "contextwm.ports.store"
 WHOLE_STORE_USERS = {
-    # The engine holds the whole store; its parts and the features take their slices of it.
+    # The composition root opens the store the settings name; the engine holds it, and its
+    # parts and the features take their slices of it.
+    "server/contextwm/app.py",
     "server/contextwm/conversations/engine.py",
-    # The adapter, where mypy proves that SqliteStore is the whole of it.
+    # The adapters, where mypy proves that each is the whole of it.
     "server/contextwm/adapters/sqlite/store.py",
+    "server/contextwm/adapters/postgres/store.py",
     # This test, which reads the roles off it.
     "tests/unit/test_architecture.py",
 }
 
 
-def test_only_the_engine_and_the_adapter_name_the_whole_store() -> None:
+def test_only_the_composition_root_the_engine_and_the_adapters_name_the_whole_store() -> None:
     files = [*modules(SERVER), *modules(ROOT / "scripts"), *modules(ROOT / "tests")]
     users = {str(p.relative_to(ROOT)) for p in files if violations([p], (WHOLE_STORE,))}
     assert users == WHOLE_STORE_USERS
@@ -315,9 +318,13 @@ def public_methods(cls: type) -> set[str]:
     return {n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")}
 
 
-def test_every_method_of_the_sqlite_store_belongs_to_one_role() -> None:
+@pytest.mark.parametrize("adapter", ["sqlite", "postgres"])
+def test_every_method_of_each_store_belongs_to_one_role(adapter: str) -> None:
+    from contextwm.adapters.postgres.store import PostgresStore
     from contextwm.adapters.sqlite import SqliteStore
     from contextwm.ports.store import Store
+
+    whole = SqliteStore if adapter == "sqlite" else PostgresStore
 
     roles = [base for base in Store.__bases__ if base is not Protocol]
     assert len(roles) >= 10
@@ -327,11 +334,11 @@ def test_every_method_of_the_sqlite_store_belongs_to_one_role() -> None:
             owners.setdefault(name, []).append(role.__name__)
     assert {name: found for name, found in owners.items() if len(found) > 1} == {}
     # A new public method of the store needs a role; a role's method, an implementation.
-    public = {n for n in dir(SqliteStore) if not n.startswith("_")}
+    public = {n for n in dir(whole) if not n.startswith("_")}
     assert public - owners.keys() == set()
     # Each table group (Database included) declares one role and implements all of it, so
     # the roles mirror the adapter's classes one to one.
-    tables = [c for c in SqliteStore.__mro__[1:] if c.__module__.startswith("contextwm.adapters")]
+    tables = [c for c in whole.__mro__[1:] if c.__module__.startswith("contextwm.adapters")]
     declared = {c: [r for r in c.__bases__ if r in roles] for c in tables}
     assert {c.__name__: len(r) for c, r in declared.items() if len(r) != 1} == {}
     assert sorted(r[0].__name__ for r in declared.values()) == sorted(r.__name__ for r in roles)
