@@ -21,6 +21,8 @@ from contextwm.ports.event_store import EventStore
 from contextwm.ports.history_store import HistoryStore
 from contextwm.ports.item_store import ItemStore
 from contextwm.ports.lexical_store import LexicalStore
+from contextwm.ports.reembed_store import ReembedStore
+from contextwm.ports.retention_store import RetentionStore
 from contextwm.ports.session_store import SessionStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
 from contextwm.ports.vector_store import VectorStore
@@ -42,6 +44,8 @@ class RoleStore(
     CheckpointStore,
     EventStore,
     SessionStore,
+    RetentionStore,
+    ReembedStore,
     StoreLifecycle,
     Protocol,
 ):

@@ -12,9 +12,8 @@ import pytest
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.sqlite.schema import SCHEMA_VERSION
 from contextwm.domain.conversations import ConversationSettings
-from contextwm.domain.facts import Fact, FactKind
 from contextwm.domain.items import FileRef
-from contextwm.ports.retention_store import ArchivedRow, RemovedRows
+from contextwm.ports.retention_store import RemovedRows
 from stores import MODEL, T0, A, add, make_item, new_conversation, search, unit_vectors
 
 
@@ -57,31 +56,18 @@ def test_delete_removes_items_vectors_and_fts_rows(store: SqliteStore, path: Pat
     assert search(store, k2, "walrus") == [1]
 
 
-def test_remove_items_takes_archived_items_with_their_words_vectors_and_facts(
+def test_remove_items_tells_the_full_text_table_the_rows_it_forgets(
     store: SqliteStore, path: Path
 ) -> None:
+    # A contentless FTS5 table forgets a row only when told its original values: else the row
+    # keeps counting in its sizes and its words (the roles' side: test_store_retention.py).
     key = new_conversation(store)
-    items = [make_item(s, f"walrus {s}") for s in range(1, 6)]
-    facts = [Fact(FactKind.COMMAND, "make deploy", 2), Fact(FactKind.COMMAND, "make test", 5)]
-    store.commit_append(key, items, [None] * 5, [], 1000, "general", facts=facts)
+    add(store, key, [make_item(s, f"walrus {s}") for s in range(1, 6)])
     add(store, key, [], evicted=[1, 2, 3])
-    store.put_vectors(MODEL, [(key, s) for s in range(1, 6)], unit_vectors(5))
-    assert store.archived_rows(key, MODEL, [3, 2, 9]) == [
-        ArchivedRow(2, T0 + 2, False, True),
-        ArchivedRow(3, T0 + 3, False, True),
-    ]
-    # Seq 4 is in the window: it stays whatever the caller asks.
     assert store.remove_items(key, [2, 3, 4]) == RemovedRows(count=2, tokens=6)
-    assert [i.seq for i in store.list_items(key, 0, 10, ())] == [1, 4, 5]
-    assert raw_count(path, "SELECT count(*) FROM vectors") == 3
-    assert sorted(search(store, key, "walrus")) == [1, 4, 5]
     assert raw_count(path, "SELECT count(*) FROM items_fts") == 3
-    assert [f.seq for f in store.facts(key)] == [5]
-    assert raw_count(path, "SELECT count(*) FROM facts") == 1
-    assert raw_count(path, "SELECT removed_items FROM conversations WHERE id = ?", key) == 2
-    assert [r.seq for r in store.archived_rows(key, MODEL)] == [1]
-    counts = store.counts(key, MODEL)
-    assert (counts.total, counts.archived, counts.tokens) == (3, 1, 9)
+    assert raw_count(path, "SELECT count(*) FROM items_fts WHERE items_fts MATCH 'walrus'") == 3
+    assert raw_count(path, "SELECT count(*) FROM items_fts WHERE items_fts MATCH '2 OR 3'") == 0
 
 
 def test_namespace_totals_follow_every_change_of_the_namespace(store: SqliteStore) -> None:
@@ -214,6 +200,37 @@ def test_a_version_2_file_is_migrated_and_its_activity_read_from_its_items(path:
         assert store.last_active(key) == T0 + 9
     finally:
         store.close()
+
+
+def test_a_version_3_file_learns_each_conversations_model_from_its_vectors(path: Path) -> None:
+    old_model, new_model = "old-model", "new-model"
+    store = SqliteStore(path)
+    keys = {}
+    for cid, n in (("mixed", 3), ("old", 2), ("empty", 2)):
+        keys[cid] = new_conversation(store, cid)
+        add(store, keys[cid], [make_item(s, conversation_id=cid) for s in range(1, n + 1)])
+    # An older server re-embedding silently; the old conversation's first item waits.
+    store.put_vectors(new_model, [(keys["mixed"], 1)], unit_vectors(1))
+    store.put_vectors(old_model, [(keys["mixed"], 2), (keys["mixed"], 3)], unit_vectors(2))
+    store.put_vectors(old_model, [(keys["old"], 2)], unit_vectors(1))
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE conversations DROP COLUMN embed_model")
+    db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    try:
+        # That of its oldest embedded item.
+        models = {cid: store.conversation_record(key) for cid, key in keys.items()}
+        assert {cid: r.embed_model if r else "?" for cid, r in models.items()} == {
+            "mixed": new_model,
+            "old": old_model,
+            "empty": None,
+        }
+    finally:
+        store.close()
+    assert raw_count(path, "SELECT value FROM meta") == SCHEMA_VERSION == 4
 
 
 def test_a_newer_file_is_refused(path: Path) -> None:

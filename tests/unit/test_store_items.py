@@ -380,7 +380,7 @@ def test_pending_and_put_vectors(store: RoleStore) -> None:
         (k2, 2),
     ]
     # Vectors are per model; to another model's indexer these conversations are stale (their
-    # items wait for a re-embed, see test_reembed_store.py).
+    # items wait for a re-embed, see test_store_reembed.py).
     assert store.counts(k1, "other-model").pending_vectors == 3
     assert store.pending_vectors("other-model", 100) == []
     got = store.vectors_for(k1, [1, 2, 3], MODEL)

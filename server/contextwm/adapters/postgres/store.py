@@ -12,6 +12,8 @@ from contextwm.adapters.postgres.events import EventTables
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
 from contextwm.adapters.postgres.lexical import LexicalTables
+from contextwm.adapters.postgres.reembedding import ReembedTables
+from contextwm.adapters.postgres.retention import RetentionTables
 from contextwm.adapters.postgres.sessions import SessionTables
 from contextwm.adapters.postgres.vectors import VectorTables
 
@@ -25,5 +27,7 @@ class PostgresStore(
     CheckpointTables,
     EventTables,
     SessionTables,
+    RetentionTables,
+    ReembedTables,
 ):
     """The roles PostgreSQL serves so far, on one connection pool."""
