@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
 from conftest import StartService
 from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
@@ -43,9 +44,10 @@ def content(namespace: str, conversation_id: str, n: int) -> str:
     return f"{TOPICS[n % len(TOPICS)]} (note {n} in {namespace}/{conversation_id})"
 
 
-def write_stale_data(start_service: StartService, data_dir: Path) -> None:
-    """Fills data_dir through a server embedding with the hashing model, then stops it (which
-    saves its index files): every item of STALE has a hashing vector."""
+def write_stale_data(start_service: StartService, data_dir: Path) -> str:
+    """Fills data_dir (and the test's PostgreSQL database, when its servers use one) through a
+    server embedding with the hashing model, then stops it (which saves its index files):
+    every item of STALE has a hashing vector. Returns the server's store setting."""
     service = start_service(
         model=HashingEmbedder(),
         data_dir=data_dir,
@@ -62,19 +64,24 @@ def write_stale_data(start_service: StartService, data_dir: Path) -> None:
             client.search(QUERY, conversation_id=cid, mode="dense", namespace=namespace)
             assert client.get_conversation(cid, namespace=namespace).pending_embeddings == 0
     service.stop(grace=0)
-    assert vector_models(data_dir) == {OLD_MODEL: len(STALE) * ITEMS}
+    assert vector_models(data_dir, service.settings.store) == {OLD_MODEL: len(STALE) * ITEMS}
+    return service.settings.store
 
 
-def vector_models(data_dir: Path, namespace: str | None = None) -> dict[str, int]:
-    """Stored vectors by model (of one namespace's conversations, or all), read from the file."""
-    where, params = ("WHERE c.namespace = ?", (namespace,)) if namespace else ("", ())
+def vector_models(data_dir: Path, store: str, namespace: str | None = None) -> dict[str, int]:
+    """Stored vectors by model (of one namespace's conversations, or all), read from the store
+    (store: the servers' setting; empty for the data directory's SQLite file)."""
+    where = "WHERE c.namespace = ?" if namespace else ""
+    params = (namespace,) if namespace else ()
+    sql = (
+        "SELECT v.model, count(*) FROM vectors v JOIN items i ON i.id = v.item"
+        f" JOIN conversations c ON c.id = i.conv {where} GROUP BY v.model"
+    )
+    if store:
+        with psycopg.connect(store) as pg:
+            return dict(pg.execute(sql.replace("?", "%s"), params).fetchall())
     with sqlite3.connect(DataDir(data_dir).store) as db:
-        rows = db.execute(
-            "SELECT v.model, count(*) FROM vectors v JOIN items i ON i.id = v.item"
-            f" JOIN conversations c ON c.id = i.conv {where} GROUP BY v.model",
-            params,
-        ).fetchall()
-    return dict(rows)
+        return dict(db.execute(sql, params).fetchall())
 
 
 class WatchedEmbedder:

@@ -24,6 +24,9 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 from recording_embedder import RecordingEmbedder
 
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
+
 SETTINGS = ConversationSettings(window_max_items=6, window_max_tokens=400)
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 

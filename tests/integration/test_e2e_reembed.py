@@ -34,6 +34,9 @@ from stale_conversations import (
     write_stale_data,
 )
 
+# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
+pytestmark = pytest.mark.both_stores
+
 DEFAULT = [cid for ns, cid in STALE if ns == "default"]
 BATCH = 8
 
@@ -51,7 +54,7 @@ def test_stale_conversations_refuse_dense_search_and_wait_for_a_reembed(
 ) -> None:
     # The same data served with the bundled model.
     service = start_service(data_dir=data_dir)
-    model = embedder.model_name
+    model, store = embedder.model_name, service.settings.store
     with Client(f"127.0.0.1:{service.port}") as client:
         calls: dict[str, Callable[[], object]] = {
             "dense search": lambda: client.search(QUERY, conversation_id="a", mode="dense"),
@@ -93,7 +96,7 @@ def test_stale_conversations_refuse_dense_search_and_wait_for_a_reembed(
         stale_keys = {service.engine.runtime(ns, cid).key for ns, cid in STALE}
         waiting = service.engine.store.pending_vectors(model, 10_000)
         assert not {p.conversation_key for p in waiting} & stale_keys
-        assert vector_models(data_dir) == {OLD_MODEL: len(STALE) * ITEMS, model: 6}
+        assert vector_models(data_dir, store) == {OLD_MODEL: len(STALE) * ITEMS, model: 6}
 
         # Scopes the request cannot mean are refused before anything runs.
         with pytest.raises(NotFoundError):
@@ -236,7 +239,7 @@ def test_a_reembed_runs_beside_other_calls_stops_when_cancelled_and_resumes(
     # Only a re-embed embeds items of "b" (the indexer leaves stale conversations alone).
     watched = WatchedEmbedder(embedder, "in default/b)")
     service = start_service(data_dir=data_dir, indexer_batch_size=BATCH, model=watched)
-    model = embedder.model_name
+    model, store = embedder.model_name, service.settings.store
     target = f"127.0.0.1:{service.port}"
     old_index = {
         cid: data_dir / "indexes" / OLD_MODEL / f"{service.engine.runtime(ns, cid).key}.faiss"
@@ -288,14 +291,14 @@ def test_a_reembed_runs_beside_other_calls_stops_when_cancelled_and_resumes(
         for cid in DEFAULT:
             _assert_current(service, client, embedder, cid)
             assert not old_index[cid].exists()  # made of the dropped vectors
-        assert vector_models(data_dir, "default").keys() == {model}
+        assert vector_models(data_dir, store, "default").keys() == {model}
         # The other namespace was not in the scope: still stale, until it is re-embedded.
         with pytest.raises(FailedPreconditionError, match="reembed --namespace ops d"):
             client.search(QUERY, conversation_id="d", mode="dense", namespace="ops")
         plan, *_, done = client.reembed(all_namespaces=True)
         assert (plan.conversations_total, plan.items_total, done.items_done) == (1, ITEMS, ITEMS)
         client.search(QUERY, conversation_id="d", mode="dense", namespace="ops")
-        assert vector_models(data_dir).keys() == {model}
+        assert vector_models(data_dir, store).keys() == {model}
         hits = {
             cid: client.search(QUERY, conversation_id=cid, mode="dense").hits for cid in DEFAULT
         }
@@ -306,4 +309,4 @@ def test_a_reembed_runs_beside_other_calls_stops_when_cancelled_and_resumes(
         for cid in DEFAULT:
             assert client.search(QUERY, conversation_id=cid, mode="dense").hits == hits[cid]
             _assert_current(again, client, embedder, cid)
-    assert vector_models(data_dir).keys() == {model}
+    assert vector_models(data_dir, store).keys() == {model}

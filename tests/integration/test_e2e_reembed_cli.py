@@ -74,7 +74,7 @@ def test_reembed_prints_progress_and_a_summary(
     assert out.strip() == "nothing to re-embed: every conversation of every namespace uses" + (
         " all-MiniLM-L6-v2"
     )
-    assert vector_models(data_dir).keys() == {"all-MiniLM-L6-v2"}
+    assert vector_models(data_dir, service.settings.store).keys() == {"all-MiniLM-L6-v2"}
     with Client(address) as client:
         for namespace, cid in STALE:
             client.search(QUERY, conversation_id=cid, mode="dense", namespace=namespace)
@@ -116,4 +116,6 @@ def test_ctrl_c_stops_the_reembed_and_a_rerun_resumes(
     assert out.startswith("re-embedded 3 conversations")
     # The batch of "b" in hand when it was cancelled was kept.
     assert re.search(r"; \d+ items embedded by an earlier run kept$", out.strip()), out
-    assert vector_models(data_dir) == {"all-MiniLM-L6-v2": len(STALE) * ITEMS}
+    assert vector_models(data_dir, service.settings.store) == {
+        "all-MiniLM-L6-v2": len(STALE) * ITEMS
+    }
