@@ -11,6 +11,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from contextwm.adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from contextwm.domain.errors import Unavailable
 from contextwm.ports.store_lifecycle import StoreLifecycle
 
 # The advisory lock replicas take to migrate: the others wait, then find the work done.
@@ -46,12 +47,16 @@ class Database(StoreLifecycle):
             StoreUnavailable: no connection within connect_seconds.
             RuntimeError: the database's schema is newer than this contextwm's.
         """
+        self._where = _safe(dsn)
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
             max_size=pool_size,
             kwargs={"autocommit": True},
             timeout=connect_seconds,
+            # A connection is checked as it is handed out (one round trip): after the
+            # database restarted, a call gets a new connection rather than a dead one.
+            check=ConnectionPool.check_connection,
             open=False,
             name="contextwm",
         )
@@ -71,13 +76,27 @@ class Database(StoreLifecycle):
 
     @contextmanager
     def _read(self) -> Iterator[psycopg.Connection]:
-        with self._pool.connection() as conn:
+        with self._reachable(), self._pool.connection() as conn:
             yield conn
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection]:
-        with self._pool.connection() as conn, conn.transaction():
+        with self._reachable(), self._pool.connection() as conn, conn.transaction():
             yield conn
+
+    @contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Turns a lost or refused connection into Unavailable: the call may be retried, and
+        the pool reconnects by itself once the database is back. A transaction cut off this
+        way was rolled back, or committed if the commit had reached the database: an append
+        retried with its idempotency key is then answered from what was stored."""
+        try:
+            yield
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise Unavailable(
+                f"the PostgreSQL store at {self._where} cannot be reached ({_first_line(exc)});"
+                " retry the call"
+            ) from exc
 
     def schema_version(self) -> int:
         """The version the database's schema is at."""
@@ -113,6 +132,10 @@ class Database(StoreLifecycle):
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _safe(dsn: str) -> str:
