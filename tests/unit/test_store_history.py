@@ -153,7 +153,9 @@ def test_checkpoints_record_state_runs_and_restore_them(store: RoleStore) -> Non
     point = Checkpoint(
         "before", T0 + 10, 6, 30, 0, 0, 0, 1000, "general", tuple(runs), Reported(30, 28)
     )
-    store.add_checkpoint(key, point, [Event(1, T0 + 10, EventKind.CHECKPOINT_CREATED, CheckpointChange(point))])
+    store.add_checkpoint(
+        key, point, [Event(1, T0 + 10, EventKind.CHECKPOINT_CREATED, CheckpointChange(point))]
+    )
     with pytest.raises(AlreadyExists, match="before"):
         store.add_checkpoint(key, point, [])
     assert store.checkpoint(key, "before") == point

@@ -79,6 +79,15 @@ class Database(StoreLifecycle):
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection]:
+        """A connection inside one read-only REPEATABLE READ transaction: every query sees
+        the store as it was at the first, so figures read by several queries agree while
+        writers go on."""
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
+
     def schema_version(self) -> int:
         """The version the database's schema is at."""
         with self._read() as db:

@@ -12,7 +12,9 @@ from contextwm.adapters.postgres.events import EventTables
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
 from contextwm.adapters.postgres.lexical import LexicalTables
+from contextwm.adapters.postgres.namespace import NamespaceTables
 from contextwm.adapters.postgres.sessions import SessionTables
+from contextwm.adapters.postgres.stats import StatsTables
 from contextwm.adapters.postgres.vectors import VectorTables
 
 
@@ -21,9 +23,11 @@ class PostgresStore(
     ItemTables,
     VectorTables,
     LexicalTables,
+    NamespaceTables,
     HistoryTables,
     CheckpointTables,
     EventTables,
+    StatsTables,
     SessionTables,
 ):
     """The roles PostgreSQL serves so far, on one connection pool."""
