@@ -21,9 +21,11 @@ from contextwm.ports.event_store import EventStore
 from contextwm.ports.history_store import HistoryStore
 from contextwm.ports.item_store import ItemStore
 from contextwm.ports.lexical_store import LexicalStore
+from contextwm.ports.namespace_store import NamespaceStore
 from contextwm.ports.reembed_store import ReembedStore
 from contextwm.ports.retention_store import RetentionStore
 from contextwm.ports.session_store import SessionStore
+from contextwm.ports.stats_store import StatsStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
 from contextwm.ports.vector_store import VectorStore
 from contextwm.retrieval.ranking import bm25, matched_idf
@@ -40,16 +42,18 @@ class RoleStore(
     ItemStore,
     VectorStore,
     LexicalStore,
+    NamespaceStore,
     HistoryStore,
     CheckpointStore,
     EventStore,
-    SessionStore,
+    StatsStore,
     RetentionStore,
     ReembedStore,
+    SessionStore,
     StoreLifecycle,
     Protocol,
 ):
-    """The roles both stores serve."""
+    """Every role of the store, as both stores serve them."""
 
 
 def open_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> RoleStore:
@@ -99,6 +103,24 @@ def add(
 
 def new_conversation(store: RoleStore, cid: str = "c1", ns: str = "default") -> int:
     return store.create_conversation(ns, cid, ConversationSettings(), T0).key
+
+
+def set_states(store: RoleStore, key: int, seqs: Sequence[int], state: ItemState) -> None:
+    """Puts these items in this state directly, as compaction and restore would (with the
+    other rows those write)."""
+    if isinstance(store, PostgresStore):
+        with store._transaction() as pg:
+            pg.execute(
+                "UPDATE items SET state = %s WHERE conv = %s AND seq = ANY(%s)",
+                (int(state), key, list(seqs)),
+            )
+        return
+    assert isinstance(store, SqliteStore)
+    with store._transaction() as db:
+        db.execute(
+            f"UPDATE items SET state = ? WHERE conv = ? AND seq IN ({','.join('?' * len(seqs))})",
+            (int(state), key, *seqs),
+        )
 
 
 def search(

@@ -20,10 +20,17 @@ def tables(dsn: str) -> set[str]:
         return {r[0] for r in rows}
 
 
+def stored_version(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def test_an_empty_database_is_migrated_and_a_second_open_changes_nothing(pg_dsn: str) -> None:
     first = Database(pg_dsn)
     try:
-        assert first.schema_version() == SCHEMA_VERSION >= 1
+        assert stored_version(pg_dsn) == SCHEMA_VERSION >= 1
         with first._transaction() as db:
             db.execute(
                 "INSERT INTO conversations (namespace, conversation_id, settings, created_at)"
@@ -34,7 +41,7 @@ def test_an_empty_database_is_migrated_and_a_second_open_changes_nothing(pg_dsn:
     assert {"meta", "conversations"} <= tables(pg_dsn)
     again = Database(pg_dsn)
     try:
-        assert again.schema_version() == SCHEMA_VERSION
+        assert stored_version(pg_dsn) == SCHEMA_VERSION
         with again._read() as db:
             assert db.execute("SELECT count(*) FROM conversations").fetchone() == (1,)
     finally:
@@ -60,7 +67,7 @@ def test_replicas_starting_together_migrate_once(pg_dsn: str) -> None:
         t.join(60)
     try:
         assert errors == []
-        assert [d.schema_version() for d in opened] == [SCHEMA_VERSION] * 4
+        assert len(opened) == 4 and stored_version(pg_dsn) == SCHEMA_VERSION
     finally:
         for d in opened:
             d.close()

@@ -70,34 +70,26 @@ def test_remove_items_tells_the_full_text_table_the_rows_it_forgets(
     assert raw_count(path, "SELECT count(*) FROM items_fts WHERE items_fts MATCH '2 OR 3'") == 0
 
 
-def test_namespace_totals_follow_every_change_of_the_namespace(store: SqliteStore) -> None:
-    def truth(ns: str) -> tuple[int, int]:
-        keys = [k for k, _ in store.conversation_keys(ns)]
-        counts = [store.counts(k, MODEL) for k in keys]
-        return sum(c.total for c in counts), sum(c.tokens for c in counts)
-
+def test_namespace_totals_see_removals_and_a_successor_under_a_reused_key(
+    store: SqliteStore,
+) -> None:
+    # The rest of the totals' changes: test_store_namespace. Removals are the retention
+    # role's, which PostgreSQL does not serve yet; reused keys are SQLite's alone.
     a = new_conversation(store, "a")
-    other = new_conversation(store, "x", ns="other")
     add(store, a, [make_item(s, tokens=s, conversation_id="a") for s in range(1, 5)])
-    add(store, other, [make_item(1, tokens=50, conversation_id="x")])
-    assert store.namespace_totals("default") == truth("default") == (4, 10)
-    assert store.namespace_totals("default") == (4, 10)  # unchanged: as read before
-    add(store, a, [make_item(5, tokens=7, conversation_id="a")], evicted=[1, 2])
-    assert store.namespace_totals("default") == truth("default") == (5, 17)
+    add(store, a, [], evicted=[1, 2])
+    assert store.namespace_totals("default") == (4, 10)
     store.remove_items(a, [2])
-    assert store.namespace_totals("default") == truth("default") == (4, 15)
+    assert store.namespace_totals("default") == (3, 8)
     b = new_conversation(store, "b")
     add(store, b, [make_item(1, tokens=100, conversation_id="b")])
-    assert store.namespace_totals("default") == truth("default") == (5, 115)
+    assert store.namespace_totals("default") == (4, 108)
     store.delete_conversation(b)
-    # A successor may get the deleted conversation's key and item count: different tokens.
+    # The successor gets the deleted conversation's key and item count: other tokens.
     c = store.create_conversation("default", "c", ConversationSettings(), T0 + 1).key
     add(store, c, [make_item(1, tokens=1, conversation_id="c")])
     assert c == b
-    assert store.namespace_totals("default") == truth("default") == (5, 16)
-    store.delete_conversation(c)
-    assert store.namespace_totals("default") == truth("default") == (4, 15)
-    assert store.namespace_totals("other") == (1, 50)
+    assert store.namespace_totals("default") == (4, 9)
 
 
 # ---------------------------------------------------------------- durability

@@ -43,9 +43,10 @@ class NamespaceStore(Protocol):
         self, namespace: str, terms: Sequence[str], limit: int
     ) -> dict[str, TermPostings]:
         """For each term, the namespace's items that contain it, as term_postings gives them
-        for one conversation: how many, and the row ids of up to limit of them. The count of
-        a term in more than limit items may include other namespaces' (SQLite reads it from
-        the full-text index of the whole store); it is never below limit + 1."""
+        for one conversation: how many, and the row ids of up to limit of them (the first in
+        row order). The count of a term in more than limit items may include other
+        namespaces' (SQLite reads it from the full-text index of the whole store; PostgreSQL
+        counts the namespace's exactly); it is never below limit + 1."""
         ...
 
     def namespace_totals(self, namespace: str) -> tuple[int, int]:
@@ -68,7 +69,10 @@ class NamespaceStore(Protocol):
     def namespace_filtered(
         self, namespace: str, flt: ItemFilter, states: Sequence[ItemState], limit: int
     ) -> list[ItemKey]:
-        """Items of the namespace (up to limit) in these states that match the filter."""
+        """Items of the namespace (up to limit) in these states that match the filter, in
+        no order callers may rely on (SQLite's follows its plan: by conversation, state and
+        seq, or by conversation and time when the filter bounds the time; PostgreSQL's is
+        always the first): callers take them as a set."""
         ...
 
     def namespace_items(self, items: Sequence[ItemKey]) -> dict[ItemKey, Item]:

@@ -98,11 +98,14 @@ class Database(StoreLifecycle):
                 " retry the call"
             ) from exc
 
-    def schema_version(self) -> int:
-        """The version the database's schema is at."""
-        with self._read() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+    @contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection]:
+        """A connection inside one read-only REPEATABLE READ transaction: every query sees
+        the store as it was at the first, so figures read by several queries agree while
+        writers go on."""
+        with self._reachable(), self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
 
     def _migrate(self) -> None:
         """Creates the schema in an empty database or brings an older one up to

@@ -40,6 +40,22 @@ def write_postings(
     )
 
 
+def matching_items(
+    looked_up: Sequence[str], where: str, params: Sequence[object]
+) -> tuple[str, tuple[object, ...]]:
+    """A query for the items (postings meeting `where`) that hold every one of a word's terms
+    (from lookup_terms, at least one), and its parameters."""
+    if len(looked_up) == 1:
+        return f"SELECT item FROM postings WHERE {where} AND term = %s", (*params, looked_up[0])
+    # A word the tokenizer splits is found where all its terms are (SQLite's phrase query also
+    # asks they be adjacent: rare, since query words are cut by the same rule).
+    return (
+        f"SELECT item FROM postings WHERE {where} AND term = ANY(%s)"
+        " GROUP BY item HAVING count(*) = %s",
+        (*params, list(looked_up), len(looked_up)),
+    )
+
+
 class LexicalTables(Database, LexicalStore):
     """The words of items, read from the postings table."""
 
@@ -53,17 +69,7 @@ class LexicalTables(Database, LexicalStore):
                 if not looked_up:
                     out[word] = TermPostings(0, ())
                     continue
-                matched = "SELECT item FROM postings WHERE conv = %s AND term = %s"
-                params: tuple[object, ...] = (key, looked_up[0])
-                if len(looked_up) > 1:
-                    # A word the tokenizer splits is found where all its terms are (SQLite's
-                    # phrase query also asks they be adjacent: rare, since query words are
-                    # cut by the same rule).
-                    matched = (
-                        "SELECT item FROM postings WHERE conv = %s AND term = ANY(%s)"
-                        " GROUP BY item HAVING count(*) = %s"
-                    )
-                    params = (key, list(looked_up), len(looked_up))
+                matched, params = matching_items(looked_up, "conv = %s", (key,))
                 rows = [
                     r[0]
                     for r in db.execute(f"{matched} ORDER BY item LIMIT %s", (*params, limit + 1))

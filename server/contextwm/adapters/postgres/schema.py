@@ -49,6 +49,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE UNIQUE INDEX items_idem ON items (conv, idem) WHERE idem IS NOT NULL;
     CREATE INDEX items_state ON items (conv, state, seq);
     CREATE INDEX items_time ON items (conv, ts);
+    -- The statistics and namespace_totals read items from this index alone (an index-only
+    -- scan), never from the rows, which hold the content before tokens and ts; the id joins
+    -- an item to its vector in vectors_model.
+    CREATE INDEX items_stats ON items (conv, state, tokens, ts) INCLUDE (id);
     CREATE TABLE vectors (
         item bigint PRIMARY KEY REFERENCES items (id) ON DELETE CASCADE,
         model text NOT NULL,
@@ -75,6 +79,9 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (conv, term, item)
     );
     CREATE INDEX postings_item ON postings (item);
+    -- A term across a namespace's conversations (namespace_postings): the primary key leads
+    -- with the conversation, so it would be searched once per conversation of the namespace.
+    CREATE INDEX postings_term ON postings (term, conv, item);
     CREATE TABLE facts (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,

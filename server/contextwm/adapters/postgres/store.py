@@ -1,8 +1,5 @@
-"""The PostgreSQL store: one database that several replicas share. Each base owns the tables
-of one role port and shares the pool and transactions of Database.
-
-Being built: it becomes the whole Store (as SqliteStore is) once every role has its class
-here."""
+"""The shared Store: one PostgreSQL database that several replicas serve, postings cut by
+FTS5's tokenizer for BM25, vectors as float32 bytes."""
 
 from __future__ import annotations
 
@@ -12,10 +9,13 @@ from contextwm.adapters.postgres.events import EventTables
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
 from contextwm.adapters.postgres.lexical import LexicalTables
+from contextwm.adapters.postgres.namespace import NamespaceTables
 from contextwm.adapters.postgres.reembedding import ReembedTables
 from contextwm.adapters.postgres.retention import RetentionTables
 from contextwm.adapters.postgres.sessions import SessionTables
+from contextwm.adapters.postgres.stats import StatsTables
 from contextwm.adapters.postgres.vectors import VectorTables
+from contextwm.ports.store import Store
 
 
 class PostgresStore(
@@ -23,11 +23,19 @@ class PostgresStore(
     ItemTables,
     VectorTables,
     LexicalTables,
+    NamespaceTables,
     HistoryTables,
     CheckpointTables,
     EventTables,
-    SessionTables,
+    StatsTables,
     RetentionTables,
     ReembedTables,
+    SessionTables,
 ):
-    """The roles PostgreSQL serves so far, on one connection pool."""
+    """The Store port on one PostgreSQL database: each base owns the tables of one role port
+    and shares the connection pool and transactions of Database, so that an append, its
+    postings, facts, edits and events commit together."""
+
+
+# Each base declares its own role port; here mypy proves that together they are the whole.
+_WHOLE: type[Store] = PostgresStore

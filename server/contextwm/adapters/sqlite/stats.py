@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from contextwm.adapters.sqlite.database import Database
-from contextwm.domain.items import ItemState
+from contextwm.adapters.stats_rows import StatsRow, store_stats
 from contextwm.domain.scope import Scope
-from contextwm.domain.stats import (
-    ConversationStats,
-    ScopeStats,
-    StateStats,
-    StoreStats,
-)
+from contextwm.domain.stats import ConversationStats, ScopeStats
 from contextwm.ports.stats_store import StatsStore
 
 # Per group: items, tokens, oldest and newest timestamps, items with a vector of the model.
@@ -30,9 +25,6 @@ _FIGURES = (
 
 _ORDER = "ORDER BY c.namespace, c.conversation_id"
 
-Row = tuple[int, int, int, float | None, float | None, int]
-"""state, items, tokens, oldest, newest, vectors"""
-
 
 class StatsTables(Database, StatsStore):
     """The statistics of a scope, per conversation and in total."""
@@ -45,7 +37,7 @@ class StatsTables(Database, StatsStore):
             page = db.execute(
                 f"SELECT c.id, c.namespace, c.conversation_id {page_sql}", (*page_params, limit)
             ).fetchall()
-            rows: dict[int, list[Row]] = defaultdict(list)
+            rows: dict[int, list[StatsRow]] = defaultdict(list)
             for conv, *group in db.execute(
                 f"SELECT i.conv, i.state, {_FIGURES} WHERE i.conv IN (SELECT c.id {page_sql})"
                 " GROUP BY i.conv, i.state",
@@ -62,10 +54,10 @@ class StatsTables(Database, StatsStore):
             ).fetchall()
         return ScopeStats(
             conversations=tuple(
-                ConversationStats(key, namespace, conversation_id, _stats(rows[key]))
+                ConversationStats(key, namespace, conversation_id, store_stats(rows[key]))
                 for key, namespace, conversation_id in page
             ),
-            total=_stats(total),
+            total=store_stats(total),
             keys=tuple(key for (key,) in keys),
         )
 
@@ -98,34 +90,3 @@ def _page(scope: Scope, after: tuple[str, str]) -> tuple[str, tuple[str, ...]]:
     if scope.conversation_id is None:
         return "c.namespace = ? AND c.conversation_id > ?", (scope.namespace, after[1])
     return _scope(scope)
-
-
-_STATES = {int(state): state for state in ItemState}
-
-
-def _stats(rows: Iterable[Row]) -> StoreStats:
-    """Sums the rows of one group by state."""
-    by_state: dict[ItemState, StateStats] = {}
-    vectors = 0
-    oldest: float | None = None
-    newest: float | None = None
-    for value, items, tokens, low, high, embedded in rows:
-        state = _STATES.get(value)
-        if state is None:  # a damaged row: `contextwm check` reports it
-            continue
-        by_state[state] = StateStats(items, tokens)
-        vectors += embedded
-        if low is not None:
-            oldest = low if oldest is None else min(oldest, low)
-        if high is not None:
-            newest = high if newest is None else max(newest, high)
-    none = StateStats()
-    return StoreStats(
-        window=by_state.get(ItemState.WINDOW, none),
-        archived=by_state.get(ItemState.ARCHIVED, none),
-        compacted=by_state.get(ItemState.COMPACTED, none),
-        reverted=by_state.get(ItemState.REVERTED, none),
-        vectors=vectors,
-        oldest=oldest,
-        newest=newest,
-    )
