@@ -59,11 +59,12 @@ def open_store(settings: ServerSettings, data: DataDir) -> Store:
 
     Raises:
         StoreUnavailable: PostgreSQL cannot be reached.
+        StoreInUse: another server serves the PostgreSQL database.
     """
     if settings.store:
         from contextwm.adapters.postgres.store import PostgresStore
 
-        return PostgresStore(settings.store)
+        return PostgresStore(settings.store, sole_server=True)
     return SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
 
 

@@ -3,6 +3,7 @@ and the schema migration, which one replica at a time performs."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +17,8 @@ from contextwm.ports.store_lifecycle import StoreLifecycle
 
 # The advisory lock replicas take to migrate: the others wait, then find the work done.
 MIGRATION_LOCK = 0x63776D31  # "cwm1"
+# The advisory lock a server holds while it serves the database (see sole_server).
+SERVER_LOCK = 0x63776D32  # "cwm2"
 
 
 def copy_rows(db: psycopg.Connection, into: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -33,6 +36,10 @@ class StoreUnavailable(Exception):
     and how it was tried."""
 
 
+class StoreInUse(Exception):
+    """Another contextwm server serves the database."""
+
+
 class Database(StoreLifecycle):
     """The connections every table group of the PostgreSQL store shares.
 
@@ -40,14 +47,34 @@ class Database(StoreLifecycle):
     so a write that spans tables commits or rolls back as one.
     """
 
-    def __init__(self, dsn: str, *, pool_size: int = 8, connect_seconds: float = 10.0) -> None:
-        """Connects and brings the schema up to SCHEMA_VERSION.
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        pool_size: int = 8,
+        connect_seconds: float = 10.0,
+        wait_seconds: float = 3.0,
+        sole_server: bool = False,
+    ) -> None:
+        """Connects and brings the schema up to SCHEMA_VERSION. A call waits up to
+        wait_seconds for a connection (all busy, or the database unreachable), then fails
+        Unavailable.
+
+        sole_server: hold SERVER_LOCK, on a connection of its own, until close: each server
+            keeps its conversations' windows in memory, and two on one database would
+            diverge. (PostgreSQL drops the lock with the connection: when the process dies,
+            or the database restarts.)
 
         Raises:
             StoreUnavailable: no connection within connect_seconds.
+            StoreInUse: sole_server, and another server holds the lock.
             RuntimeError: the database's schema is newer than this contextwm's.
         """
+        self._sole: psycopg.Connection | None = None
+        if sole_server:
+            self._sole = _take_server_lock(dsn, connect_seconds)
         self._where = _safe(dsn)
+        self._wait_seconds = wait_seconds
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
@@ -57,6 +84,10 @@ class Database(StoreLifecycle):
             # A connection is checked as it is handed out (one round trip): after the
             # database restarted, a call gets a new connection rather than a dead one.
             check=ConnectionPool.check_connection,
+            # Reconnecting gives up this soon (its back-off doubles each time), and the next
+            # call tries afresh: once the database is back, calls work within seconds rather
+            # than after a back-off grown through the outage.
+            reconnect_timeout=wait_seconds,
             open=False,
             name="contextwm",
         )
@@ -64,6 +95,7 @@ class Database(StoreLifecycle):
             self._pool.open(wait=True, timeout=connect_seconds)
         except PoolTimeout as exc:
             self._pool.close()
+            self._release_server_lock()
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {_safe(dsn)} within {connect_seconds:g} s:"
                 " is it running, and do the host, port, user and database name match?"
@@ -72,16 +104,21 @@ class Database(StoreLifecycle):
             self._migrate()
         except BaseException:
             self._pool.close()
+            self._release_server_lock()
             raise
 
     @contextmanager
     def _read(self) -> Iterator[psycopg.Connection]:
-        with self._reachable(), self._pool.connection() as conn:
+        with self._reachable(), self._pool.connection(self._wait_seconds) as conn:
             yield conn
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection]:
-        with self._reachable(), self._pool.connection() as conn, conn.transaction():
+        with (
+            self._reachable(),
+            self._pool.connection(self._wait_seconds) as conn,
+            conn.transaction(),
+        ):
             yield conn
 
     @contextmanager
@@ -103,7 +140,11 @@ class Database(StoreLifecycle):
         """A connection inside one read-only REPEATABLE READ transaction: every query sees
         the store as it was at the first, so figures read by several queries agree while
         writers go on."""
-        with self._reachable(), self._pool.connection() as conn, conn.transaction():
+        with (
+            self._reachable(),
+            self._pool.connection(self._wait_seconds) as conn,
+            conn.transaction(),
+        ):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield conn
 
@@ -135,6 +176,37 @@ class Database(StoreLifecycle):
 
     def close(self) -> None:
         self._pool.close()
+        self._release_server_lock()
+
+    def _release_server_lock(self) -> None:
+        if self._sole is not None:
+            self._sole.close()  # closing the connection drops the lock
+            self._sole = None
+
+
+def _take_server_lock(dsn: str, connect_seconds: float, wait: float = 2.0) -> psycopg.Connection:
+    """A connection holding SERVER_LOCK. Retried for `wait` seconds first: a restart right
+    after a kill can run before the database has noticed the old connection is gone."""
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(connect_seconds)))
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailable(
+            f"cannot connect to PostgreSQL at {_safe(dsn)}: {_first_line(exc)}"
+        ) from None
+    deadline = time.monotonic() + wait
+    while True:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (SERVER_LOCK,)).fetchone()
+        if row is not None and row[0]:
+            return conn
+        if time.monotonic() >= deadline:
+            conn.close()
+            raise StoreInUse(
+                f"another contextwm server serves the PostgreSQL database at {_safe(dsn)}."
+                " Each server keeps its conversations' windows in memory, so a second one on"
+                " the same database would diverge from the first: stop the other one, or give"
+                " this one another database."
+            )
+        time.sleep(0.1)
 
 
 def _first_line(exc: Exception) -> str:
