@@ -16,6 +16,7 @@ from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
 from contextwm.ports.checkpoint_store import CheckpointStore
+from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.event_store import EventStore
 from contextwm.ports.history_store import HistoryStore
@@ -39,6 +40,7 @@ T0 = 1_700_000_000.0
 
 class RoleStore(
     ConversationStore,
+    ConversationLocks,
     ItemStore,
     VectorStore,
     LexicalStore,

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import StartService
-from contextwm_client import Client, UnavailableError
 from contextwm.adapters.postgres.database import StoreInUse
+from contextwm_client import Client, UnavailableError
 from postgres_server import PostgresServer
 
 

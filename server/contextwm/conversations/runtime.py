@@ -60,6 +60,9 @@ class ConversationRuntime:
     index: VectorIndex | None = None
     index_dirty: bool = False
     deleted: bool = False
+    # The store's version of the conversation that memory reflects: another server sharing
+    # the store moves it, and the runtime is then reloaded before use.
+    version: int = 0
     # Dropped from memory while idle (Runtimes.unload_idle): a new runtime serves it.
     unloaded: bool = False
     # time.monotonic() of the last lookup: what unloading goes by.

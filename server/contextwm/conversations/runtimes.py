@@ -19,10 +19,11 @@ from contextwm.conversations.validation import (
 )
 from contextwm.domain.active import Replacement
 from contextwm.domain.conversations import ConversationSettings, ConversationState
-from contextwm.domain.errors import NotFound, Unavailable
+from contextwm.domain.errors import AlreadyExists, NotFound, Unavailable
 from contextwm.domain.history import EditKind
 from contextwm.llm_context.active_context import ActiveContext
 from contextwm.llm_context.ledger import Ledger
+from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationRecord, ConversationStore
 from contextwm.ports.history_store import HistoryStore
 from contextwm.ports.item_store import ItemStore
@@ -32,8 +33,9 @@ from contextwm.window.window import Window, WindowEntry
 log = logging.getLogger(__name__)
 
 
-class RuntimeStore(ConversationStore, ItemStore, HistoryStore, Protocol):
-    """What a runtime is loaded from: its conversation, its window's items and its history."""
+class RuntimeStore(ConversationStore, ConversationLocks, ItemStore, HistoryStore, Protocol):
+    """What a runtime is loaded from: its conversation, its window's items and its history;
+    and the version that tells whether it is current."""
 
 
 class Runtimes:
@@ -75,7 +77,8 @@ class Runtimes:
     def get(
         self, namespace: str, conversation_id: str, *, create: bool = False
     ) -> ConversationRuntime:
-        """The live runtime of a conversation, loaded from the store on first use.
+        """The live runtime of a conversation, loaded from the store on first use, and
+        current: what other servers sharing the store changed is loaded first.
 
         Raises:
             NotFound: when it does not exist and create is False.
@@ -88,23 +91,72 @@ class Runtimes:
                 self.hits += 1
                 self._by_name.move_to_end((ns, conversation_id))
                 rt.last_used = time.monotonic()
+            else:
+                self.misses += 1
+                rt = self._load(self._record(ns, conversation_id, create))
+                rt.last_used = time.monotonic()
+                self._by_name[(ns, conversation_id)] = rt
+                self._by_key[rt.key] = rt
                 return rt
-            self.misses += 1
+        return self.current(rt)
+
+    def _record(self, ns: str, conversation_id: str, create: bool) -> ConversationRecord:
+        record = self.store.get_conversation(ns, conversation_id)
+        if record is not None:
+            return record
+        if not create:
+            raise NotFound(f"conversation {conversation_id!r} not found in namespace {ns!r}")
+        check_new_conversation_id(conversation_id)
+        try:
+            return self.store.create_conversation(ns, conversation_id, self.defaults, self.clock())
+        except AlreadyExists:
+            # Another server sharing the store created it meanwhile.
             record = self.store.get_conversation(ns, conversation_id)
             if record is None:
-                if not create:
-                    raise NotFound(
-                        f"conversation {conversation_id!r} not found in namespace {ns!r}"
-                    )
-                check_new_conversation_id(conversation_id)
-                record = self.store.create_conversation(
-                    ns, conversation_id, self.defaults, self.clock()
-                )
-            rt = self._load(record)
-            rt.last_used = time.monotonic()
-            self._by_name[(ns, conversation_id)] = rt
-            self._by_key[rt.key] = rt
+                raise
+            return record
+
+    def current(self, rt: ConversationRuntime) -> ConversationRuntime:
+        """rt, reloaded first if another server sharing the store changed the conversation
+        since it was loaded (one look at its version).
+
+        Raises:
+            NotFound: the conversation was deleted meanwhile.
+        """
+        version = self.store.version(rt.key)
+        if version == rt.version:
             return rt
+        with rt.lock:
+            if version is None:
+                rt.deleted = True
+                self.forget(rt)
+                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+            if version != rt.version:
+                self.reload(rt)
+        return rt
+
+    @contextmanager
+    def held(self, rt: ConversationRuntime) -> Iterator[None]:
+        """The conversation held against other servers' writers for a change of rt (rt.lock
+        held): memory is brought up to the store's truth first, and every store write of the
+        block commits with the block, or none.
+
+        Raises:
+            NotFound: the conversation was deleted meanwhile.
+        """
+        with self.store.hold(rt.key) as held:
+            if held.version is None:
+                rt.deleted = True
+                self.forget(rt)
+                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+            if held.version != rt.version:
+                record = self.store.conversation_record(rt.key)
+                assert record is not None  # held: it cannot go meanwhile
+                self.fill(rt, record)
+                rt.version = held.version
+            yield
+        if held.version is not None:
+            rt.version = held.version
 
     def by_key(self, key: int) -> ConversationRuntime | None:
         """A loaded runtime by store key (the indexer's way in); None if not loaded."""
@@ -170,10 +222,14 @@ class Runtimes:
         """Memory back to the store's truth, or out of the registry so that the next call
         loads it afresh (rt.lock held)."""
         try:
+            # The version first: a change committed between the two reads makes the next
+            # look reload again, never the other way round.
+            version = self.store.version(rt.key)
             record = self.store.conversation_record(rt.key)
-            if record is None:
+            if record is None or version is None:
                 raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
             self.fill(rt, record)
+            rt.version = version
         except Exception:
             log.exception("reloading conversation %s failed; dropping it from memory", rt.key)
             rt.deleted = True
@@ -200,7 +256,11 @@ class Runtimes:
             active=ActiveContext(counter, mask_after_turns=settings.mask_tool_outputs_after_turns),
             ledger=Ledger(),
         )
+        version = self.store.version(record.key)
+        if version is None:
+            raise NotFound(f"conversation {record.conversation_id!r} was deleted")
         self.fill(rt, record)
+        rt.version = version
         return rt
 
     def fill(self, rt: ConversationRuntime, record: ConversationRecord) -> None:

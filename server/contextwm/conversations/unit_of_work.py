@@ -1,6 +1,7 @@
-"""One unit of work per state change of a conversation: hold its lock, change memory, record
-events, commit them with the change in one store transaction, publish them once committed,
-and put memory back to the store's truth if anything fails on the way."""
+"""One unit of work per state change of a conversation: hold its lock (and the store's hold of
+it, against other servers sharing the store), change memory, record events, commit them with
+the change in one store transaction, publish them once committed, and put memory back to the
+store's truth if anything fails on the way."""
 
 from __future__ import annotations
 
@@ -73,11 +74,14 @@ class UnitOfWork:
         with self._runtimes.holding(rt):
             change = Change(rt, self._clock)
             try:
-                yield change
+                # Held in the store too: other servers sharing it wait, and the change's
+                # writes commit together when the block ends.
+                with self._runtimes.held(rt):
+                    yield change
+                    if change._staged:
+                        raise RuntimeError("a change emitted events but never committed them")
             except BaseException:
                 if change.touched:
                     self._runtimes.reload(rt)
                 raise
-            if change._staged:
-                raise RuntimeError("a change emitted events but never committed them")
             self._events.publish(rt.key, change.committed)

@@ -19,6 +19,7 @@ from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.domain import deadlines
 from contextwm.domain.errors import NotFound
+from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.history_store import HistoryStore
 from contextwm.ports.namespace_store import NamespaceStore
@@ -33,9 +34,12 @@ log = logging.getLogger(__name__)
 SPOT_CHECKS = 8
 
 
-class IndexStore(ConversationStore, VectorStore, HistoryStore, NamespaceStore, Protocol):
+class IndexStore(
+    ConversationStore, ConversationLocks, VectorStore, HistoryStore, NamespaceStore, Protocol
+):
     """What placing vectors and building indexes read and write: stored vectors, which
-    items are reverted, the conversation's model, and the namespace's vectors."""
+    items are reverted, the conversation's model, and the namespace's vectors; and the hold
+    under which vectors are written."""
 
 
 class Vectors:
@@ -71,19 +75,27 @@ class Vectors:
         with rt.lock:
             if rt.deleted:
                 return
+            rows = [(key, s) for s in seqs]
             if rt.unloaded:
                 # The store is what a reload reads: the vectors are not lost, only late in
                 # the memory of a runtime loaded before they were stored.
-                self.store.put_vectors(self.model_name, [(key, s) for s in seqs], vectors)
+                with self.store.hold(key):
+                    self.store.put_vectors(self.model_name, rows, vectors)
                 self.stored(rt, seqs, vectors)
                 return
-            self.store.put_vectors(self.model_name, [(key, s) for s in seqs], vectors)
+            try:
+                with self.runtimes.held(rt):
+                    self.store.put_vectors(self.model_name, rows, vectors)
+                    outside = [s for s in seqs if rt.window.get(s) is None]
+                    # Outside the window means archived or compacted, unless reverted.
+                    reverted = (
+                        self.store.reverted_among(rt.key, outside) if rt.has_reverted else set()
+                    )
+            except NotFound:
+                return  # deleted by another server sharing the store
             self.stored(rt, seqs, vectors)
             archived_ids: list[int] = []
             archived_vecs: list[Vector] = []
-            outside = [s for s in seqs if rt.window.get(s) is None]
-            # Outside the window means archived or compacted, unless reverted.
-            reverted = self.store.reverted_among(rt.key, outside) if rt.has_reverted else set()
             for seq, vec in zip(seqs, vectors, strict=True):
                 entry = rt.window.get(seq)
                 if entry is not None:

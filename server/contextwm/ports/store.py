@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from contextwm.ports.checkpoint_store import CheckpointStore
+from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.event_store import EventStore
 from contextwm.ports.history_store import HistoryStore
@@ -22,6 +23,7 @@ from contextwm.ports.vector_store import VectorStore
 
 class Store(
     ConversationStore,
+    ConversationLocks,
     ItemStore,
     VectorStore,
     LexicalStore,

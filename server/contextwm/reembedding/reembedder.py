@@ -187,6 +187,7 @@ class Reembedder:
 
     def _put(self, rt: ConversationRuntime, batch: list[PendingVector], vectors: Vectors) -> None:
         """Stores a batch's vectors (rt.lock held); they count no longer as pending."""
-        self._store.put_vectors(self._model, [(rt.key, p.seq) for p in batch], vectors)
+        with self._engine.runtimes.held(rt):
+            self._store.put_vectors(self._model, [(rt.key, p.seq) for p in batch], vectors)
         self._engine.vectors.stored(rt, [p.seq for p in batch], vectors)
         rt.pending = max(0, rt.pending - len(batch))

@@ -3,6 +3,7 @@ and the schema migration, which one replica at a time performs."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -75,6 +76,9 @@ class Database(StoreLifecycle):
             self._sole = _take_server_lock(dsn, connect_seconds)
         self._where = _safe(dsn)
         self._wait_seconds = wait_seconds
+        # The connection of the conversation this thread holds (see locks.py), which its
+        # reads and writes use meanwhile.
+        self._holding = threading.local()
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
@@ -109,11 +113,24 @@ class Database(StoreLifecycle):
 
     @contextmanager
     def _read(self) -> Iterator[psycopg.Connection]:
+        held: psycopg.Connection | None = getattr(self._holding, "conn", None)
+        if held is not None:
+            with self._reachable():
+                yield held
+            return
         with self._reachable(), self._pool.connection(self._wait_seconds) as conn:
             yield conn
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection]:
+        """A transaction of its own, or while this thread holds a conversation a savepoint
+        in the hold's transaction, which commits with it."""
+        held: psycopg.Connection | None = getattr(self._holding, "conn", None)
+        if held is not None:
+            with self._reachable(), held.transaction():
+                self._holding.wrote = True
+                yield held
+            return
         with (
             self._reachable(),
             self._pool.connection(self._wait_seconds) as conn,

@@ -26,6 +26,9 @@ MIGRATIONS: tuple[str, ...] = (
         last_append_at double precision,
         removed_items bigint NOT NULL DEFAULT 0,
         embed_model text,
+        -- Moves with every hold that wrote (locks.py): how replicas tell that their memory
+        -- of the conversation is out of date.
+        version bigint NOT NULL DEFAULT 0,
         UNIQUE (namespace, conversation_id)
     );
     CREATE TABLE items (

@@ -9,6 +9,7 @@ from contextwm.adapters.postgres.events import EventTables
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
 from contextwm.adapters.postgres.lexical import LexicalTables
+from contextwm.adapters.postgres.locks import ConversationLockTables
 from contextwm.adapters.postgres.namespace import NamespaceTables
 from contextwm.adapters.postgres.reembedding import ReembedTables
 from contextwm.adapters.postgres.retention import RetentionTables
@@ -20,6 +21,7 @@ from contextwm.ports.store import Store
 
 class PostgresStore(
     ConversationTables,
+    ConversationLockTables,
     ItemTables,
     VectorTables,
     LexicalTables,

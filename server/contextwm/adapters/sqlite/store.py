@@ -9,6 +9,7 @@ from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
+from contextwm.adapters.sqlite.locks import ConversationLockTables
 from contextwm.adapters.sqlite.namespace import NamespaceTables
 from contextwm.adapters.sqlite.reembedding import ReembedTables
 from contextwm.adapters.sqlite.retention import RetentionTables
@@ -20,6 +21,7 @@ from contextwm.ports.store import Store
 
 class SqliteStore(
     ConversationTables,
+    ConversationLockTables,
     ItemTables,
     VectorTables,
     LexicalIndex,
