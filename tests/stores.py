@@ -19,6 +19,7 @@ from contextwm.ports.checkpoint_store import CheckpointStore
 from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.event_store import EventStore
+from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.ports.history_store import HistoryStore
 from contextwm.ports.item_store import ItemStore
 from contextwm.ports.lexical_store import LexicalStore
@@ -52,6 +53,7 @@ class RoleStore(
     RetentionStore,
     ReembedStore,
     SessionStore,
+    ExclusiveWork,
     StoreLifecycle,
     Protocol,
 ):

@@ -231,7 +231,7 @@ class Service:
         retention = Retention(engine)
         retention_task = None
         if settings.retention_interval_seconds > 0:
-            retention_task = RetentionTask(retention, settings.retention_interval_seconds)
+            retention_task = RetentionTask(retention, settings.retention_interval_seconds, store)
             retention_task.start()
         window = settings.context_window
         sessions = Sessions(engine)

@@ -13,15 +13,16 @@ from typing import Protocol
 from contextwm.conversations.embedding_model import stale_model
 from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.runtime import ConversationRuntime
-from contextwm.domain.errors import NotFound
+from contextwm.domain.errors import FailedPrecondition, NotFound
 from contextwm.domain.scope import Scope
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.embedder import Embedder, Vectors
+from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.ports.reembed_store import ReembedStore, StaleConversation
 from contextwm.ports.vector_index import VectorIndexFiles
 from contextwm.ports.vector_store import PendingVector, VectorStore
 from contextwm.reembedding.progress import ReembedProgress, Tally
-from contextwm.reembedding.runs import Run, Runs
+from contextwm.reembedding.runs import RESUMES, Run, Runs
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +30,10 @@ log = logging.getLogger(__name__)
 FROM_START = 0
 
 
-class ReembedderStore(ConversationStore, VectorStore, ReembedStore, Protocol):
+class ReembedderStore(ConversationStore, VectorStore, ReembedStore, ExclusiveWork, Protocol):
     """What a run reads and writes: stale conversations, their items without a vector of the
-    model, the new vectors, and the switch to the model."""
+    model, the new vectors, and the switch to the model; and the run's place among the
+    servers sharing the store."""
 
 
 class Reembedder:
@@ -66,11 +68,17 @@ class Reembedder:
 
         Raises:
             NotFound: the scope names a conversation that does not exist.
-            FailedPrecondition: another run is in progress.
+            FailedPrecondition: another run is in progress (here or on another server
+                sharing the store).
             Unavailable: the server is shutting down (the run stops after its batch).
         """
         run = Run(scope, cancelled)
-        with self._runs.running(run):
+        with self._runs.running(run), self._store.exclusively("reembed") as mine:
+            if not mine:
+                raise FailedPrecondition(
+                    "a re-embed runs on another server sharing the store; wait for it to"
+                    f" finish, or cancel it there: {RESUMES}"
+                )
             stale = self._stale(scope)
             tally = run.tally = Tally(self._model, len(stale))
             planned: list[tuple[StaleConversation, ConversationRuntime, int]] = []

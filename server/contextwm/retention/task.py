@@ -7,6 +7,7 @@ import logging
 import threading
 
 from contextwm.domain.scope import Scope
+from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.retention.apply import Retention
 
 log = logging.getLogger(__name__)
@@ -15,15 +16,20 @@ log = logging.getLogger(__name__)
 class RetentionTask:
     """One daemon thread; `start`, then `stop` at shutdown (it ends after the step in hand)."""
 
-    def __init__(self, retention: Retention, interval_seconds: float) -> None:
+    def __init__(
+        self, retention: Retention, interval_seconds: float, exclusive: ExclusiveWork
+    ) -> None:
         """Args:
         retention: what applies the policies.
         interval_seconds: the time from the end of one run to the start of the next (> 0).
+        exclusive: where servers sharing the store agree that one of them runs it at a
+            time (a run another server is doing is skipped).
         """
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be above 0, got {interval_seconds!r}")
         self._retention = retention
         self._interval = interval_seconds
+        self._exclusive = exclusive
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-retention", daemon=True)
 
@@ -37,9 +43,11 @@ class RetentionTask:
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             try:
-                self._retention.apply(
-                    Scope(), dry_run=False, stop=self._stop.is_set, keep_going=True
-                )
+                with self._exclusive.exclusively("retention") as mine:
+                    if mine:
+                        self._retention.apply(
+                            Scope(), dry_run=False, stop=self._stop.is_set, keep_going=True
+                        )
             except Exception:
                 # A full disk, a damaged row: the store stays as the last unit of work left it.
                 log.exception("retention run failed; the next one starts in %s s", self._interval)

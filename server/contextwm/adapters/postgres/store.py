@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextwm.adapters.postgres.checkpoints import CheckpointTables
 from contextwm.adapters.postgres.conversations import ConversationTables
 from contextwm.adapters.postgres.events import EventTables
+from contextwm.adapters.postgres.exclusive import ExclusiveWorkLocks
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
 from contextwm.adapters.postgres.lexical import LexicalTables
@@ -33,6 +34,7 @@ class PostgresStore(
     RetentionTables,
     ReembedTables,
     SessionTables,
+    ExclusiveWorkLocks,
 ):
     """The Store port on one PostgreSQL database: each base owns the tables of one role port
     and shares the connection pool and transactions of Database, so that an append, its

@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextwm.adapters.sqlite.checkpoints import CheckpointTables
 from contextwm.adapters.sqlite.conversations import ConversationTables
 from contextwm.adapters.sqlite.events import EventTables
+from contextwm.adapters.sqlite.exclusive import ExclusiveWorkAlone
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
@@ -33,6 +34,7 @@ class SqliteStore(
     RetentionTables,
     ReembedTables,
     SessionTables,
+    ExclusiveWorkAlone,
 ):
     """The Store port on one SQLite file: each base owns the tables of one role port and
     shares the connections and transactions of Database, so that an append, its facts, edits

@@ -1,0 +1,97 @@
+"""What servers sharing one PostgreSQL store agree on through it: a conversation held by one
+is waited for by the others, its version moves with every hold that wrote, and background
+work is done by one at a time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from contextwm.adapters.postgres.store import PostgresStore
+from contextwm.domain.conversations import ConversationSettings
+from stores import T0, add, make_item
+
+
+@pytest.fixture
+def pair(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+    """Two stores on one database, as two servers have them."""
+    first, second = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def test_a_hold_that_wrote_moves_the_version_and_one_that_did_not_leaves_it(
+    pair: tuple[PostgresStore, PostgresStore],
+) -> None:
+    one, other = pair
+    key = one.create_conversation("ns", "c", ConversationSettings(), T0).key
+    assert one.version(key) == other.version(key) == 0
+    with one.hold(key) as held:
+        assert held.version == 0
+        add(one, key, [make_item(1)])
+        # Reentrant, and its writes join the outer hold's transaction: not yet visible.
+        with one.hold(key) as inner:
+            assert inner is held
+            one.set_flags(key, 1, make_item(1).flags)
+        assert other.get_items(key, [1]) == {}
+    assert held.version == 1
+    assert other.version(key) == 1 and other.get_items(key, [1])[1].seq == 1
+    with one.hold(key) as held:
+        one.get_items(key, [1])
+    assert held.version == 1 == other.version(key)
+    assert other.version(key + 1000) is None
+    with other.hold(key + 1000) as missing:
+        assert missing.version is None
+
+
+def test_a_failed_hold_commits_none_of_its_writes(
+    pair: tuple[PostgresStore, PostgresStore],
+) -> None:
+    one, other = pair
+    key = one.create_conversation("ns", "c", ConversationSettings(), T0).key
+    with pytest.raises(RuntimeError, match="boom"), one.hold(key):
+        add(one, key, [make_item(1)])
+        raise RuntimeError("boom")
+    assert other.get_items(key, [1]) == {} and other.version(key) == 0
+
+
+def test_a_second_server_waits_for_the_hold_and_then_sees_its_writes(
+    pair: tuple[PostgresStore, PostgresStore],
+) -> None:
+    one, other = pair
+    key = one.create_conversation("ns", "c", ConversationSettings(), T0).key
+    inside = threading.Event()
+    seen: list[tuple[int | None, list[int]]] = []
+
+    def second() -> None:
+        inside.wait(10)
+        with other.hold(key) as held:
+            seen.append((held.version, sorted(other.get_items(key, [1, 2]))))
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with one.hold(key):
+        add(one, key, [make_item(1)])
+        inside.set()
+        time.sleep(0.3)  # the other server's hold waits meanwhile
+        assert seen == []
+        add(one, key, [make_item(2)])
+    thread.join(10)
+    assert seen == [(1, [1, 2])]
+
+
+def test_background_work_is_done_by_one_server_at_a_time(
+    pair: tuple[PostgresStore, PostgresStore],
+) -> None:
+    one, other = pair
+    with one.exclusively("retention") as mine:
+        assert mine
+        with other.exclusively("retention") as theirs:
+            assert not theirs
+        with other.exclusively("reembed") as theirs:
+            assert theirs  # other work is not held up
+    with other.exclusively("retention") as theirs:
+        assert theirs
