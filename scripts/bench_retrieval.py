@@ -242,9 +242,12 @@ def load_store(
     count: int,
     window: list[tuple[str, str, np.ndarray]],
     now: float,
+    store_url: str = "",
 ) -> int:
     """Writes archived items archive[offset:offset+count] (+ window items with vectors)
-    into a new conversation of the service's store; returns its key."""
+    into a new conversation of the service's store (the data dir's SQLite file, or the
+    PostgreSQL database at store_url); returns its key."""
+    from contextwm.adapters.postgres.store import PostgresStore
     from contextwm.adapters.sqlite import SqliteStore
     from contextwm.adapters.tokens_bpe import token_counter
     from contextwm.domain.conversations import ConversationSettings
@@ -252,7 +255,7 @@ def load_store(
     from contextwm.window.importance import detect_flags
 
     counter = token_counter("cl100k_base")
-    store = SqliteStore(data_dir / "contextwm.sqlite3")
+    store = PostgresStore(store_url) if store_url else SqliteStore(data_dir / "contextwm.sqlite3")
     try:
         record = store.create_conversation(NAMESPACE, conversation_id, ConversationSettings(), now)
         key = record.key

@@ -68,7 +68,10 @@ def _reachable_by_postgres(bin_dir: Path) -> Path:
 class PostgresServer:
     """One PostgreSQL cluster of its own: `dsn(database)` connects to it as a superuser."""
 
-    def __init__(self, bin_dir: Path | None = None) -> None:
+    def __init__(self, bin_dir: Path | None = None, *, durable: bool = False) -> None:
+        """Starts a new cluster; durable=False (the tests) skips fsync, which benchmarks
+        must not."""
+        self.durable = durable
         self.bin_dir = bin_dir or Path(os.environ.get("CONTEXTWM_TEST_PG_BIN") or bundled_bin_dir())
         self.root = Path(tempfile.mkdtemp(prefix="cwm-pg-"))
         self.data = self.root / "data"
@@ -101,7 +104,9 @@ class PostgresServer:
 
     def start(self) -> None:
         """Starts the cluster (again, after stop) on the same port and data."""
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
+        if not self.durable:
+            options += " -c fsync=off"
         self._run(
             "pg_ctl",
             "-D",
