@@ -34,6 +34,7 @@ from contextwm.settings import ServerSettings
 from contextwm.tool_availability.service import ToolSessions
 from contextwm.transport.server import GrpcServer
 from contextwm.transport.servicer import ContextServicer
+from contextwm.transport.store_probe import StoreProbe
 from contextwm.workspace_files.chunk_cache import ChunkCache
 from contextwm.workspace_files.service import WorkspaceFiles
 from contextwm.workspace_files.sessions import Sessions
@@ -85,6 +86,8 @@ class Service:
     metrics: Metrics | None = None  # when settings.metrics_port is set
     # The background run of retention (None when retention_interval_seconds is 0).
     retention_task: RetentionTask | None = None
+    # Readiness that follows a database server (None on the SQLite file).
+    store_probe: StoreProbe | None = None
 
     @property
     def metrics_port(self) -> int | None:
@@ -260,6 +263,10 @@ class Service:
             ToolSessions(sessions, window.tools),
         )
         listening.server.serve(servicer, engine.events)
+        store_probe = None
+        if settings.store:
+            store_probe = StoreProbe(store, listening.server.set_ready)
+            store_probe.start()
         if listening.metrics is not None:
             listening.metrics.watch(engine, indexer.stats)
         log.info("contextwm ready")
@@ -275,6 +282,7 @@ class Service:
             batch_embedder,
             listening.metrics,
             retention_task,
+            store_probe,
         )
 
     def stop(self, grace: float | None = None) -> None:
@@ -283,6 +291,8 @@ class Service:
         be watched), and lets go of the data directory."""
         # First: a re-embed may run for long, and would hold the grace period to the end.
         self.reembedder.stop()
+        if self.store_probe is not None:
+            self.store_probe.stop()
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
         if self.retention_task is not None:
             self.retention_task.stop()

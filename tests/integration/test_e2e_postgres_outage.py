@@ -1,18 +1,35 @@
 """A server on PostgreSQL while the database crashes and comes back: calls answer UNAVAILABLE
-meanwhile (never INTERNAL, never a partial answer), the server reconnects by itself, and what
-was acknowledged is all there. One server per database, until replicas keep their windows
-in step."""
+meanwhile (never INTERNAL, never a partial answer) and health reports it not ready, the server
+reconnects by itself, and what was acknowledged is all there. One server per database, until
+replicas keep every cache in step."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
 
+import grpc
 import pytest
 from conftest import StartService
 from contextwm.adapters.postgres.database import StoreInUse
 from contextwm_client import Client, UnavailableError
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from postgres_server import PostgresServer
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def readiness_becomes(port: int, status: int, within: float = 10.0) -> bool:
+    """Whether the server's readiness ("" in the health service) reaches status in time."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if health.Check(health_pb2.HealthCheckRequest(service="")).status == status:
+                return True
+            time.sleep(0.1)
+    return False
 
 
 @pytest.fixture
@@ -30,6 +47,7 @@ def test_calls_are_unavailable_while_the_database_is_down_and_work_again_after(
     with Client(f"127.0.0.1:{service.port}") as client:
         acknowledged = [client.append("c", f"note {n} about the walrus").seq for n in range(5)]
         database.stop("immediate")
+        assert readiness_becomes(service.port, NOT_SERVING)
         calls: dict[str, Callable[[], object]] = {
             "append": lambda: client.append("c", "written while the database is down"),
             "context": lambda: client.get_context("c", "walrus", max_tokens=500),
@@ -45,6 +63,7 @@ def test_calls_are_unavailable_while_the_database_is_down_and_work_again_after(
             assert "PostgreSQL" in str(caught.value) and "retry" in str(caught.value), name
             assert time.monotonic() - started < 15, name
         database.start()
+        assert readiness_becomes(service.port, SERVING)
         # No restart of the server: its pool reconnects on the next call.
         seq = client.append("c", "written after the database came back").seq
         assert seq == acknowledged[-1] + 1

@@ -10,6 +10,10 @@ class StoreLifecycle(Protocol):
 
     def close(self) -> None: ...
 
+    def reachable(self) -> bool:
+        """Whether the store answers now (a database server may be down or restarting)."""
+        ...
+
     def maintain(self) -> None:
         """Housekeeping that must not run on a request (SQLite: the WAL checkpoint)."""
         ...

@@ -90,6 +90,17 @@ class GrpcServer:
         for name in READINESS:
             self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
 
+    def set_ready(self, ready: bool) -> None:
+        """Readiness once serving: NOT_SERVING while the store cannot be reached, so that a
+        load balancer sends calls to other replicas meanwhile."""
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if ready
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in READINESS:
+            self._health.set(name, status)
+
     def stop(self, grace: float) -> None:
         """Reports NOT_SERVING, refuses new calls, lets running ones finish within grace."""
         self._health.enter_graceful_shutdown()

@@ -191,6 +191,14 @@ class Database(StoreLifecycle):
     def maintain(self) -> None:
         """Nothing to do: PostgreSQL's autovacuum keeps the tables in shape."""
 
+    def reachable(self) -> bool:
+        try:
+            with self._pool.connection(self._wait_seconds) as conn:
+                conn.execute("SELECT 1")
+        except (psycopg.OperationalError, PoolTimeout):
+            return False
+        return True
+
     def close(self) -> None:
         self._pool.close()
         self._release_server_lock()

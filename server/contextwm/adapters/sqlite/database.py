@@ -145,6 +145,9 @@ class Database(StoreLifecycle):
         """Moves committed WAL pages into the database file without blocking writers."""
         self._reader().execute("PRAGMA wal_checkpoint(PASSIVE)")
 
+    def reachable(self) -> bool:
+        return True  # a file of this process
+
     def close(self) -> None:
         with self._readers_lock:
             for conn in self._readers:
