@@ -1,6 +1,6 @@
 """What servers sharing one PostgreSQL store agree on through it: a conversation held by one
-is waited for by the others, its version moves with every hold that wrote, and background
-work is done by one at a time."""
+is waited for by the others, its version moves with every hold that wrote, background work is
+done by one at a time, and a namespace's vector index learns what the others embedded."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from contextwm.adapters.faiss_index import FaissIndex
 from contextwm.adapters.postgres.store import PostgresStore
+from contextwm.conversations.namespace_index import NamespaceIndex
 from contextwm.domain.conversations import ConversationSettings
-from stores import T0, add, make_item
+from stores import MODEL, T0, add, make_item, unit_vectors
 
 
 @pytest.fixture
@@ -95,3 +97,27 @@ def test_background_work_is_done_by_one_server_at_a_time(
             assert theirs  # other work is not held up
     with other.exclusively("retention") as theirs:
         assert theirs
+
+
+def test_a_namespace_index_catches_up_on_what_another_server_embedded(
+    pair: tuple[PostgresStore, PostgresStore],
+) -> None:
+    writer, reader = pair
+    a = writer.create_conversation("ns", "a", ConversationSettings(), T0).key
+    b = writer.create_conversation("ns", "b", ConversationSettings(), T0).key
+    for key in (a, b):
+        add(writer, key, [make_item(s) for s in range(1, 5)])
+    vectors = unit_vectors(8)
+    writer.put_vectors(MODEL, [(a, 1), (a, 2)], vectors[:2])
+    index = NamespaceIndex(reader, lambda: FaissIndex(8), MODEL)
+    assert [item for item, _ in index.nearest("ns", vectors[0], 10)] == [(a, 1), (a, 2)]
+    # Written by the other server: this one's index learns them before its next search.
+    with writer.hold(b):
+        writer.put_vectors(MODEL, [(b, 3)], vectors[2:3])
+    writer.put_vectors(MODEL, [(a, 1)], vectors[3:4])  # replaced, not held twice
+    found = index.nearest("ns", vectors[2], 10)
+    assert found[0][0] == (b, 3)
+    assert sorted(item for item, _ in found) == [(a, 1), (a, 2), (b, 3)]
+    assert index.vectors("ns", [(a, 1)])[(a, 1)].tolist() == vectors[3].tolist()
+    writer.delete_conversation(b)
+    assert sorted(item for item, _ in index.nearest("ns", vectors[2], 10)) == [(a, 1), (a, 2)]

@@ -28,6 +28,9 @@ class FakeStore:
         self.during_read: Callable[[], None] | None = None
         self.reads = 0
 
+    def vector_marks(self, namespace: str) -> dict[int, int]:
+        return {}  # a store one server uses: its writers tell the index (see store_vectors)
+
     def namespace_vectors(self, namespace: str, model: str) -> NamespaceVectors:
         self.reads += 1
         items = sorted(self.vectors) if namespace == "ns" else []

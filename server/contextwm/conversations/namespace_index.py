@@ -1,6 +1,7 @@
 """One in-memory vector index per namespace over the stored vectors of all its items, for
 namespace-wide search: a cache, built from the store on first use and told of every vector
-stored or dropped since, never the truth (search checks what it finds against the store)."""
+stored or dropped since, never the truth (search checks what it finds against the store).
+Servers sharing a store also catch up, before each search, on what the others wrote."""
 
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ class NamespaceIndex:
         self._lock = threading.Lock()
         self._built: dict[str, VectorIndex] = {}
         self._queued: dict[str, list[_Change]] = {}  # namespaces being built
+        # Per built namespace, the store's vector marks (vector_marks) it has caught up to.
+        self._marks: dict[str, dict[int, int]] = {}
         # One build at a time: a build reads a whole namespace, and two would double the peak.
         self._build_lock = threading.Lock()
 
@@ -134,10 +137,12 @@ class NamespaceIndex:
         return out
 
     def _index(self, namespace: str) -> VectorIndex:
-        """The namespace's index, read from the store if it is not built yet."""
+        """The namespace's index, read from the store if it is not built yet, and current
+        with what other servers sharing the store wrote."""
         with self._lock:
             index = self._built.get(namespace)
         if index is not None:
+            self._catch_up(namespace, index)
             return index
         with self._build_lock:
             with self._lock:
@@ -146,6 +151,9 @@ class NamespaceIndex:
                     return index
                 self._queued[namespace] = []
             try:
+                # The marks first: what is written between the two reads comes again at the
+                # next catch-up.
+                marks = self._store.vector_marks(namespace)
                 # Read after queueing starts: a vector committed meanwhile is either read
                 # here or queued by its writer (or both, which search tolerates).
                 stored = self._store.namespace_vectors(namespace, self._model)
@@ -159,4 +167,26 @@ class NamespaceIndex:
                 for change in self._queued.pop(namespace):
                     change(index)
                 self._built[namespace] = index
+                self._marks[namespace] = marks
             return index
+
+    def _catch_up(self, namespace: str, index: VectorIndex) -> None:
+        """Adds what servers sharing the store wrote since the marks (this one's writes come
+        again, and replace their copies), and drops conversations deleted meanwhile."""
+        marks = self._store.vector_marks(namespace)
+        with self._lock:
+            known = self._marks.get(namespace, {})
+        if marks == known:
+            return  # always, from a store one server uses
+        moved = {key: known.get(key, 0) for key, mark in marks.items() if mark > known.get(key, 0)}
+        found = self._store.vectors_since(namespace, self._model, moved)
+        ids = ((found.keys << _SEQ_BITS) | found.seqs).tolist()
+        gone = [key for key in known if key not in marks]
+        with self._lock:
+            if ids:
+                index.remove(ids)
+                index.add(ids, found.vectors)
+            if gone:
+                held = index.ids()
+                index.remove(held[np.isin(held >> _SEQ_BITS, gone)].tolist())
+            self._marks[namespace] = marks

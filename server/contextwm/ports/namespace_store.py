@@ -3,7 +3,7 @@ namespace, so that searching a namespace costs a few queries however many it hol
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -81,6 +81,19 @@ class NamespaceStore(Protocol):
 
     def namespace_vectors(self, namespace: str, model: str) -> NamespaceVectors:
         """Every stored vector of model of the namespace's items that are not reverted."""
+        ...
+
+    def vector_marks(self, namespace: str) -> dict[int, int]:
+        """Per conversation of the namespace, a mark that grows with every vector write of
+        any server sharing the store; empty from a store one server uses, whose writers tell
+        the namespace's index themselves."""
+        ...
+
+    def vectors_since(
+        self, namespace: str, model: str, marks: Mapping[int, int]
+    ) -> NamespaceVectors:
+        """Vectors of model of these conversations' items that are not reverted, written
+        after each conversation's mark (from vector_marks)."""
         ...
 
 

@@ -4,7 +4,7 @@ arrays, so no chunking)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -157,6 +157,31 @@ class NamespaceTables(Database, NamespaceStore):
             item = stored_item(row[1:])
             out[(row[0], item.seq)] = item
         return out
+
+    def vector_marks(self, namespace: str) -> dict[int, int]:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT id, vectors_written FROM conversations WHERE namespace = %s",
+                (namespace,),
+            ).fetchall()
+        return {key: int(mark) for key, mark in rows}
+
+    def vectors_since(
+        self, namespace: str, model: str, marks: Mapping[int, int]
+    ) -> NamespaceVectors:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT v.conv, i.seq, v.vec FROM unnest(%s::bigint[], %s::bigint[])"
+                " AS m (conv, after) JOIN vectors v ON v.conv = m.conv AND v.written > m.after"
+                " JOIN items i ON i.id = v.item WHERE i.state != %s AND v.model = %s",
+                (list(marks), list(marks.values()), int(ItemState.REVERTED), model),
+            ).fetchall()
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        seqs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            return NamespaceVectors(keys, seqs, np.zeros((0, 0), dtype=np.float32))
+        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+        return NamespaceVectors(keys, seqs, matrix.reshape(len(rows), -1))
 
     def namespace_vectors(self, namespace: str, model: str) -> NamespaceVectors:
         joined = (

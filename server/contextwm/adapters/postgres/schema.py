@@ -29,6 +29,9 @@ MIGRATIONS: tuple[str, ...] = (
         -- Moves with every hold that wrote (locks.py): how replicas tell that their memory
         -- of the conversation is out of date.
         version bigint NOT NULL DEFAULT 0,
+        -- The last vector write of the conversation (vector_writes): how a server's
+        -- namespace index learns what other servers embedded.
+        vectors_written bigint NOT NULL DEFAULT 0,
         UNIQUE (namespace, conversation_id)
     );
     CREATE TABLE items (
@@ -56,12 +59,18 @@ MIGRATIONS: tuple[str, ...] = (
     -- scan), never from the rows, which hold the content before tokens and ts; the id joins
     -- an item to its vector in vectors_model.
     CREATE INDEX items_stats ON items (conv, state, tokens, ts) INCLUDE (id);
+    -- Numbers every vector write; within a conversation they grow in commit order, since its
+    -- writes are serialised by its hold (locks.py).
+    CREATE SEQUENCE vector_writes;
     CREATE TABLE vectors (
         item bigint PRIMARY KEY REFERENCES items (id) ON DELETE CASCADE,
+        conv bigint NOT NULL,
         model text NOT NULL,
-        vec bytea NOT NULL
+        vec bytea NOT NULL,
+        written bigint NOT NULL DEFAULT nextval('vector_writes')
     );
     CREATE INDEX vectors_model ON vectors (model, item);
+    CREATE INDEX vectors_written ON vectors (conv, written);
     CREATE TABLE events (
         conv bigint NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
         number bigint NOT NULL,

@@ -29,19 +29,25 @@ def write_vectors(
     keys = [key for key, _ in rows]
     seqs = [seq for _, seq in rows]
     blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
-    db.execute(
-        "INSERT INTO vectors (item, model, vec)"
-        " SELECT i.id, %s, r.vec FROM unnest(%s::bigint[], %s::bigint[], %s::bytea[])"
+    written = db.execute(
+        "INSERT INTO vectors (item, conv, model, vec)"
+        " SELECT i.id, i.conv, %s, r.vec FROM unnest(%s::bigint[], %s::bigint[], %s::bytea[])"
         " AS r (conv, seq, vec) JOIN items i ON i.conv = r.conv AND i.seq = r.seq"
-        " ON CONFLICT (item) DO UPDATE SET model = excluded.model, vec = excluded.vec",
+        " ON CONFLICT (item) DO UPDATE SET model = excluded.model, vec = excluded.vec,"
+        " written = nextval('vector_writes') RETURNING conv, written",
         (model, keys, seqs, blobs),
-    )
+    ).fetchall()
+    last: dict[int, int] = {}
+    for key, number in written:
+        last[key] = max(last.get(key, 0), number)
     # A conversation's first vectors name its model. Vectors written into one whose vectors
     # come from another model (a re-embed under way) leave it as it is: finish_reembed marks
     # it once every item has one.
     db.execute(
-        "UPDATE conversations SET embed_model = %s WHERE id = ANY(%s) AND embed_model IS NULL",
-        (model, sorted(set(keys))),
+        "UPDATE conversations SET embed_model = coalesce(embed_model, %s),"
+        " vectors_written = greatest(vectors_written, w.written)"
+        " FROM unnest(%s::bigint[], %s::bigint[]) AS w (conv, written) WHERE id = w.conv",
+        (model, list(last), list(last.values())),
     )
 
 

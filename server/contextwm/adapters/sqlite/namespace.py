@@ -4,7 +4,7 @@ limit on bound parameters asks)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -160,6 +160,15 @@ class NamespaceTables(Database, NamespaceStore):
                 item = item_of(row[1:])
                 out[(row[0], item.seq)] = item
         return out
+
+    def vector_marks(self, namespace: str) -> dict[int, int]:
+        return {}  # one server per file: its writers tell the namespace index themselves
+
+    def vectors_since(
+        self, namespace: str, model: str, marks: Mapping[int, int]
+    ) -> NamespaceVectors:
+        empty = np.zeros(0, dtype=np.int64)
+        return NamespaceVectors(empty, empty, np.zeros((0, 0), dtype=np.float32))
 
     def namespace_vectors(self, namespace: str, model: str) -> NamespaceVectors:
         db = self._reader()
