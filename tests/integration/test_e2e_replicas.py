@@ -1,0 +1,105 @@
+"""Two replicas on one PostgreSQL database behind gRPC's round-robin balancing: a write
+acknowledged by one is read by the other at once, and concurrent appends through both keep
+one conversation exactly as one server would."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from contextwm_client import Client, ConversationSettings, ScoringWeights
+from server_process import ServerProcess
+
+pytestmark = pytest.mark.slow
+
+WINDOW = 10
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, pg_dsn: str) -> Iterator[list[ServerProcess]]:
+    started: list[ServerProcess] = []
+    try:
+        for n in range(2):
+            started.append(
+                ServerProcess(
+                    tmp_path / f"replica{n}",
+                    "--store",
+                    pg_dsn,
+                    env={"CONTEXTWM_INDEXER_PROCESS": "false"},
+                )
+            )
+        yield started
+    finally:
+        for server in started:
+            server.kill()
+
+
+def balanced(replicas: list[ServerProcess]) -> Client:
+    """A client whose calls go to the replicas in turn."""
+    target = "ipv4:" + ",".join(f"127.0.0.1:{r.port}" for r in replicas)
+    return Client(target, channel_options=[("grpc.lb_policy_name", "round_robin")])
+
+
+def test_a_write_acknowledged_by_one_replica_is_read_by_the_other_at_once(
+    replicas: list[ServerProcess],
+) -> None:
+    with balanced(replicas) as client:
+        client.create_conversation("c", settings=ConversationSettings(window_max_items=WINDOW))
+        for n in range(1, 25):
+            word = f"zebra{n:03d}"
+            seq = client.append("c", f"note {n}: the code word is {word}").seq
+            assert seq == n
+            # Each call below goes to the replica after the previous one's.
+            assert [i.seq for i in client.list_items("c", page_size=1000).entries][-1] == n
+            hits = client.search(word, conversation_id="c", include_window=True, mode="lexical")
+            assert [h.seq for h in hits.hits] == [n]
+            context = client.get_context("c", word, max_tokens=2000)
+            assert n in {i.item.seq for i in (*context.recent, *context.history)}
+            active = client.get_active_context("c")
+            assert active.entries[-1].seq == n
+        conversation = client.get_conversation("c")
+        assert conversation.window.item_count == WINDOW
+
+
+def test_concurrent_appends_through_both_replicas_keep_one_order_and_one_window(
+    replicas: list[ServerProcess],
+) -> None:
+    # Recency alone decides evictions: the window is the newest WINDOW items of the order the
+    # appends were acknowledged in, as one server would keep it.
+    settings = ConversationSettings(
+        window_max_items=WINDOW, weights=ScoringWeights(recency=1.0, similarity=0.0)
+    )
+    with balanced(replicas) as client:
+        client.create_conversation("shared", settings=settings)
+    acknowledged: dict[int, str] = {}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        try:
+            with balanced(replicas) as client:
+                for n in range(25):
+                    text = f"writer {w} item {n}"
+                    seq = client.append("shared", text).seq
+                    with lock:
+                        assert seq not in acknowledged, seq
+                        acknowledged[seq] = text
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert errors == []
+    assert sorted(acknowledged) == list(range(1, 201))  # unique and gapless
+    for replica in replicas:
+        with Client(f"127.0.0.1:{replica.port}") as client:
+            items = client.list_items("shared", page_size=1000).entries
+            assert {i.seq: i.content for i in items} == acknowledged
+            window = [i.seq for i in items if i.state == "window"]
+            assert window == list(range(201 - WINDOW, 201))
+            assert all(i.state == "archived" for i in items if i.seq <= 200 - WINDOW)
