@@ -29,11 +29,13 @@ def write_vectors(
     keys = [key for key, _ in rows]
     seqs = [seq for _, seq in rows]
     blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
+    # An item's vector ends its claim (claims.py): it is no longer pending.
     db.execute(
-        "INSERT INTO vectors (item, model, vec)"
+        "WITH written AS (INSERT INTO vectors (item, model, vec)"
         " SELECT i.id, %s, r.vec FROM unnest(%s::bigint[], %s::bigint[], %s::bytea[])"
         " AS r (conv, seq, vec) JOIN items i ON i.conv = r.conv AND i.seq = r.seq"
-        " ON CONFLICT (item) DO UPDATE SET model = excluded.model, vec = excluded.vec",
+        " ON CONFLICT (item) DO UPDATE SET model = excluded.model, vec = excluded.vec"
+        " RETURNING item) DELETE FROM claims WHERE item IN (SELECT item FROM written)",
         (model, keys, seqs, blobs),
     )
     # A conversation's first vectors name its model. Vectors written into one whose vectors
