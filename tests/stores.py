@@ -29,6 +29,7 @@ from contextwm.ports.retention_store import RetentionStore
 from contextwm.ports.session_store import SessionStore
 from contextwm.ports.stats_store import StatsStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
+from contextwm.ports.vector_claims import VectorClaims
 from contextwm.ports.vector_store import VectorStore
 from contextwm.retrieval.ranking import bm25, matched_idf
 
@@ -44,6 +45,7 @@ class RoleStore(
     ConversationLocks,
     ItemStore,
     VectorStore,
+    VectorClaims,
     LexicalStore,
     NamespaceStore,
     HistoryStore,

@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 # Vectors of a saved index compared with the stored ones before it is used: a few cost a
 # fraction of a millisecond, and one is enough to tell another conversation's file.
 SPOT_CHECKS = 8
+# How often a reader waiting for vectors looks whether another server sharing the store
+# wrote them (the indexer of its own server wakes it when it does).
+RECHECK_SECONDS = 0.2
 
 
 class IndexStore(
@@ -130,7 +133,7 @@ class Vectors:
 
     def wait_indexed(self, rt: ConversationRuntime) -> None:
         """Read-your-writes for dense search: waits (bounded by wait_seconds) until the items
-        appended so far are embedded.
+        appended so far are embedded, by this server or by another sharing the store.
 
         Raises:
             DeadlineExceeded: the caller's deadline passed first.
@@ -148,7 +151,14 @@ class Vectors:
                     left = caller_left
                 if left <= 0:
                     return
-                rt.indexed.wait(left)
+                if rt.indexed.wait(min(left, RECHECK_SECONDS)):
+                    continue
+                try:
+                    # Another server's vectors move the conversation's version: the reload
+                    # counts them, and what is pending still.
+                    self.runtimes.current(rt)
+                except NotFound:
+                    return
 
     def ensure_index(self, rt: ConversationRuntime) -> None:
         """Makes rt.index hold exactly the archived and compacted embedded items (caller

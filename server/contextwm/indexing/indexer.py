@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
+import secrets
+import socket
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Protocol
 
 from contextwm.conversations.engine import ContextEngine
@@ -14,7 +18,8 @@ from contextwm.indexing.stats import EmbeddingStats
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.event_store import EventStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
-from contextwm.ports.vector_store import PendingVector, VectorStore
+from contextwm.ports.vector_claims import VectorClaims
+from contextwm.ports.vector_store import PendingVector
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +31,23 @@ PRUNE_SECONDS = 60.0
 PACE_SLICE_SECONDS = 0.1
 # A periodic save skips indexes searched more recently than this; shutdown saves them all.
 RESTED_SECONDS = 10.0
+# How long a batch stays claimed by this server: far longer than a batch takes (about a
+# second), so that a slow one is not taken over while it runs. A server that has not
+# written its batch by then is taken to have died, and any server may claim the items.
+LEASE_SECONDS = 60.0
+# How often an idle indexer looks for pending items from the start rather than its cursor.
+RESCAN_SECONDS = 30.0
 
 
-class IndexerStore(VectorStore, EventStore, StoreLifecycle, Protocol):
-    """What the indexer's thread reads and tends: items awaiting a vector, old events to
+class IndexerStore(VectorClaims, EventStore, StoreLifecycle, Protocol):
+    """What the indexer's thread claims and tends: items awaiting a vector, old events to
     drop, and the store's housekeeping."""
+
+
+def replica_id() -> str:
+    """A name for this server process that no other sharing the store has: host, process
+    and a random part (a pid comes back after a restart, or in another container)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 class Indexer:
@@ -41,7 +58,8 @@ class Indexer:
     a crash the indexer simply carries on from there. While appends keep the server busy it
     embeds only busy_duty of the time, in batches of batch_size, unless a reader is waiting
     for vectors; a backlog left once they stop is embedded in larger batches
-    (see indexing.pacing).
+    (see indexing.pacing). Servers sharing a store claim each batch before embedding it, so
+    each item is embedded once, and a dead server's claims are taken over after the lease.
     """
 
     def __init__(
@@ -52,6 +70,8 @@ class Indexer:
         save_interval: float = 30.0,
         embedder: Embedder | None = None,
         busy_duty: float = 0.25,
+        owner: str | None = None,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         """Args:
         batch_size: items per batch while appends keep the server busy, and of a waiting
@@ -60,6 +80,8 @@ class Indexer:
             process); the engine's own embedder when None.
         busy_duty: the share of time spent embedding while appends keep the server busy
             (1 never holds back).
+        owner: whose the claims are (replica_id() when None).
+        lease_seconds: how long a claimed batch is left to this server.
         """
         self._engine = engine
         self._store: IndexerStore = engine.store
@@ -67,11 +89,14 @@ class Indexer:
         self._batch_size = batch_size
         self._save_interval = save_interval
         self._busy_duty = busy_duty
+        self._owner = owner or replica_id()
+        self._lease = lease_seconds
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._reader_waits = threading.Event()
         # Items are embedded in id order, so a cursor spares rescanning embedded rows.
         self._cursor = 0
+        self._scanned_at = time.monotonic()  # when the cursor last went back to the start
         # Set by a deletion: SQLite reuses the highest ids once they are free, so items
         # appended after it may lie behind the cursor.
         self._rescan = threading.Event()
@@ -106,12 +131,33 @@ class Indexer:
             self._cursor = 0
         pending = self._waited_for()
         if not pending:
-            pending = self._store.pending_vectors(
-                engine.embedder.model_name, size or self._batch_size, self._cursor
+            pending = self._store.claim_pending(
+                engine.embedder.model_name,
+                size or self._batch_size,
+                self._cursor,
+                self._owner,
+                self._lease,
             )
             if not pending:
+                if self._cursor and time.monotonic() - self._scanned_at > RESCAN_SECONDS:
+                    # An item's id is given when its append begins, so one committed after a
+                    # later-numbered item (another conversation's append, on a store several
+                    # servers share) can fall behind the cursor: look from the start again.
+                    self._scanned_at = time.monotonic()
+                    self._cursor = 0
                 return 0
-            self._cursor = pending[-1].item_id
+            # A batch may hold only claims that ran out behind the cursor: it stays put.
+            self._cursor = max(self._cursor, pending[-1].item_id)
+        try:
+            self._embed(pending)
+        except BaseException:
+            self._release(pending)
+            raise
+        return len(pending)
+
+    def _embed(self, pending: Sequence[PendingVector]) -> None:
+        """Embeds a claimed batch and hands its vectors to the engine."""
+        engine = self._engine
         began = time.perf_counter()
         vectors = self._embedder.embed([p.text for p in pending])
         # Counted before the vectors are applied: once a reader sees its items embedded, the
@@ -122,7 +168,14 @@ class Indexer:
             by_conversation[p.conversation_key].append(row)
         for key, rows in by_conversation.items():
             engine.vectors.apply(key, [pending[r].seq for r in rows], vectors[rows])
-        return len(pending)
+
+    def _release(self, pending: Sequence[PendingVector]) -> None:
+        """Releases a batch that failed, for whichever server claims next; those of its
+        items already written are no longer claimed, and are left alone."""
+        try:
+            self._store.release_claims(self._owner, [p.item_id for p in pending])
+        except Exception:
+            log.warning("releasing a failed batch's claims failed; their lease frees them")
 
     def _waited_for(self) -> list[PendingVector]:
         """Pending items of the conversations readers wait for, so that a reader waits for its
@@ -134,7 +187,9 @@ class Indexer:
             left = self._batch_size - len(out)
             if left <= 0:
                 break
-            out += self._store.pending_vectors_of(engine.embedder.model_name, key, left)
+            out += self._store.claim_pending_of(
+                engine.embedder.model_name, key, left, self._owner, self._lease
+            )
         return out
 
     def prune_events(self) -> int:

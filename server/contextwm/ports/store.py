@@ -19,6 +19,7 @@ from contextwm.ports.retention_store import RetentionStore
 from contextwm.ports.session_store import SessionStore
 from contextwm.ports.stats_store import StatsStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
+from contextwm.ports.vector_claims import VectorClaims
 from contextwm.ports.vector_store import VectorStore
 
 
@@ -27,6 +28,7 @@ class Store(
     ConversationLocks,
     ItemStore,
     VectorStore,
+    VectorClaims,
     LexicalStore,
     NamespaceStore,
     HistoryStore,

@@ -140,6 +140,14 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (conv, name)
     );
     CREATE INDEX items_file ON items (conv, file_path) WHERE file_path IS NOT NULL;
+    -- Items a replica's indexer is embedding (claims.py), until their vectors are written or
+    -- the lease runs out: replicas embed each item once, and take over a dead one's work.
+    -- Times are the database's, which every replica shares, whatever its own clock says.
+    CREATE TABLE claims (
+        item bigint PRIMARY KEY REFERENCES items (id) ON DELETE CASCADE,
+        owner text NOT NULL,
+        until timestamptz NOT NULL
+    );
     """,
 )
 

@@ -4,6 +4,7 @@ FTS5's tokenizer for BM25, vectors as float32 bytes."""
 from __future__ import annotations
 
 from contextwm.adapters.postgres.checkpoints import CheckpointTables
+from contextwm.adapters.postgres.claims import ClaimTables
 from contextwm.adapters.postgres.conversations import ConversationTables
 from contextwm.adapters.postgres.events import EventTables
 from contextwm.adapters.postgres.exclusive import ExclusiveWorkLocks
@@ -25,6 +26,7 @@ class PostgresStore(
     ConversationLockTables,
     ItemTables,
     VectorTables,
+    ClaimTables,
     LexicalTables,
     NamespaceTables,
     HistoryTables,

@@ -29,12 +29,15 @@ def write_vectors(
     keys = [key for key, _ in rows]
     seqs = [seq for _, seq in rows]
     blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
+    # An item's vector ends its claim (claims.py): it is no longer pending.
     written = db.execute(
-        "INSERT INTO vectors (item, conv, model, vec)"
+        "WITH written AS (INSERT INTO vectors (item, conv, model, vec)"
         " SELECT i.id, i.conv, %s, r.vec FROM unnest(%s::bigint[], %s::bigint[], %s::bytea[])"
         " AS r (conv, seq, vec) JOIN items i ON i.conv = r.conv AND i.seq = r.seq"
         " ON CONFLICT (item) DO UPDATE SET model = excluded.model, vec = excluded.vec,"
-        " written = nextval('vector_writes') RETURNING conv, written",
+        " written = nextval('vector_writes') RETURNING item, conv, written),"
+        " ended AS (DELETE FROM claims WHERE item IN (SELECT item FROM written))"
+        " SELECT conv, written FROM written",
         (model, keys, seqs, blobs),
     ).fetchall()
     last: dict[int, int] = {}

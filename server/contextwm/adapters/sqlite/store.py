@@ -4,6 +4,7 @@ float32 blobs."""
 from __future__ import annotations
 
 from contextwm.adapters.sqlite.checkpoints import CheckpointTables
+from contextwm.adapters.sqlite.claims import ClaimTables
 from contextwm.adapters.sqlite.conversations import ConversationTables
 from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.exclusive import ExclusiveWorkAlone
@@ -25,6 +26,7 @@ class SqliteStore(
     ConversationLockTables,
     ItemTables,
     VectorTables,
+    ClaimTables,
     LexicalIndex,
     NamespaceTables,
     HistoryTables,

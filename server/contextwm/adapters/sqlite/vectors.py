@@ -18,30 +18,11 @@ class VectorTables(Database, VectorStore):
     """Item vectors as float32 blobs: pending ones for the indexer, stored ones for the index."""
 
     def pending_vectors(self, model: str, limit: int, after_id: int = 0) -> list[PendingVector]:
-        return self._pending(model, "i.id > ?", "i.id", after_id, limit)
+        return pending_rows(self._reader(), model, "i.id > ?", "i.id", after_id, limit)
 
     def pending_vectors_of(self, model: str, key: int, limit: int) -> list[PendingVector]:
         # Newest first along the (conv, seq) index: what readers wait for is the newest.
-        return self._pending(model, "i.conv = ?", "i.seq DESC", key, limit)
-
-    def _pending(
-        self, model: str, where: str, order: str, value: int, limit: int
-    ) -> list[PendingVector]:
-        """Items without a vector for model that meet `where` (one ? for value), in `order`.
-        Items of conversations whose vectors come from another model are left out: they
-        wait for a re-embed (NOT EXISTS keeps items the outer loop, in the order asked)."""
-        rows = (
-            self._reader()
-            .execute(
-                "SELECT i.id, i.conv, i.seq, i.content FROM items i"
-                " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
-                f" WHERE v.item IS NULL AND {where} AND NOT EXISTS (SELECT 1 FROM conversations c"
-                f" WHERE c.id = i.conv AND c.embed_model != ?) ORDER BY {order} LIMIT ?",
-                (model, value, model, limit),
-            )
-            .fetchall()
-        )
-        return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
+        return pending_rows(self._reader(), model, "i.conv = ?", "i.seq DESC", key, limit)
 
     def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
         with self._transaction() as db:
@@ -74,6 +55,22 @@ class VectorTables(Database, VectorStore):
 
 
 # Module functions on any connection: `contextwm check` asks the same of a read-only one.
+
+
+def pending_rows(
+    db: sqlite3.Connection, model: str, where: str, order: str, value: int, limit: int
+) -> list[PendingVector]:
+    """Items without a vector for model that meet `where` (one ? for value), in `order`.
+    Items of conversations whose vectors come from another model are left out: they
+    wait for a re-embed (NOT EXISTS keeps items the outer loop, in the order asked)."""
+    rows = db.execute(
+        "SELECT i.id, i.conv, i.seq, i.content FROM items i"
+        " LEFT JOIN vectors v ON v.item = i.id AND v.model = ?"
+        f" WHERE v.item IS NULL AND {where} AND NOT EXISTS (SELECT 1 FROM conversations c"
+        f" WHERE c.id = i.conv AND c.embed_model != ?) ORDER BY {order} LIMIT ?",
+        (model, value, model, limit),
+    ).fetchall()
+    return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
 
 
 def write_vectors(
