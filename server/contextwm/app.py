@@ -60,12 +60,11 @@ def open_store(settings: ServerSettings, data: DataDir) -> Store:
 
     Raises:
         StoreUnavailable: PostgreSQL cannot be reached.
-        StoreInUse: another server serves the PostgreSQL database.
     """
     if settings.store:
         from contextwm.adapters.postgres.store import PostgresStore
 
-        return PostgresStore(settings.store, sole_server=True)
+        return PostgresStore(settings.store)
     return SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
 
 

@@ -85,7 +85,7 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     from contextwm.adapters.main_thread import MainThread
-    from contextwm.adapters.postgres.database import StoreInUse, StoreUnavailable
+    from contextwm.adapters.postgres.database import StoreUnavailable
     from contextwm.adapters.sqlite.guard import UnusableStore
     from contextwm.app import Service
     from contextwm.datadir.lock import DataDirInUse
@@ -95,7 +95,7 @@ def run_serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     try:
         listening = Service.listen(settings)
-    except (UnusableStore, DataDirInUse, StoreInUse) as exc:
+    except (UnusableStore, DataDirInUse) as exc:
         # The message is the whole story, for a person: no traceback.
         print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
         return REFUSED

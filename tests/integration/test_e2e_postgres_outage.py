@@ -1,7 +1,6 @@
 """A server on PostgreSQL while the database crashes and comes back: calls answer UNAVAILABLE
 meanwhile (never INTERNAL, never a partial answer) and health reports it not ready, the server
-reconnects by itself, and what was acknowledged is all there. One server per database, until
-replicas keep every cache in step."""
+reconnects by itself, and what was acknowledged is all there."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 from conftest import StartService
-from contextwm.adapters.postgres.database import StoreInUse
 from contextwm_client import Client, UnavailableError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from postgres_server import PostgresServer
@@ -71,18 +69,3 @@ def test_calls_are_unavailable_while_the_database_is_down_and_work_again_after(
         assert [i.seq for i in items] == [*acknowledged, seq]
         hits = client.search("walrus", conversation_id="c", include_window=True, mode="lexical")
         assert {h.seq for h in hits.hits} == set(acknowledged)
-
-
-def test_a_second_server_on_the_same_database_is_refused_until_the_first_stops(
-    start_service: StartService, database: PostgresServer
-) -> None:
-    store = database.create_database("shared")
-    first = start_service(store=store)
-    with pytest.raises(StoreInUse, match="another contextwm server serves"):
-        start_service(store=store)
-    with Client(f"127.0.0.1:{first.port}") as client:
-        client.append("c", "kept by the first server")
-    first.stop(grace=0)
-    second = start_service(store=store)
-    with Client(f"127.0.0.1:{second.port}") as client:
-        assert [i.content for i in client.list_items("c").entries] == ["kept by the first server"]

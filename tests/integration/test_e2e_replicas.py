@@ -27,6 +27,8 @@ def replicas(tmp_path: Path, pg_dsn: str) -> Iterator[list[ServerProcess]]:
                     tmp_path / f"replica{n}",
                     "--store",
                     pg_dsn,
+                    "--log-level",
+                    "debug",  # a line per call: which replica served what
                     env={"CONTEXTWM_INDEXER_PROCESS": "false"},
                 )
             )
@@ -45,22 +47,24 @@ def balanced(replicas: list[ServerProcess]) -> Client:
 def test_a_write_acknowledged_by_one_replica_is_read_by_the_other_at_once(
     replicas: list[ServerProcess],
 ) -> None:
-    with balanced(replicas) as client:
-        client.create_conversation("c", settings=ConversationSettings(window_max_items=WINDOW))
+    clients = [Client(f"127.0.0.1:{r.port}") for r in replicas]
+    try:
+        clients[0].create_conversation("c", settings=ConversationSettings(window_max_items=WINDOW))
         for n in range(1, 25):
+            # Written through one replica, read at once through the other, then the other way.
+            writer, reader = clients[n % 2], clients[(n + 1) % 2]
             word = f"zebra{n:03d}"
-            seq = client.append("c", f"note {n}: the code word is {word}").seq
-            assert seq == n
-            # Each call below goes to the replica after the previous one's.
-            assert [i.seq for i in client.list_items("c", page_size=1000).entries][-1] == n
-            hits = client.search(word, conversation_id="c", include_window=True, mode="lexical")
+            assert writer.append("c", f"note {n}: the code word is {word}").seq == n
+            assert [i.seq for i in reader.list_items("c", page_size=1000).entries][-1] == n
+            hits = reader.search(word, conversation_id="c", include_window=True, mode="lexical")
             assert [h.seq for h in hits.hits] == [n]
-            context = client.get_context("c", word, max_tokens=2000)
+            context = reader.get_context("c", word, max_tokens=2000)
             assert n in {i.item.seq for i in (*context.recent, *context.history)}
-            active = client.get_active_context("c")
-            assert active.entries[-1].seq == n
-        conversation = client.get_conversation("c")
-        assert conversation.window.item_count == WINDOW
+            assert reader.get_active_context("c").entries[-1].seq == n
+            assert reader.get_conversation("c").window.item_count == min(n, WINDOW)
+    finally:
+        for client in clients:
+            client.close()
 
 
 def test_concurrent_appends_through_both_replicas_keep_one_order_and_one_window(
@@ -103,3 +107,6 @@ def test_concurrent_appends_through_both_replicas_keep_one_order_and_one_window(
             window = [i.seq for i in items if i.state == "window"]
             assert window == list(range(201 - WINDOW, 201))
             assert all(i.state == "archived" for i in items if i.seq <= 200 - WINDOW)
+    # The balancer spread the appends over both replicas.
+    served = [sum("/Append " in line for line in r.output) for r in replicas]
+    assert min(served) >= 50, served

@@ -4,7 +4,6 @@ and the schema migration, which one replica at a time performs."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -18,8 +17,6 @@ from contextwm.ports.store_lifecycle import StoreLifecycle
 
 # The advisory lock replicas take to migrate: the others wait, then find the work done.
 MIGRATION_LOCK = 0x63776D31  # "cwm1"
-# The advisory lock a server holds while it serves the database (see sole_server).
-SERVER_LOCK = 0x63776D32  # "cwm2"
 
 
 def copy_rows(db: psycopg.Connection, into: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -37,10 +34,6 @@ class StoreUnavailable(Exception):
     and how it was tried."""
 
 
-class StoreInUse(Exception):
-    """Another contextwm server serves the database."""
-
-
 class Database(StoreLifecycle):
     """The connections every table group of the PostgreSQL store shares.
 
@@ -55,25 +48,15 @@ class Database(StoreLifecycle):
         pool_size: int = 8,
         connect_seconds: float = 10.0,
         wait_seconds: float = 3.0,
-        sole_server: bool = False,
     ) -> None:
         """Connects and brings the schema up to SCHEMA_VERSION. A call waits up to
         wait_seconds for a connection (all busy, or the database unreachable), then fails
         Unavailable.
 
-        sole_server: hold SERVER_LOCK, on a connection of its own, until close: each server
-            keeps its conversations' windows in memory, and two on one database would
-            diverge. (PostgreSQL drops the lock with the connection: when the process dies,
-            or the database restarts.)
-
         Raises:
             StoreUnavailable: no connection within connect_seconds.
-            StoreInUse: sole_server, and another server holds the lock.
             RuntimeError: the database's schema is newer than this contextwm's.
         """
-        self._sole: psycopg.Connection | None = None
-        if sole_server:
-            self._sole = _take_server_lock(dsn, connect_seconds)
         self._where = _safe(dsn)
         self._wait_seconds = wait_seconds
         # The connection of the conversation this thread holds (see locks.py), which its
@@ -99,7 +82,6 @@ class Database(StoreLifecycle):
             self._pool.open(wait=True, timeout=connect_seconds)
         except PoolTimeout as exc:
             self._pool.close()
-            self._release_server_lock()
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {_safe(dsn)} within {connect_seconds:g} s:"
                 " is it running, and do the host, port, user and database name match?"
@@ -108,7 +90,6 @@ class Database(StoreLifecycle):
             self._migrate()
         except BaseException:
             self._pool.close()
-            self._release_server_lock()
             raise
 
     @contextmanager
@@ -201,37 +182,6 @@ class Database(StoreLifecycle):
 
     def close(self) -> None:
         self._pool.close()
-        self._release_server_lock()
-
-    def _release_server_lock(self) -> None:
-        if self._sole is not None:
-            self._sole.close()  # closing the connection drops the lock
-            self._sole = None
-
-
-def _take_server_lock(dsn: str, connect_seconds: float, wait: float = 2.0) -> psycopg.Connection:
-    """A connection holding SERVER_LOCK. Retried for `wait` seconds first: a restart right
-    after a kill can run before the database has noticed the old connection is gone."""
-    try:
-        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, int(connect_seconds)))
-    except psycopg.OperationalError as exc:
-        raise StoreUnavailable(
-            f"cannot connect to PostgreSQL at {_safe(dsn)}: {_first_line(exc)}"
-        ) from None
-    deadline = time.monotonic() + wait
-    while True:
-        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (SERVER_LOCK,)).fetchone()
-        if row is not None and row[0]:
-            return conn
-        if time.monotonic() >= deadline:
-            conn.close()
-            raise StoreInUse(
-                f"another contextwm server serves the PostgreSQL database at {_safe(dsn)}."
-                " Each server keeps its conversations' windows in memory, so a second one on"
-                " the same database would diverge from the first: stop the other one, or give"
-                " this one another database."
-            )
-        time.sleep(0.1)
 
 
 def _first_line(exc: Exception) -> str:

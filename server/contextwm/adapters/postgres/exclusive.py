@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextwm.adapters.postgres.database import Database
 from contextwm.ports.exclusive_work import ExclusiveWork
 
-# The advisory lock space of background work, beside MIGRATION_LOCK and SERVER_LOCK.
+# The advisory lock space of background work, beside MIGRATION_LOCK.
 WORK_LOCKS = 0x63776D33  # "cwm3"
 
 
