@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -74,7 +74,10 @@ class Database(StoreLifecycle):
         self._sole: psycopg.Connection | None = None
         if sole_server:
             self._sole = _take_server_lock(dsn, connect_seconds)
+        self._dsn = dsn
         self._where = _safe(dsn)
+        # Called first by close(), while the pool still serves (threads that read the store).
+        self._closing: list[Callable[[], None]] = []
         self._wait_seconds = wait_seconds
         # The connection of the conversation this thread holds (see locks.py), which its
         # reads and writes use meanwhile.
@@ -192,6 +195,9 @@ class Database(StoreLifecycle):
         """Nothing to do: PostgreSQL's autovacuum keeps the tables in shape."""
 
     def close(self) -> None:
+        for stop in self._closing:
+            stop()
+        self._closing.clear()
         self._pool.close()
         self._release_server_lock()
 

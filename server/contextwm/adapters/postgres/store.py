@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextwm.adapters.postgres.checkpoints import CheckpointTables
 from contextwm.adapters.postgres.conversations import ConversationTables
 from contextwm.adapters.postgres.events import EventTables
+from contextwm.adapters.postgres.feed import EventFeedListener
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
 from contextwm.adapters.postgres.lexical import LexicalTables
@@ -29,6 +30,7 @@ class PostgresStore(
     HistoryTables,
     CheckpointTables,
     EventTables,
+    EventFeedListener,
     StatsTables,
     RetentionTables,
     ReembedTables,

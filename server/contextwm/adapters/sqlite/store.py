@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextwm.adapters.sqlite.checkpoints import CheckpointTables
 from contextwm.adapters.sqlite.conversations import ConversationTables
 from contextwm.adapters.sqlite.events import EventTables
+from contextwm.adapters.sqlite.feed import NoEventFeed
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
@@ -29,6 +30,7 @@ class SqliteStore(
     HistoryTables,
     CheckpointTables,
     EventTables,
+    NoEventFeed,
     StatsTables,
     RetentionTables,
     ReembedTables,
