@@ -18,6 +18,7 @@ from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
 from contextwm.ports.checkpoint_store import CheckpointStore
 from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.event_feed import EventFeed
 from contextwm.ports.event_store import EventStore
 from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.ports.history_store import HistoryStore
@@ -51,6 +52,7 @@ class RoleStore(
     HistoryStore,
     CheckpointStore,
     EventStore,
+    EventFeed,
     StatsStore,
     RetentionStore,
     ReembedStore,

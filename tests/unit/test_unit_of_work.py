@@ -40,7 +40,7 @@ def test_a_commit_numbers_its_events_and_publishes_them_after_the_block(
     engine: ContextEngine,
 ) -> None:
     rt = engine.runtime(NS, CID)
-    subscription = engine.events.subscribe(rt.key)
+    subscription = engine.events.subscribe(rt.key, rt.last_event)
     before = rt.last_event
     with engine.change(NS, CID) as change:
         change.emit(EventKind.EVICTION, (1,))
@@ -57,7 +57,7 @@ def test_a_failed_write_leaves_memory_as_the_store_has_it_and_publishes_nothing(
     engine: ContextEngine,
 ) -> None:
     rt = engine.runtime(NS, CID)
-    subscription = engine.events.subscribe(rt.key)
+    subscription = engine.events.subscribe(rt.key, rt.last_event)
     window, event = [e.item.seq for e in rt.window], rt.last_event
 
     def fail(_: object) -> None:

@@ -163,7 +163,14 @@ class AgentLoop:
                 f"{limit} watch streams are open already"
                 " (setting limits.max_watchers; each holds a server worker thread)"
             )
-        subscription = self.events.subscribe(rt.key)
+        # Under the lock no change of ours is between its commit and its publishing: the
+        # subscription starts right after the last event this server made.
         with rt.lock:
-            current = rt.last_event
-        return Watch(self.parts.store, self.parts.clock, rt, subscription, after, current)
+            subscription = self.events.subscribe(rt.key, rt.last_event)
+        try:
+            # Events other servers committed since, whose news came before the subscription.
+            self.events.catch_up(rt.key)
+        except BaseException:
+            subscription.close()
+            raise
+        return Watch(self.parts.store, self.parts.clock, rt, subscription, after)

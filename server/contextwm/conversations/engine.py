@@ -92,7 +92,10 @@ class ContextEngine:
         self.limits = limits or Limits()
         self.clock = clock
         self.models: Models = models or {}
-        self.events = EventHub()
+        self.events = EventHub(store)
+        # What other servers sharing the store commit reaches this one's watchers too (the
+        # store calls back until it closes; SQLite, which one server owns, never does).
+        store.follow_events(self.events.committed, self.events.resync)
         self.event_retention_seconds = event_retention_seconds
         self.workspaces = workspaces
         # The namespaces' retention policies, and what retention removed so far.

@@ -4,7 +4,7 @@ and the schema migration, which one replica at a time performs."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -57,7 +57,10 @@ class Database(StoreLifecycle):
             StoreUnavailable: no connection within connect_seconds.
             RuntimeError: the database's schema is newer than this contextwm's.
         """
+        self._dsn = dsn
         self._where = _safe(dsn)
+        # Called first by close(), while the pool still serves (threads that read the store).
+        self._closing: list[Callable[[], None]] = []
         self._wait_seconds = wait_seconds
         # The connection of the conversation this thread holds (see locks.py), which its
         # reads and writes use meanwhile.
@@ -181,6 +184,9 @@ class Database(StoreLifecycle):
         return True
 
     def close(self) -> None:
+        for stop in self._closing:
+            stop()
+        self._closing.clear()
         self._pool.close()
 
 

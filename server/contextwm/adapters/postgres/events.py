@@ -12,11 +12,16 @@ from contextwm.adapters.postgres.database import Database
 from contextwm.domain.history import Event, EventKind
 from contextwm.ports.event_store import EventStore
 
+# The channel on which every write of events is announced to the servers sharing the
+# database (see feed.py), as "<conversation key> <last event number>".
+CHANNEL = "contextwm_events"
+
 
 def write_events(
     db: psycopg.Connection, key: int, events: Sequence[Event], *, counter: bool = True
 ) -> None:
-    """Stores events; counter=False when the caller updates conversations.last_event."""
+    """Stores events, and announces them on CHANNEL; counter=False when the caller updates
+    conversations.last_event."""
     if not events:
         return
     with db.cursor() as cur:
@@ -31,6 +36,9 @@ def write_events(
         db.execute(
             "UPDATE conversations SET last_event = %s WHERE id = %s", (events[-1].number, key)
         )
+    # In the writing transaction: PostgreSQL delivers the notification when it commits, and
+    # drops it when it rolls back, so listeners only hear of events they can read.
+    db.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{key} {events[-1].number}"))
 
 
 class EventTables(Database, EventStore):

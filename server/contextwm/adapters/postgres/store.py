@@ -8,6 +8,7 @@ from contextwm.adapters.postgres.claims import ClaimTables
 from contextwm.adapters.postgres.conversations import ConversationTables
 from contextwm.adapters.postgres.events import EventTables
 from contextwm.adapters.postgres.exclusive import ExclusiveWorkLocks
+from contextwm.adapters.postgres.feed import EventFeedListener
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
 from contextwm.adapters.postgres.lexical import LexicalTables
@@ -32,6 +33,7 @@ class PostgresStore(
     HistoryTables,
     CheckpointTables,
     EventTables,
+    EventFeedListener,
     StatsTables,
     RetentionTables,
     ReembedTables,

@@ -8,6 +8,7 @@ from contextwm.adapters.sqlite.claims import ClaimTables
 from contextwm.adapters.sqlite.conversations import ConversationTables
 from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.exclusive import ExclusiveWorkAlone
+from contextwm.adapters.sqlite.feed import NoEventFeed
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
@@ -32,6 +33,7 @@ class SqliteStore(
     HistoryTables,
     CheckpointTables,
     EventTables,
+    NoEventFeed,
     StatsTables,
     RetentionTables,
     ReembedTables,
