@@ -19,9 +19,6 @@ from contextwm_client import (
     NotFoundError,
 )
 
-# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
-pytestmark = pytest.mark.both_stores
-
 
 def test_explicit_create_returns_effective_settings(client: Client) -> None:
     conv = client.create_conversation(

@@ -19,9 +19,6 @@ from contextwm_client import (
     ResourceExhaustedError,
 )
 
-# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
-pytestmark = pytest.mark.both_stores
-
 WAIT = 20.0
 
 

@@ -48,9 +48,7 @@ def test_calls_are_unavailable_while_the_database_is_down_and_work_again_after(
         assert readiness_becomes(service.port, NOT_SERVING)
         calls: dict[str, Callable[[], object]] = {
             "append": lambda: client.append("c", "written while the database is down"),
-            "context": lambda: client.get_context("c", "walrus", max_tokens=500),
             "search": lambda: client.search("walrus", conversation_id="c"),
-            "list": lambda: client.list_items("c"),
             "new conversation": lambda: client.append("other", "hello"),
         }
         for name, call in calls.items():

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
 from contextwm_client import Client, ConversationSettings
-
-# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
-pytestmark = pytest.mark.both_stores
 
 
 def test_state_follows_the_conversation(client: Client) -> None:

@@ -25,9 +25,6 @@ from contextwm_client import (
     StatsResult,
 )
 
-# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
-pytestmark = pytest.mark.both_stores
-
 
 @pytest.fixture
 def service(start_service: StartService) -> Service:
