@@ -132,7 +132,7 @@ class Database(StoreLifecycle):
             yield
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise Unavailable(
-                f"the PostgreSQL store at {self._where} cannot be reached ({_first_line(exc)});"
+                f"the PostgreSQL store at {self._where} cannot be reached ({first_line(exc)});"
                 " retry the call"
             ) from exc
 
@@ -190,7 +190,8 @@ class Database(StoreLifecycle):
         self._pool.close()
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
+    """The first line of an error's message (psycopg's run to several), for one-line logs."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 

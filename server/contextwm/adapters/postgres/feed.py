@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from contextwm.adapters.postgres.database import Database, _first_line
+from contextwm.adapters.postgres.database import Database, first_line
 from contextwm.adapters.postgres.events import CHANNEL
 from contextwm.domain.errors import Unavailable
 from contextwm.ports.event_feed import EventFeed
@@ -82,7 +82,7 @@ class Listener:
                     log.warning(
                         "lost the event feed of the PostgreSQL store at %s (%s); reconnecting",
                         self._where,
-                        _first_line(exc),
+                        first_line(exc),
                     )
                 down = True
                 self._stopping.wait(RETRY_SECONDS)
