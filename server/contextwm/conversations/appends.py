@@ -119,7 +119,7 @@ class Appends:
         if len(keys) != len(set(keys)):
             raise InvalidArgument("two items in one batch share an idempotency_key")
         self.check_files(namespace, conversation_id, items)
-        rt = self.runtimes.get(namespace, conversation_id, create=True)
+        rt = self.runtimes.get(namespace, conversation_id, create=True, current=False)
         with self.busy.timing(), self.work.change(rt) as change:
             return self._append(change, items, keys)
 

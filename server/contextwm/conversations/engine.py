@@ -158,7 +158,7 @@ class ContextEngine:
         Raises:
             NotFound: no such conversation, or deleted meanwhile.
         """
-        return self.work.change(self.runtime(namespace, conversation_id))
+        return self.work.change(self.runtimes.get(namespace, conversation_id, current=False))
 
     # ------------------------------------------------------------ what features share
 

@@ -75,10 +75,16 @@ class Runtimes:
         self.misses = 0
 
     def get(
-        self, namespace: str, conversation_id: str, *, create: bool = False
+        self,
+        namespace: str,
+        conversation_id: str,
+        *,
+        create: bool = False,
+        current: bool = True,
     ) -> ConversationRuntime:
         """The live runtime of a conversation, loaded from the store on first use, and
-        current: what other servers sharing the store changed is loaded first.
+        current: what other servers sharing the store changed is loaded first. (current=False
+        for a change, whose hold brings it current anyway: one look at the store less.)
 
         Raises:
             NotFound: when it does not exist and create is False.
@@ -98,7 +104,7 @@ class Runtimes:
                 self._by_name[(ns, conversation_id)] = rt
                 self._by_key[rt.key] = rt
                 return rt
-        return self.current(rt)
+        return self.current(rt) if current else rt
 
     def _record(self, ns: str, conversation_id: str, create: bool) -> ConversationRecord:
         record = self.store.get_conversation(ns, conversation_id)

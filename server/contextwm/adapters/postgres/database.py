@@ -62,6 +62,7 @@ class Database(StoreLifecycle):
         # Called first by close(), while the pool still serves (threads that read the store).
         self._closing: list[Callable[[], None]] = []
         self._wait_seconds = wait_seconds
+        self._was_unreachable = False
         # The connection of the conversation this thread holds (see locks.py), which its
         # reads and writes use meanwhile.
         self._holding = threading.local()
@@ -71,9 +72,6 @@ class Database(StoreLifecycle):
             max_size=pool_size,
             kwargs={"autocommit": True},
             timeout=connect_seconds,
-            # A connection is checked as it is handed out (one round trip): after the
-            # database restarted, a call gets a new connection rather than a dead one.
-            check=ConnectionPool.check_connection,
             # Reconnecting gives up this soon (its back-off doubles each time), and the next
             # call tries afresh: once the database is back, calls work within seconds rather
             # than after a back-off grown through the outage.
@@ -176,11 +174,18 @@ class Database(StoreLifecycle):
         """Nothing to do: PostgreSQL's autovacuum keeps the tables in shape."""
 
     def reachable(self) -> bool:
+        """Asks the database; once it answers again after not answering, the pool drops the
+        connections that died meanwhile, so that calls get live ones. (Checking each
+        connection as it is handed out would cost a round trip on every call.)"""
         try:
             with self._pool.connection(self._wait_seconds) as conn:
                 conn.execute("SELECT 1")
         except (psycopg.OperationalError, PoolTimeout):
+            self._was_unreachable = True
             return False
+        if self._was_unreachable:
+            self._was_unreachable = False
+            self._pool.check()
         return True
 
     def close(self) -> None:
