@@ -24,21 +24,26 @@ def write_events(
     conversations.last_event."""
     if not events:
         return
-    with db.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO events (conv, number, at, kind, payload) VALUES (%s, %s, %s, %s, %s)",
-            [
-                (key, e.number, e.at, str(e.kind), json.dumps(encode_payload(e.payload)))
-                for e in events
-            ],
-        )
+    # The announcement in the writing transaction: PostgreSQL delivers it when that commits,
+    # and drops it when it rolls back, so listeners only hear of events they can read.
+    db.execute(
+        "WITH added AS (INSERT INTO events (conv, number, at, kind, payload)"
+        " SELECT %s, * FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[]))"
+        " SELECT pg_notify(%s, %s)",
+        (
+            key,
+            [e.number for e in events],
+            [e.at for e in events],
+            [str(e.kind) for e in events],
+            [json.dumps(encode_payload(e.payload)) for e in events],
+            CHANNEL,
+            f"{key} {events[-1].number}",
+        ),
+    )
     if counter:
         db.execute(
             "UPDATE conversations SET last_event = %s WHERE id = %s", (events[-1].number, key)
         )
-    # In the writing transaction: PostgreSQL delivers the notification when it commits, and
-    # drops it when it rolls back, so listeners only hear of events they can read.
-    db.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{key} {events[-1].number}"))
 
 
 class EventTables(Database, EventStore):

@@ -21,7 +21,7 @@ from contextwm.adapters.postgres.codecs import (
 from contextwm.adapters.postgres.database import Database
 from contextwm.adapters.postgres.events import write_events
 from contextwm.adapters.postgres.history import write_edits, write_facts
-from contextwm.adapters.postgres.lexical import item_terms, write_postings
+from contextwm.adapters.postgres.lexical import item_terms
 from contextwm.adapters.postgres.vectors import write_vectors
 from contextwm.adapters.store_rows import ITEM_COLUMNS, metadata_json
 from contextwm.domain.facts import Fact
@@ -30,6 +30,22 @@ from contextwm.domain.items import Flag, Item, ItemFilter, ItemState
 from contextwm.ports.item_store import ItemStore, ItemVectors
 
 _ITEMS_OF = "FROM items i JOIN conversations c ON c.id = i.conv"
+# The parameters of insert_items' columns, in their order.
+_ITEM_FIELDS = (
+    "seq",
+    "role",
+    "content",
+    "ts",
+    "tokens",
+    "flags",
+    "metadata",
+    "path",
+    "file_kind",
+    "state",
+    "idem",
+    "kind",
+    "whole",
+)
 
 
 def insert_items(
@@ -39,7 +55,8 @@ def insert_items(
     idempotency_keys: Sequence[str | None],
     terms: Sequence[frozenset[str]],
 ) -> None:
-    """Inserts the items, one statement for all, and their postings."""
+    """Inserts the items and their postings, in one statement (a round trip each costs more
+    than either insert)."""
     columns: list[list[Any]] = [[] for _ in range(13)]
     for item, idem in zip(items, idempotency_keys, strict=True):
         row = (
@@ -61,16 +78,26 @@ def insert_items(
         )
         for column, value in zip(columns, row, strict=True):
             column.append(value)
-    ids = db.execute(
-        "INSERT INTO items (conv, seq, role, content, ts, tokens, flags, metadata, file_path,"
-        " file_kind, state, idem, kind, whole_file)"
-        " SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[],"
-        " %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::smallint[],"
-        " %s::text[], %s::text[], %s::smallint[]) RETURNING seq, id",
-        (key, *columns),
-    ).fetchall()
-    id_of: dict[int, int] = dict(ids)
-    write_postings(db, key, [id_of[item.seq] for item in items], terms)
+    posting_seqs = [item.seq for item, held in zip(items, terms, strict=True) for _ in held]
+    posting_terms = [term for held in terms for term in held]
+    db.execute(
+        "WITH added AS (INSERT INTO items (conv, seq, role, content, ts, tokens, flags,"
+        " metadata, file_path, file_kind, state, idem, kind, whole_file)"
+        " SELECT %(key)s, * FROM unnest(%(seq)s::bigint[], %(role)s::text[],"
+        " %(content)s::text[], %(ts)s::float8[], %(tokens)s::bigint[], %(flags)s::bigint[],"
+        " %(metadata)s::text[], %(path)s::text[], %(file_kind)s::text[],"
+        " %(state)s::smallint[], %(idem)s::text[], %(kind)s::text[], %(whole)s::smallint[])"
+        " RETURNING seq, id)"
+        " INSERT INTO postings (conv, term, item) SELECT %(key)s, p.term, added.id"
+        " FROM unnest(%(posting_seqs)s::bigint[], %(posting_terms)s::text[]) AS p (seq, term)"
+        " JOIN added ON added.seq = p.seq",
+        {
+            "key": key,
+            **dict(zip(_ITEM_FIELDS, columns, strict=True)),
+            "posting_seqs": posting_seqs,
+            "posting_terms": posting_terms,
+        },
+    )
 
 
 def archive_rows(db: psycopg.Connection, key: int, seqs: Sequence[int]) -> None:

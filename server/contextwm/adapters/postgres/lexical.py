@@ -6,11 +6,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-import psycopg
-
 from contextwm.adapters.fts5_terms import Fts5Terms
 from contextwm.adapters.postgres.codecs import filter_sql
-from contextwm.adapters.postgres.database import Database, copy_rows
+from contextwm.adapters.postgres.database import Database
 from contextwm.domain.items import ItemFilter, ItemState
 from contextwm.ports.lexical_store import LexicalStore, TermPostings
 
@@ -28,16 +26,6 @@ def item_terms(texts: Sequence[str]) -> list[frozenset[str]]:
 def lookup_terms(word: str) -> tuple[str, ...]:
     """The terms a word is looked up by (several where the tokenizer splits it)."""
     return _tokenizer().query_terms(word)
-
-
-def write_postings(
-    db: psycopg.Connection, key: int, ids: Sequence[int], terms: Sequence[frozenset[str]]
-) -> None:
-    copy_rows(
-        db,
-        "postings (conv, term, item)",
-        [(key, term, item) for item, held in zip(ids, terms, strict=True) for term in held],
-    )
 
 
 def matching_items(
