@@ -15,6 +15,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.adapters.postgres.store import PostgresStore
 from contextwm.app import Service
 from contextwm.ports.embedder import Embedder
 from contextwm.settings import ServerSettings
@@ -35,6 +36,15 @@ def postgres() -> Iterator[PostgresServer]:
 def pg_dsn(postgres: PostgresServer) -> str:
     """The DSN of a new, empty database of the session's PostgreSQL."""
     return postgres.create_database(f"t{uuid.uuid4().hex}")
+
+
+@pytest.fixture
+def shared_stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+    """Two PostgreSQL stores on one new database, as two servers sharing it have them."""
+    first, second = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
+    yield first, second
+    second.close()
+    first.close()
 
 
 @pytest.fixture(params=STORES)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from contextwm.adapters.postgres.store import PostgresStore
@@ -74,19 +74,10 @@ def follow(store: PostgresStore) -> tuple[EventHub, list[int]]:
     return hub, resyncs
 
 
-@pytest.fixture
-def stores(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    """A writer and a reader: two servers' stores on one database."""
-    writer, reader = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
-    yield writer, reader
-    reader.close()
-    writer.close()
-
-
 def test_events_committed_by_one_store_reach_the_watchers_of_another_once_in_order(
-    stores: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    writer, reader = stores
+    writer, reader = shared_stores
     key = new_conversation(writer)
     other = new_conversation(writer, "c2")
     hub, _ = follow(reader)
@@ -109,9 +100,9 @@ def test_events_committed_by_one_store_reach_the_watchers_of_another_once_in_ord
 
 
 def test_only_committed_events_are_announced(
-    stores: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    writer, reader = stores
+    writer, reader = shared_stores
     key = new_conversation(writer)
     heard: list[tuple[int, int]] = []
     ready = threading.Event()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from contextwm.adapters.faiss_index import FaissIndex
@@ -16,19 +15,10 @@ from contextwm.domain.conversations import ConversationSettings
 from stores import MODEL, T0, add, make_item, unit_vectors
 
 
-@pytest.fixture
-def pair(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    """Two stores on one database, as two servers have them."""
-    first, second = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
-    yield first, second
-    first.close()
-    second.close()
-
-
 def test_a_hold_that_wrote_moves_the_version_and_one_that_did_not_leaves_it(
-    pair: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    one, other = pair
+    one, other = shared_stores
     key = one.create_conversation("ns", "c", ConversationSettings(), T0).key
     assert one.version(key) == other.version(key) == 0
     with one.hold(key) as held:
@@ -50,9 +40,9 @@ def test_a_hold_that_wrote_moves_the_version_and_one_that_did_not_leaves_it(
 
 
 def test_a_failed_hold_commits_none_of_its_writes(
-    pair: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    one, other = pair
+    one, other = shared_stores
     key = one.create_conversation("ns", "c", ConversationSettings(), T0).key
     with pytest.raises(RuntimeError, match="boom"), one.hold(key):
         add(one, key, [make_item(1)])
@@ -61,9 +51,9 @@ def test_a_failed_hold_commits_none_of_its_writes(
 
 
 def test_a_second_server_waits_for_the_hold_and_then_sees_its_writes(
-    pair: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    one, other = pair
+    one, other = shared_stores
     key = one.create_conversation("ns", "c", ConversationSettings(), T0).key
     inside = threading.Event()
     seen: list[tuple[int | None, list[int]]] = []
@@ -86,9 +76,9 @@ def test_a_second_server_waits_for_the_hold_and_then_sees_its_writes(
 
 
 def test_background_work_is_done_by_one_server_at_a_time(
-    pair: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    one, other = pair
+    one, other = shared_stores
     with one.exclusively("retention") as mine:
         assert mine
         with other.exclusively("retention") as theirs:
@@ -100,9 +90,9 @@ def test_background_work_is_done_by_one_server_at_a_time(
 
 
 def test_a_namespace_index_catches_up_on_what_another_server_embedded(
-    pair: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    writer, reader = pair
+    writer, reader = shared_stores
     a = writer.create_conversation("ns", "a", ConversationSettings(), T0).key
     b = writer.create_conversation("ns", "b", ConversationSettings(), T0).key
     for key in (a, b):

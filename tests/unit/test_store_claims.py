@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
-import pytest
 from contextwm.adapters.postgres.store import PostgresStore
 from stores import MODEL, RoleStore, add, make_item, new_conversation, unit_vectors
 
@@ -71,17 +69,10 @@ def test_a_released_claim_is_claimable_again(store: RoleStore) -> None:
 # ---------------------------------------------------------------- PostgreSQL replicas
 
 
-@pytest.fixture
-def replicas(pg_dsn: str) -> Iterator[tuple[PostgresStore, PostgresStore]]:
-    """Two stores on one database, as two replicas have them."""
-    a, b = PostgresStore(pg_dsn), PostgresStore(pg_dsn)
-    yield a, b
-    a.close()
-    b.close()
-
-
-def test_a_live_claim_is_left_to_its_owner(replicas: tuple[PostgresStore, PostgresStore]) -> None:
-    a, b = replicas
+def test_a_live_claim_is_left_to_its_owner(
+    shared_stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    a, b = shared_stores
     ids = fill(a, 2, 3)
     key = a.pending_vectors(MODEL, 1)[0].conversation_key
     assert [p.item_id for p in a.claim_pending(MODEL, 2, 0, "a", LONG)] == ids[:2]
@@ -92,9 +83,11 @@ def test_a_live_claim_is_left_to_its_owner(replicas: tuple[PostgresStore, Postgr
     assert len(b.pending_vectors(MODEL, 10)) == len(ids)
 
 
-def test_claims_made_at_once_are_disjoint(replicas: tuple[PostgresStore, PostgresStore]) -> None:
-    ids = fill(replicas[0], 4, 150)
-    claimers = [(store, f"{n}-{t}") for n, store in enumerate(replicas) for t in range(2)]
+def test_claims_made_at_once_are_disjoint(
+    shared_stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    ids = fill(shared_stores[0], 4, 150)
+    claimers = [(store, f"{n}-{t}") for n, store in enumerate(shared_stores) for t in range(2)]
     got: dict[str, list[int]] = {owner: [] for _, owner in claimers}
     start = threading.Barrier(len(claimers))
 
@@ -116,9 +109,9 @@ def test_claims_made_at_once_are_disjoint(replicas: tuple[PostgresStore, Postgre
 
 
 def test_an_expired_claim_is_claimable_again_behind_the_cursor(
-    replicas: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    a, b = replicas
+    a, b = shared_stores
     ids = fill(a, 1, 6)
     dead = [p.item_id for p in a.claim_pending(MODEL, 3, 0, "dead", 0.5)]
     assert [p.item_id for p in b.claim_pending(MODEL, 10, 0, "b", LONG)] == ids[3:]
@@ -130,9 +123,9 @@ def test_an_expired_claim_is_claimable_again_behind_the_cursor(
 
 
 def test_a_release_frees_items_behind_every_cursor(
-    replicas: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    a, b = replicas
+    a, b = shared_stores
     ids = fill(a, 1, 4)
     a.claim_pending(MODEL, 2, 0, "a", LONG)
     b.release_claims("b", ids[:2])  # not b's: nothing happens
@@ -142,9 +135,9 @@ def test_a_release_frees_items_behind_every_cursor(
 
 
 def test_a_deleted_item_takes_its_claim_along(
-    replicas: tuple[PostgresStore, PostgresStore],
+    shared_stores: tuple[PostgresStore, PostgresStore],
 ) -> None:
-    a, _ = replicas
+    a, _ = shared_stores
     fill(a, 1, 3)
     key = a.pending_vectors(MODEL, 1)[0].conversation_key
     a.claim_pending(MODEL, 10, 0, "a", LONG)
