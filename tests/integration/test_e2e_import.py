@@ -24,9 +24,6 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 from recording_embedder import RecordingEmbedder
 
-# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
-pytestmark = pytest.mark.both_stores
-
 SETTINGS = ConversationSettings(window_max_items=6, window_max_tokens=400)
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -72,6 +69,7 @@ def snapshot(client: Client, conv: str) -> dict[str, object]:
     }
 
 
+@pytest.mark.both_stores
 def test_an_import_ends_as_live_appends_of_the_same_items(client: Client) -> None:
     items = timeline(40)
     client.create_conversation("live", settings=SETTINGS)
@@ -99,6 +97,7 @@ def test_an_import_ends_as_live_appends_of_the_same_items(client: Client) -> Non
     assert b.text == a.text
 
 
+@pytest.mark.both_stores
 def test_items_of_many_conversations_interleaved_keep_their_order(client: Client) -> None:
     convs = [f"c{n}" for n in range(5)]
 
@@ -152,6 +151,7 @@ def test_an_item_over_the_token_limit_fails_alone(start_service: StartService) -
         assert [i.seq for i in client.iter_items("t")] == [1, 2]
 
 
+@pytest.mark.both_stores
 def test_a_re_sent_import_adds_nothing_twice(client: Client) -> None:
     items = [ImportItem("again", i) for i in timeline(30)]
     first = client.import_items(items[:18], chunk_size=5)
@@ -163,6 +163,7 @@ def test_a_re_sent_import_adds_nothing_twice(client: Client) -> None:
     assert contents == [i.item.content for i in items]
 
 
+@pytest.mark.both_stores
 def test_a_re_sent_import_embeds_only_what_is_new(
     start_service: StartService, embedder: Embedder
 ) -> None:
@@ -178,6 +179,7 @@ def test_a_re_sent_import_embeds_only_what_is_new(
     assert counting.texts - before == 10
 
 
+@pytest.mark.both_stores
 def test_each_chunk_is_answered_once_stored(service: Service, client: Client) -> None:
     answered: list[tuple[int, int, int]] = []
 
@@ -246,6 +248,7 @@ def test_the_server_holds_a_fast_sender_back(service: Service, client: Client) -
     assert max(ahead) <= 20 * chunk, ahead
 
 
+@pytest.mark.both_stores
 def test_an_import_counts_items_out_of_time_order(client: Client) -> None:
     t0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
     hours = [0, 5, 1, 6, 2]  # two items arrive after a later one in each conversation

@@ -5,11 +5,12 @@ one conversation exactly as one server would."""
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from contextwm_client import Client, ConversationSettings, ScoringWeights
+from postgres_server import PostgresServer
 from server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -17,16 +18,22 @@ pytestmark = pytest.mark.slow
 WINDOW = 10
 
 
-@pytest.fixture
-def replicas(tmp_path: Path, pg_dsn: str) -> Iterator[list[ServerProcess]]:
+@pytest.fixture(scope="module")
+def replicas(
+    tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer
+) -> Iterator[list[ServerProcess]]:
+    """Two server processes on one new database, shared by this module's tests (each uses
+    conversations of its own): starting them is most of the time these tests take."""
+    dsn = postgres.create_database(f"replicas{uuid.uuid4().hex}")
+    root = tmp_path_factory.mktemp("replicas")
     started: list[ServerProcess] = []
     try:
         for n in range(2):
             started.append(
                 ServerProcess(
-                    tmp_path / f"replica{n}",
+                    root / f"replica{n}",
                     "--store",
-                    pg_dsn,
+                    dsn,
                     "--log-level",
                     "debug",  # a line per call: which replica served what
                     env={"CONTEXTWM_INDEXER_PROCESS": "false"},

@@ -32,9 +32,6 @@ from contextwm_client import (
 )
 from metrics_scrape import Scrape
 
-# The paths that differ by store: each test runs on SQLite, then PostgreSQL.
-pytestmark = pytest.mark.both_stores
-
 DAY = 86400.0
 # Words that name one old item each, for lexical search.
 WORDS = ("zebra", "quokka", "narwhal", "axolotl", "pangolin", "okapi", "tapir", "wombat")
@@ -124,6 +121,7 @@ def start(start_service: StartService, clock: Clock, **policies: Policy) -> Serv
 # ---------------------------------------------------------------- dry runs and removal
 
 
+@pytest.mark.both_stores
 def test_a_dry_run_lists_exactly_what_a_run_removes_and_changes_nothing(
     start_service: StartService, clock: Clock
 ) -> None:
@@ -165,6 +163,7 @@ def test_a_dry_run_lists_exactly_what_a_run_removes_and_changes_nothing(
         assert client.apply_retention("t").conversations[0].seqs == (3,)
 
 
+@pytest.mark.both_stores
 def test_by_count_the_oldest_go_first(start_service: StartService, clock: Clock) -> None:
     service = start(start_service, clock, default=Policy(max_archived_items=4))
     with Client(f"127.0.0.1:{service.port}") as client:
@@ -199,6 +198,7 @@ def test_removals_are_counted_in_the_metrics(start_service: StartService, clock:
     assert after.value("contextwm_retention_removed_conversations_total") == 1
 
 
+@pytest.mark.both_stores
 def test_window_and_active_context_items_stay(start_service: StartService, clock: Clock) -> None:
     service = start(start_service, clock, default=Policy(max_age_seconds=30 * DAY))
     with Client(f"127.0.0.1:{service.port}") as client:
@@ -248,6 +248,7 @@ def test_what_a_checkpoint_restore_needs_stays(start_service: StartService, cloc
         index_matches_store(service, "t")
 
 
+@pytest.mark.both_stores
 def test_removed_items_are_gone_from_search_context_and_index_also_after_a_restart(
     start_service: StartService, clock: Clock, tmp_path: Path
 ) -> None:
@@ -324,6 +325,7 @@ def found_after_restart(client: Client, word: str) -> set[int]:
     return {h.seq for h in client.search(word, conversation_id="t", top_k=50).hits}
 
 
+@pytest.mark.both_stores
 def test_inactive_conversations_go_whole(start_service: StartService, clock: Clock) -> None:
     service = start(start_service, clock, default=Policy(inactive_seconds=7 * DAY))
     with Client(f"127.0.0.1:{service.port}") as client:
@@ -360,6 +362,7 @@ def test_inactive_conversations_go_whole(start_service: StartService, clock: Clo
 # ---------------------------------------------------------------- policies
 
 
+@pytest.mark.both_stores
 def test_the_background_run_applies_a_namespace_policy(
     start_service: StartService, clock: Clock
 ) -> None:
