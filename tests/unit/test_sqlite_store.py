@@ -1,5 +1,5 @@
 """What only the SQLite store has: its files (full-text rows, the WAL), migrations of older
-files, durability on reopening; and the roles PostgreSQL does not serve yet."""
+files, durability on reopening, keys reused after a delete."""
 
 from __future__ import annotations
 
