@@ -4,6 +4,7 @@ itself after the database restarts."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -32,7 +33,15 @@ class EventFeedListener(Database, EventFeed):
         self, committed: Callable[[int, int], None], missed: Callable[[], None]
     ) -> None:
         listener = Listener(self._dsn, self._where, committed, missed)
-        self._closing.append(listener.stop)
+
+        def stop() -> None:
+            listener.stopping.set()
+            # An empty announcement wakes the listener now rather than at its next wake-up.
+            with contextlib.suppress(Unavailable), self._read() as db:
+                db.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+            listener.stop()
+
+        self._closing.append(stop)
         listener.start()
 
 
@@ -52,7 +61,7 @@ class Listener:
         self._where = where
         self._committed = committed
         self._missed = missed
-        self._stopping = threading.Event()
+        self.stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-event-feed", daemon=True)
         self._behind = False
 
@@ -60,12 +69,12 @@ class Listener:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stopping.set()
+        self.stopping.set()
         self._thread.join(WAKE_SECONDS + CONNECT_SECONDS + 2)
 
     def _run(self) -> None:
         down = False
-        while not self._stopping.is_set():
+        while not self.stopping.is_set():
             try:
                 with psycopg.connect(
                     self._dsn, autocommit=True, connect_timeout=CONNECT_SECONDS
@@ -85,10 +94,10 @@ class Listener:
                         first_line(exc),
                     )
                 down = True
-                self._stopping.wait(RETRY_SECONDS)
+                self.stopping.wait(RETRY_SECONDS)
 
     def _listen(self, conn: psycopg.Connection) -> None:
-        while not self._stopping.is_set():
+        while not self.stopping.is_set():
             if self._behind:
                 self._behind = not self._call(self._missed)
             # Returns with the first batch of news, or after WAKE_SECONDS without any.
@@ -118,6 +127,8 @@ class Listener:
 def _parse(payload: str) -> tuple[int, int] | None:
     """(conversation key, last event number) from an announcement; None if malformed."""
     parts = payload.split()
+    if not parts:
+        return None  # a wake-up (see follow_events)
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         log.warning("ignored a malformed event announcement %r", payload)
         return None
