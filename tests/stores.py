@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -15,23 +14,7 @@ from contextwm.adapters.postgres.store import PostgresStore
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import FileRef, Flag, Item, ItemFilter, ItemState
-from contextwm.ports.checkpoint_store import CheckpointStore
-from contextwm.ports.conversation_locks import ConversationLocks
-from contextwm.ports.conversation_store import ConversationStore
-from contextwm.ports.event_feed import EventFeed
-from contextwm.ports.event_store import EventStore
-from contextwm.ports.exclusive_work import ExclusiveWork
-from contextwm.ports.history_store import HistoryStore
-from contextwm.ports.item_store import ItemStore
-from contextwm.ports.lexical_store import LexicalStore
-from contextwm.ports.namespace_store import NamespaceStore
-from contextwm.ports.reembed_store import ReembedStore
-from contextwm.ports.retention_store import RetentionStore
-from contextwm.ports.session_store import SessionStore
-from contextwm.ports.stats_store import StatsStore
-from contextwm.ports.store_lifecycle import StoreLifecycle
-from contextwm.ports.vector_claims import VectorClaims
-from contextwm.ports.vector_store import VectorStore
+from contextwm.ports.store import Store
 from contextwm.retrieval.ranking import bm25, matched_idf
 
 STORES = ("sqlite", "postgresql")
@@ -41,27 +24,8 @@ BOTH = (W, A)
 T0 = 1_700_000_000.0
 
 
-class RoleStore(
-    ConversationStore,
-    ConversationLocks,
-    ItemStore,
-    VectorStore,
-    VectorClaims,
-    LexicalStore,
-    NamespaceStore,
-    HistoryStore,
-    CheckpointStore,
-    EventStore,
-    EventFeed,
-    StatsStore,
-    RetentionStore,
-    ReembedStore,
-    SessionStore,
-    ExclusiveWork,
-    StoreLifecycle,
-    Protocol,
-):
-    """Every role of the store, as both stores serve them."""
+# Every role of the store: the tests of each role run on both stores.
+RoleStore = Store
 
 
 def open_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> RoleStore:

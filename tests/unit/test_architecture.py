@@ -302,8 +302,9 @@ WHOLE_STORE_USERS = {
     # The adapters, where mypy proves that each is the whole of it.
     "server/contextwm/adapters/sqlite/store.py",
     "server/contextwm/adapters/postgres/store.py",
-    # This test, which reads the roles off it.
+    # This test, which reads the roles off it, and the store tests, which test all of it.
     "tests/unit/test_architecture.py",
+    "tests/stores.py",
 }
 
 
