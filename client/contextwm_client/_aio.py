@@ -74,6 +74,7 @@ from contextwm_client._types import (
     NewItem,
     Page,
     ReembedProgress,
+    RestoredExport,
     RestoreResult,
     RetentionReport,
     SearchResult,
@@ -555,6 +556,77 @@ class AsyncClient:
         finally:
             cancel(call)  # an import left early (on_progress raised) stops on the server too
         return result
+
+    async def export(
+        self,
+        conversation_id: str | None = None,
+        *,
+        timeout: float | None = None,
+        namespace: str | None = None,
+    ) -> AsyncIterator[str]:
+        """Exports one conversation, or every conversation of the namespace, as the lines of
+        a JSON Lines file (docs/export.md) that `restore_export` writes back exactly: settings,
+        items with their states, pins, metadata and files, compactions with their summaries,
+        checkpoints, context edits, events and sessions. Vectors are not exported.
+
+        Args:
+            conversation_id: One conversation; None: every conversation of the namespace.
+            timeout: Deadline of the whole export in seconds; None (the default) has none:
+                the client's timeout does not apply.
+            namespace: Namespace; None uses the client's.
+
+        Yields:
+            The lines, without their newlines, as the server streams them.
+
+        Raises:
+            NotFoundError: No such conversation (raised during iteration).
+            ContextWMError: Any other failure of the call (raised during iteration).
+        """
+        request = _requests.export(self._ns(namespace), conversation_id or "")
+        if not self._waited:
+            await self._wait_first()
+        call = self._stub.Export(request, timeout=timeout, metadata=self._metadata or None)
+        try:
+            async for chunk in call:
+                for entry in chunk.lines:
+                    yield entry
+        except grpc.RpcError as exc:
+            raise map_rpc_error(exc) from exc
+        finally:
+            cancel(call)  # an export left early stops on the server too
+
+    async def restore_export(
+        self,
+        lines: Iterable[str],
+        *,
+        timeout: float | None = None,
+        namespace: str | None = None,
+    ) -> RestoredExport:
+        """Restores the conversations of an export (the lines `export` gave, or a file's).
+
+        Each conversation is written whole, in one transaction, or not at all. One stored
+        already with exactly the exported rows is counted as unchanged, so a restore that
+        was cut off is resumed by calling again with the same lines. The server embeds the
+        items again, with its own model.
+
+        Args:
+            lines: The export's lines (a trailing newline is dropped).
+            timeout: Deadline of the whole restore in seconds; None (the default) has none.
+            namespace: Restore every conversation into this namespace; None keeps each
+                conversation's own (unlike other calls, not the client's namespace).
+
+        Returns:
+            How many conversations were restored or found unchanged, and their items.
+
+        Raises:
+            InvalidArgumentError: A line is not part of an export (the message names it), or
+                a conversation was cut short or changed after the export.
+            AlreadyExistsError: A conversation of that id exists with other contents.
+            ContextWMError: Any other failure; conversations restored before it stay.
+        """
+        requests = _requests.restore_chunks(namespace or "", lines)
+        answer = await self._invoke(self._stub.RestoreExport, requests, timeout)
+        return RestoredExport(answer.restored, answer.unchanged, answer.items)
 
     async def pin(self, conversation_id: str, seq: int, *, namespace: str | None = None) -> Item:
         """Pins an item: it is evicted only when nothing else is left.

@@ -194,6 +194,31 @@ def import_chunks(
         yield pb.ImportRequest(items=chunk)
 
 
+def export(namespace: str, conversation_id: str) -> pb.ExportRequest:
+    return pb.ExportRequest(namespace=namespace, conversation_id=conversation_id)
+
+
+# Bytes of lines per RestoreRequest: well under gRPC's 4 MiB message limit.
+RESTORE_CHUNK_BYTES = 1 << 20
+
+
+def restore_chunks(namespace: str, lines: Iterable[str]) -> Iterator[pb.RestoreExportRequest]:
+    """The RestoreRequests of a restore, about RESTORE_CHUNK_BYTES of lines each (built as the
+    lines are read); the first names the namespace. A line's trailing newline is dropped."""
+    chunk: list[str] = []
+    size = 0
+    first = True
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if chunk and size + len(line) > RESTORE_CHUNK_BYTES:
+            yield pb.RestoreExportRequest(namespace=namespace if first else "", lines=chunk)
+            chunk, size, first = [], 0, False
+        chunk.append(line)
+        size += len(line)
+    if chunk or first:
+        yield pb.RestoreExportRequest(namespace=namespace if first else "", lines=chunk)
+
+
 def pin(namespace: str, conversation_id: str, seq: int) -> pb.PinRequest:
     """Builds the PinRequest of Pin and Unpin."""
     return pb.PinRequest(namespace=namespace, conversation_id=conversation_id, seq=seq)

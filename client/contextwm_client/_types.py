@@ -448,6 +448,22 @@ class ImportFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class RestoredExport:
+    """The outcome of restoring an export.
+
+    Attributes:
+        restored: Conversations written.
+        unchanged: Conversations stored already with exactly the exported rows (a resumed
+            restore): nothing was written for them.
+        items: Items of the conversations written.
+    """
+
+    restored: int
+    unchanged: int
+    items: int
+
+
+@dataclass(frozen=True, slots=True)
 class ImportResult:
     """The outcome of a bulk import.
 

@@ -32,6 +32,7 @@ from contextwm.retention.task import RetentionTask
 from contextwm.retrieval.retriever import Retriever
 from contextwm.settings import ServerSettings
 from contextwm.tool_availability.service import ToolSessions
+from contextwm.transfer.service import Transfers
 from contextwm.transport.server import GrpcServer
 from contextwm.transport.servicer import ContextServicer
 from contextwm.transport.store_probe import StoreProbe
@@ -260,6 +261,7 @@ class Service:
             reembedder,
             files,
             ToolSessions(sessions, window.tools),
+            Transfers(engine),
         )
         listening.server.serve(servicer, engine.events)
         store_probe = None

@@ -82,6 +82,7 @@ CORE = (
     "retention",
     "workspace_files",
     "tool_availability",
+    "transfer",
 )
 
 
@@ -176,6 +177,7 @@ ALLOWED = {
     "retention": {"conversations"},
     "workspace_files": {"conversations"},
     "tool_availability": {"conversations", "workspace_files"},
+    "transfer": {"conversations"},
 }
 
 

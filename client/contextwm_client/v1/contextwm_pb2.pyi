@@ -2866,6 +2866,107 @@ class ImportItem(_message.Message):
 Global___ImportItem: _TypeAlias = ImportItem  # noqa: Y015
 
 @_typing.final
+class ExportRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    """One conversation; empty: every conversation of the namespace."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportRequest: _TypeAlias = ExportRequest  # noqa: Y015
+
+@_typing.final
+class ExportChunk(_message.Message):
+    """Lines of the export in order, each without its newline."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def lines(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        lines: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lines", b"lines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportChunk: _TypeAlias = ExportChunk  # noqa: Y015
+
+@_typing.final
+class RestoreExportRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    LINES_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """Restores every conversation into this namespace instead of its own (read from the
+    stream's first request; empty: each conversation's own).
+    """
+    @_builtins.property
+    def lines(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Lines of the export in order, each without its newline."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        lines: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lines", b"lines", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RestoreExportRequest: _TypeAlias = RestoreExportRequest  # noqa: Y015
+
+@_typing.final
+class RestoreExportResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESTORED_FIELD_NUMBER: _builtins.int
+    UNCHANGED_FIELD_NUMBER: _builtins.int
+    ITEMS_FIELD_NUMBER: _builtins.int
+    restored: _builtins.int
+    """Conversations written."""
+    unchanged: _builtins.int
+    """Conversations stored already with exactly these rows: nothing was written for them."""
+    items: _builtins.int
+    """Items of the conversations written."""
+    def __init__(
+        self,
+        *,
+        restored: _builtins.int = ...,
+        unchanged: _builtins.int = ...,
+        items: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "restored", b"restored", "unchanged", b"unchanged"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RestoreExportResponse: _TypeAlias = RestoreExportResponse  # noqa: Y015
+
+@_typing.final
 class ImportRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

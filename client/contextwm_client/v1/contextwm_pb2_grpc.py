@@ -146,6 +146,16 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.FromString,
                 _registered_method=True)
+        self.Export = channel.unary_stream(
+                '/contextwm.v1.ContextService/Export',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ExportRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ExportChunk.FromString,
+                _registered_method=True)
+        self.RestoreExport = channel.stream_unary(
+                '/contextwm.v1.ContextService/RestoreExport',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreExportRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreExportResponse.FromString,
+                _registered_method=True)
         self.GetStats = channel.unary_unary(
                 '/contextwm.v1.ContextService/GetStats',
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.GetStatsRequest.SerializeToString,
@@ -376,6 +386,31 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Export(self, request, context):
+        """Streams one conversation (conversation_id), or every conversation of the namespace in id
+        order, as the lines of a JSON Lines export (docs/export.md): its settings and state, its
+        items with timestamps, states, pins, metadata and files, its compactions with summaries
+        and fact ledgers, checkpoints, context edits, events and session, each conversation read
+        from one snapshot of the store. Restore writes them back exactly. Vectors are not
+        exported. NOT_FOUND for a conversation_id that does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreExport(self, request_iterator, context):
+        """Restores what Export wrote, sent as a stream of its lines. Each conversation is written
+        whole, in one transaction, once its end line has checked its row counts and digest, or
+        not at all; one stored already with exactly those rows is counted as unchanged, so a
+        restore that was cut off is resumed by sending the same lines again. Its items are
+        embedded again with the server's model. ALREADY_EXISTS for a conversation stored with
+        other rows; INVALID_ARGUMENT for a line that is not part of an export (the message names
+        the line). Conversations before the one refused stay restored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetStats(self, request, context):
         """What the store holds: per conversation (paged, ordered by namespace then conversation
         id) and in total for the whole scope: items and tokens by state, vectors, index file
@@ -581,6 +616,16 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.Import,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.SerializeToString,
+            ),
+            'Export': grpc.unary_stream_rpc_method_handler(
+                    servicer.Export,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ExportRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ExportChunk.SerializeToString,
+            ),
+            'RestoreExport': grpc.stream_unary_rpc_method_handler(
+                    servicer.RestoreExport,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreExportRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.RestoreExportResponse.SerializeToString,
             ),
             'GetStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStats,
@@ -1228,6 +1273,60 @@ class ContextService:
             '/contextwm.v1.ContextService/Import',
             contextwm_dot_v1_dot_contextwm__pb2.ImportRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.ImportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Export(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/contextwm.v1.ContextService/Export',
+            contextwm_dot_v1_dot_contextwm__pb2.ExportRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ExportChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreExport(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/contextwm.v1.ContextService/RestoreExport',
+            contextwm_dot_v1_dot_contextwm__pb2.RestoreExportRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.RestoreExportResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -118,6 +118,23 @@ class ContextServiceStub:
     and the rest goes on; items whose idempotency_key is stored already are counted as
     duplicates (and not embedded again), so a re-sent stream adds nothing twice.
     """
+    Export: _grpc.UnaryStreamMultiCallable[_contextwm_pb2.ExportRequest, _contextwm_pb2.ExportChunk]
+    """Streams one conversation (conversation_id), or every conversation of the namespace in id
+    order, as the lines of a JSON Lines export (docs/export.md): its settings and state, its
+    items with timestamps, states, pins, metadata and files, its compactions with summaries
+    and fact ledgers, checkpoints, context edits, events and session, each conversation read
+    from one snapshot of the store. Restore writes them back exactly. Vectors are not
+    exported. NOT_FOUND for a conversation_id that does not exist.
+    """
+    RestoreExport: _grpc.StreamUnaryMultiCallable[_contextwm_pb2.RestoreExportRequest, _contextwm_pb2.RestoreExportResponse]
+    """Restores what Export wrote, sent as a stream of its lines. Each conversation is written
+    whole, in one transaction, once its end line has checked its row counts and digest, or
+    not at all; one stored already with exactly those rows is counted as unchanged, so a
+    restore that was cut off is resumed by sending the same lines again. Its items are
+    embedded again with the server's model. ALREADY_EXISTS for a conversation stored with
+    other rows; INVALID_ARGUMENT for a line that is not part of an export (the message names
+    the line). Conversations before the one refused stay restored.
+    """
     GetStats: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]
     """What the store holds: per conversation (paged, ordered by namespace then conversation
     id) and in total for the whole scope: items and tokens by state, vectors, index file
@@ -245,6 +262,23 @@ class ContextServiceAsyncStub(ContextServiceStub):
     is what the server holds. An item the server refuses is reported in its chunk's answer
     and the rest goes on; items whose idempotency_key is stored already are counted as
     duplicates (and not embedded again), so a re-sent stream adds nothing twice.
+    """
+    Export: _aio.UnaryStreamMultiCallable[_contextwm_pb2.ExportRequest, _contextwm_pb2.ExportChunk]  # type: ignore[assignment]
+    """Streams one conversation (conversation_id), or every conversation of the namespace in id
+    order, as the lines of a JSON Lines export (docs/export.md): its settings and state, its
+    items with timestamps, states, pins, metadata and files, its compactions with summaries
+    and fact ledgers, checkpoints, context edits, events and session, each conversation read
+    from one snapshot of the store. Restore writes them back exactly. Vectors are not
+    exported. NOT_FOUND for a conversation_id that does not exist.
+    """
+    RestoreExport: _aio.StreamUnaryMultiCallable[_contextwm_pb2.RestoreExportRequest, _contextwm_pb2.RestoreExportResponse]  # type: ignore[assignment]
+    """Restores what Export wrote, sent as a stream of its lines. Each conversation is written
+    whole, in one transaction, once its end line has checked its row counts and digest, or
+    not at all; one stored already with exactly those rows is counted as unchanged, so a
+    restore that was cut off is resumed by sending the same lines again. Its items are
+    embedded again with the server's model. ALREADY_EXISTS for a conversation stored with
+    other rows; INVALID_ARGUMENT for a line that is not part of an export (the message names
+    the line). Conversations before the one refused stay restored.
     """
     GetStats: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetStatsRequest, _contextwm_pb2.GetStatsResponse]  # type: ignore[assignment]
     """What the store holds: per conversation (paged, ordered by namespace then conversation
@@ -502,6 +536,35 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         is what the server holds. An item the server refuses is reported in its chunk's answer
         and the rest goes on; items whose idempotency_key is stored already are counted as
         duplicates (and not embedded again), so a re-sent stream adds nothing twice.
+        """
+
+    @_abc_1.abstractmethod
+    def Export(
+        self,
+        request: _contextwm_pb2.ExportRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_contextwm_pb2.ExportChunk], _abc.AsyncIterator[_contextwm_pb2.ExportChunk]]:
+        """Streams one conversation (conversation_id), or every conversation of the namespace in id
+        order, as the lines of a JSON Lines export (docs/export.md): its settings and state, its
+        items with timestamps, states, pins, metadata and files, its compactions with summaries
+        and fact ledgers, checkpoints, context edits, events and session, each conversation read
+        from one snapshot of the store. Restore writes them back exactly. Vectors are not
+        exported. NOT_FOUND for a conversation_id that does not exist.
+        """
+
+    @_abc_1.abstractmethod
+    def RestoreExport(
+        self,
+        request_iterator: _MaybeAsyncIterator[_contextwm_pb2.RestoreExportRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.RestoreExportResponse, _abc.Awaitable[_contextwm_pb2.RestoreExportResponse]]:
+        """Restores what Export wrote, sent as a stream of its lines. Each conversation is written
+        whole, in one transaction, once its end line has checked its row counts and digest, or
+        not at all; one stored already with exactly those rows is counted as unchanged, so a
+        restore that was cut off is resumed by sending the same lines again. Its items are
+        embedded again with the server's model. ALREADY_EXISTS for a conversation stored with
+        other rows; INVALID_ARGUMENT for a line that is not part of an export (the message names
+        the line). Conversations before the one refused stay restored.
         """
 
     @_abc_1.abstractmethod

@@ -29,6 +29,7 @@ from contextwm.cli import (
     retention,
     retrieval,
     stats,
+    transfer,
 )
 from contextwm.cli.evaluation.command import add_arguments as add_eval_arguments
 from contextwm.cli.evaluation.command import run_eval
@@ -215,6 +216,18 @@ def build_parser(
 
     _add_import_command(command("import", run_import, IMPORT_HELP))
 
+    sub = command(
+        "export",
+        transfer.export,
+        "write conversations as JSON Lines that `contextwm import` restores exactly",
+    )
+    sub.add_argument(
+        "conversation", nargs="?", help="one conversation; omitted: every one of the namespace"
+    )
+    sub.add_argument(
+        "-o", "--output", metavar="FILE", help="write here (whole or not at all); default: stdout"
+    )
+
     add_eval_arguments(
         command(
             "eval",
@@ -400,7 +413,10 @@ def build_parser(
     return parser, {"serve": serve, "config": show_settings}
 
 
-IMPORT_HELP = "import timelines (JSON Lines of items, OpenAI chat records) into the server"
+IMPORT_HELP = (
+    "import timelines (JSON Lines of items, OpenAI chat records) into the server, or restore"
+    " what `contextwm export` wrote"
+)
 
 
 def _add_import_command(sub: argparse.ArgumentParser) -> None:
@@ -417,8 +433,9 @@ def _add_import_command(sub: argparse.ArgumentParser) -> None:
         choices=FORMATS,
         default="auto",
         help='items: one item a line; openai: chat records ({"messages": [...]}) as JSON'
-        " Lines or a .json file; auto (default): .json files are chat records, and each line"
-        " is a chat record if it has messages, else an item",
+        " Lines or a .json file; export: what `contextwm export` wrote, restored exactly;"
+        " auto (default): files that start as an export are one, .json files are chat"
+        " records, and each line is a chat record if it has messages, else an item",
     )
     sub.add_argument(
         "--map",

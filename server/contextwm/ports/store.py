@@ -8,6 +8,7 @@ from typing import Protocol
 from contextwm.ports.checkpoint_store import CheckpointStore
 from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.conversation_transfer import ConversationTransfer
 from contextwm.ports.event_feed import EventFeed
 from contextwm.ports.event_store import EventStore
 from contextwm.ports.exclusive_work import ExclusiveWork
@@ -40,6 +41,7 @@ class Store(
     RetentionStore,
     ReembedStore,
     SessionStore,
+    ConversationTransfer,
     ExclusiveWork,
     StoreLifecycle,
     Protocol,

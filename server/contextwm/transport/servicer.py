@@ -17,6 +17,7 @@ from contextwm.retention.apply import Retention
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
 from contextwm.retrieval.retriever import Retriever
 from contextwm.tool_availability.service import ToolSessions
+from contextwm.transfer.service import Transfers
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_files import FileRpcs
@@ -25,6 +26,7 @@ from contextwm.transport.servicer_loop import AgentLoopRpcs
 from contextwm.transport.servicer_reembed import ReembedRpcs
 from contextwm.transport.servicer_retention import RetentionRpcs
 from contextwm.transport.servicer_stats import StatsRpcs
+from contextwm.transport.servicer_transfer import TransferRpcs
 from contextwm.workspace_files.service import WorkspaceFiles
 
 
@@ -35,6 +37,7 @@ class ContextServicer(
     ReembedRpcs,
     RetentionRpcs,
     StatsRpcs,
+    TransferRpcs,
     pb_grpc.ContextServiceServicer,
 ):
     """No business logic here; errors are mapped to statuses by the error interceptor."""
@@ -50,11 +53,13 @@ class ContextServicer(
         reembedder: Reembedder,
         files: WorkspaceFiles,
         tools: ToolSessions,
+        transfers: Transfers,
     ) -> None:
         self._engine = engine
         self._files = files
         self._tools = tools
         self._imports = imports
+        self._transfers = transfers
         self._retriever = retriever
         self._categories = categories
         self._loop = loop

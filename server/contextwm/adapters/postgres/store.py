@@ -18,6 +18,7 @@ from contextwm.adapters.postgres.reembedding import ReembedTables
 from contextwm.adapters.postgres.retention import RetentionTables
 from contextwm.adapters.postgres.sessions import SessionTables
 from contextwm.adapters.postgres.stats import StatsTables
+from contextwm.adapters.postgres.transfer import TransferTables
 from contextwm.adapters.postgres.vectors import VectorTables
 from contextwm.ports.store import Store
 
@@ -38,6 +39,7 @@ class PostgresStore(
     RetentionTables,
     ReembedTables,
     SessionTables,
+    TransferTables,
     ExclusiveWorkLocks,
 ):
     """The Store port on one PostgreSQL database: each base owns the tables of one role port

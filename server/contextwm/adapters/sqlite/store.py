@@ -18,6 +18,7 @@ from contextwm.adapters.sqlite.reembedding import ReembedTables
 from contextwm.adapters.sqlite.retention import RetentionTables
 from contextwm.adapters.sqlite.sessions import SessionTables
 from contextwm.adapters.sqlite.stats import StatsTables
+from contextwm.adapters.sqlite.transfer import TransferTables
 from contextwm.adapters.sqlite.vectors import VectorTables
 from contextwm.ports.store import Store
 
@@ -38,6 +39,7 @@ class SqliteStore(
     RetentionTables,
     ReembedTables,
     SessionTables,
+    TransferTables,
     ExclusiveWorkAlone,
 ):
     """The Store port on one SQLite file: each base owns the tables of one role port and

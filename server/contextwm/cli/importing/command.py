@@ -14,6 +14,7 @@ from typing import TextIO
 
 from contextwm_client import Client, ImportFailure, ImportItem, ImportResult, UnavailableError
 
+from contextwm.cli import transfer
 from contextwm.cli.importing.progress import Progress, Tally
 from contextwm.cli.importing.resume import Point, ResumePoints
 from contextwm.cli.importing.sources import BadLine, Input, Reader, Record, parse_mapping
@@ -315,6 +316,10 @@ def run_import(client: Client, args: argparse.Namespace) -> int:
         ValueError: A bad --map (a usage error).
     """
     try:
+        if args.format == "export" or (
+            args.format == "auto" and all(transfer.is_export(p) for p in args.inputs)
+        ):
+            return transfer.restore(client, args.inputs, args.namespace)
         return ImportRun(client, args, sys.stderr, args.stop).run()
     except (OSError, BadLine) as e:
         print(f"error: {e}", file=sys.stderr)

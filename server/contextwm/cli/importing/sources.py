@@ -19,8 +19,8 @@ from contextwm_client import FileKind, FileRef, Flag, ImportItem, NewItem, Role
 
 from contextwm.cli.render import not_json
 
-Format = Literal["auto", "items", "openai"]
-FORMATS: tuple[Format, ...] = ("auto", "items", "openai")
+Format = Literal["auto", "items", "openai", "export"]
+FORMATS: tuple[Format, ...] = ("auto", "items", "openai", "export")
 
 # The item fields a mapping may rename (ours = theirs).
 FIELDS = (
