@@ -53,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextwm.check import run_check
 
         return run_check(args)
+    if args.command == "move":
+        from contextwm.move import run_move
+
+        return run_move(args)
     handler: cli_parser.Handler = args.handler
     target = args.target
     stop: threading.Event | None = getattr(args, "stop", None)

@@ -410,6 +410,20 @@ def build_parser(
     )
     sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")
     sub.add_argument("--verbose", action="store_true", help="list every conversation")
+    # Run by contextwm.move: a data directory and a database, no server.
+    sub = commands.add_parser(
+        "move",
+        help="copy a data directory's store into PostgreSQL, resumably, and check the copy",
+        description="Copies every conversation of a data directory no server is running on"
+        " into a PostgreSQL database, with its stored vectors, each in one transaction; run"
+        " again after an interruption to copy the rest. Ends by reading every conversation"
+        " back from both and comparing (exit 0 identical, 1 differences, 2 not moved).",
+        allow_abbrev=False,
+    )
+    sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")
+    sub.add_argument(
+        "--to", required=True, metavar="URL", help="the database: postgresql://user:pw@host/db"
+    )
     return parser, {"serve": serve, "config": show_settings}
 
 

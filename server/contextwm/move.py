@@ -1,0 +1,125 @@
+"""`contextwm move DIR --to postgresql://...`: copies every conversation of a data directory's
+SQLite store into PostgreSQL, with its stored vectors, through the same dump and load that
+export and restore use; then checks that the database holds each one exactly.
+
+Each conversation is written in one transaction, so an interrupted move leaves whole
+conversations behind: run the command again and it copies the rest, skipping those already
+there exactly (a conversation there with other rows stops it, rather than being
+overwritten). The data directory is only read, and locked meanwhile so that no server
+starts on it and changes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from contextwm.adapters.sqlite import SqliteStore
+from contextwm.datadir.layout import DataDir
+from contextwm.datadir.lock import DataDirInUse, DataDirLock
+from contextwm.domain.errors import ContextWMError
+from contextwm.ports.conversation_transfer import ConversationDump
+from contextwm.ports.store import Store
+
+MOVED = 0
+DIFFERS = 1  # the check at the end found a conversation that is not as in the directory
+NOT_MOVED = 2  # no store there, a server runs on it, the database is unreachable, ...
+
+
+def run_move(args: argparse.Namespace) -> int:
+    """Moves args.data_dir's store into args.to; prints progress and the outcome."""
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    data = DataDir(args.data_dir)
+    if not data.store.is_file():
+        print(f"error: {data.root} holds no contextwm store ({data.store.name})", file=sys.stderr)
+        return NOT_MOVED
+    if not args.to.startswith(("postgresql://", "postgres://")):
+        print("error: --to must be a postgresql:// URL", file=sys.stderr)
+        return NOT_MOVED
+    try:
+        lock = DataDirLock.take(data)
+    except DataDirInUse as exc:
+        print(
+            f"error: {exc} `contextwm move` reads a directory no server has open.", file=sys.stderr
+        )
+        return NOT_MOVED
+    try:
+        from contextwm.adapters.postgres.database import StoreUnavailable
+        from contextwm.adapters.postgres.store import PostgresStore
+
+        source = SqliteStore(data.store)
+        try:
+            target = PostgresStore(args.to)
+        except StoreUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return NOT_MOVED
+        try:
+            return _move(source, target)
+        finally:
+            target.close()
+            source.close()
+    finally:
+        lock.release()
+
+
+def _same(a: ConversationDump | None, b: ConversationDump | None) -> bool:
+    return a is not None and b is not None and a == b
+
+
+def _move(source: Store, target: Store) -> int:
+    began = time.monotonic()
+    conversations = sorted(
+        (a.record.namespace, a.record.conversation_id, a.record.key)
+        for a in source.conversation_activity(None)
+    )
+    moved = present = items = vectors = 0
+    for n, (namespace, conversation_id, key) in enumerate(conversations, 1):
+        dump = source.dump_conversation(key, vectors=True)
+        if dump is None:
+            continue
+        there = target.get_conversation(namespace, conversation_id)
+        if there is not None:
+            if not _same(target.dump_conversation(there.key, vectors=True), dump):
+                print(
+                    f"error: conversation {conversation_id!r} of namespace {namespace!r} is in"
+                    " the database already with other rows; delete it there (or move into"
+                    " another database) and run the move again",
+                    file=sys.stderr,
+                )
+                return NOT_MOVED
+            present += 1
+        else:
+            try:
+                target.load_conversation(dump)
+            except ContextWMError as exc:
+                print(f"error: {exc.message}", file=sys.stderr)
+                return NOT_MOVED
+            moved += 1
+            items += len(dump.tables["items"])
+            vectors += len(dump.vectors or ())
+        print(f"[{n}/{len(conversations)}] {namespace}/{conversation_id}", file=sys.stderr)
+    # The check reads every conversation back from both stores, whichever run copied it.
+    differs = [
+        f"{namespace}/{conversation_id}"
+        for namespace, conversation_id, key in conversations
+        if not _check(source, target, namespace, conversation_id, key)
+    ]
+    print(
+        f"moved {moved} conversations ({items} items, {vectors} vectors), {present} were there"
+        f" already; checked {len(conversations) - len(differs)} of {len(conversations)}"
+        f" conversations identical in the database, in {time.monotonic() - began:.1f} s"
+    )
+    if differs:
+        print(f"error: not identical in the database: {', '.join(differs)}", file=sys.stderr)
+        return DIFFERS
+    return MOVED
+
+
+def _check(source: Store, target: Store, namespace: str, conversation_id: str, key: int) -> bool:
+    there = target.get_conversation(namespace, conversation_id)
+    return there is not None and _same(
+        source.dump_conversation(key, vectors=True),
+        target.dump_conversation(there.key, vectors=True),
+    )
