@@ -15,13 +15,21 @@ import argparse
 import logging
 import sys
 import time
+from typing import Protocol
 
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.datadir.layout import DataDir
 from contextwm.datadir.lock import DataDirInUse, DataDirLock
 from contextwm.domain.errors import ContextWMError
-from contextwm.ports.conversation_transfer import ConversationDump
-from contextwm.ports.store import Store
+from contextwm.ports.conversation_store import ConversationStore
+from contextwm.ports.conversation_transfer import ConversationDump, ConversationTransfer
+from contextwm.ports.retention_store import RetentionStore
+
+
+class Store(ConversationStore, RetentionStore, ConversationTransfer, Protocol):
+    """The roles a move uses of each store: its conversations, listed and read whole, or
+    written whole."""
+
 
 MOVED = 0
 DIFFERS = 1  # the check at the end found a conversation that is not as in the directory
