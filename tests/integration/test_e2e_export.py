@@ -20,8 +20,6 @@ from contextwm_client import (
 )
 from rich_conversation import build, seen
 
-pytestmark = pytest.mark.both_stores
-
 
 def without_namespace(lines: list[str]) -> list[str]:
     out = []
@@ -40,6 +38,9 @@ def other_store(store_kind: str, request: pytest.FixtureRequest) -> str:
     return "" if store_kind == "postgresql" else request.getfixturevalue("pg_dsn")
 
 
+# The path that differs by store: it runs on SQLite, then PostgreSQL (restoring into the
+# other one each time); the rest is the same on both.
+@pytest.mark.both_stores
 def test_a_conversation_comes_back_exactly_on_this_store_and_the_other(
     start_service: StartService, store_kind: str, request: pytest.FixtureRequest
 ) -> None:
