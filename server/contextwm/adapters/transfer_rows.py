@@ -11,6 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from contextwm.adapters.history_rows import checkpoint_of, decode_payload, fact_of
 from contextwm.adapters.session_rows import session_of
 from contextwm.adapters.store_rows import settings_from_json
@@ -204,6 +207,18 @@ def encoded(
                 value = text_in(value)
         out.append(value)
     return tuple(out)
+
+
+def vectors_by_model(
+    dump: ConversationDump,
+) -> dict[str, tuple[list[int], list[npt.NDArray[np.float32]]]]:
+    """A dump's vectors as the stores write them: the seqs and vectors of each model."""
+    out: dict[str, tuple[list[int], list[npt.NDArray[np.float32]]]] = {}
+    for v in dump.vectors or ():
+        seqs, vectors = out.setdefault(v.model, ([], []))
+        seqs.append(v.seq)
+        vectors.append(np.frombuffer(v.vector, dtype=np.float32))
+    return out
 
 
 def check_dump(dump: ConversationDump) -> None:

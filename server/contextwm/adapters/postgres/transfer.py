@@ -3,9 +3,6 @@ transaction, its postings derived again from its items."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-import numpy as np
 import psycopg
 
 from contextwm.adapters.postgres.codecs import text_in, text_out
@@ -19,6 +16,7 @@ from contextwm.adapters.transfer_rows import (
     decoded,
     encoded,
     select_sql,
+    vectors_by_model,
 )
 from contextwm.domain.errors import AlreadyExists
 from contextwm.ports.conversation_transfer import (
@@ -90,16 +88,8 @@ class TransferTables(Database, ConversationTransfer):
                     [(key, *encoded(table, r, text_in)) for r in dump.tables.get(table.name, ())],
                 )
             _write_postings(db, key, dump.tables.get("items", []))
-            by_model: dict[str, list[StoredVector]] = defaultdict(list)
-            for v in dump.vectors or ():
-                by_model[v.model].append(v)
-            for model, held in by_model.items():
-                write_vectors(
-                    db,
-                    model,
-                    [(key, v.seq) for v in held],
-                    [np.frombuffer(v.vector, dtype=np.float32) for v in held],
-                )
+            for model, (seqs, vectors) in vectors_by_model(dump).items():
+                write_vectors(db, model, [(key, seq) for seq in seqs], vectors)
         return key
 
 

@@ -4,9 +4,6 @@ transaction."""
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
-
-import numpy as np
 
 from contextwm.adapters.sqlite.database import Database, insert_rows
 from contextwm.adapters.sqlite.vectors import write_vectors
@@ -17,6 +14,7 @@ from contextwm.adapters.transfer_rows import (
     decoded,
     encoded,
     select_sql,
+    vectors_by_model,
 )
 from contextwm.domain.errors import AlreadyExists
 from contextwm.ports.conversation_transfer import (
@@ -87,14 +85,6 @@ class TransferTables(Database, ConversationTransfer):
                     f"{table.name} (conv, {', '.join(table.columns)})",
                     [(key, *encoded(table, r)) for r in dump.tables.get(table.name, ())],
                 )
-            by_model: dict[str, list[StoredVector]] = defaultdict(list)
-            for v in dump.vectors or ():
-                by_model[v.model].append(v)
-            for model, held in by_model.items():
-                write_vectors(
-                    db,
-                    model,
-                    [(key, v.seq) for v in held],
-                    [np.frombuffer(v.vector, dtype=np.float32) for v in held],
-                )
+            for model, (seqs, vectors) in vectors_by_model(dump).items():
+                write_vectors(db, model, [(key, seq) for seq in seqs], vectors)
         return key
