@@ -68,7 +68,10 @@ Run:  .venv/bin/python scripts/crash_test.py                  (10 kills, about 1
       .venv/bin/python scripts/crash_test.py --kills 100      (about 15 min)
       .venv/bin/python scripts/crash_test.py --postgresql --replicas 2 --kills 30 --db-restarts 5
                                                               (about 10 min)
-(a start takes about 5 s, the model loading twice: most of the time goes to restarts)
+(a start takes about 5 s, the model loading twice: most of the time goes to restarts. A
+replica's takes 10 to 20 s on 2 cores, the other serving the writers meanwhile, and the first
+check may wait up to a minute more: the items a killed replica had claimed to embed are left
+to it until their lease runs out)
 """
 
 from __future__ import annotations
