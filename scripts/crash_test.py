@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Crash test: the server is SIGKILLed at random moments, start-up included, while writer
 processes append with idempotency keys; afterwards nothing acknowledged may be lost,
-duplicated or changed.
+duplicated or changed. With --postgresql, the same over several replicas on one PostgreSQL
+database, which is also crashed (`pg_ctl -m immediate`) and started again meanwhile.
 
 1. Starts `python -m contextwm serve --data-dir D --port P` on one data directory; P is
    chosen free once, so the writers reconnect to the same address after every restart.
@@ -38,17 +39,45 @@ duplicated or changed.
    `contextwm check` on the directory (store integrity; each saved index holds exactly the
    stored vectors of the archive).
 
-Prints the figures (kills by moment, starts, acknowledged items, retries, duration) and PASS
-or FAIL with the details; exit code 1 on FAIL, when the work directory is kept.
+With --postgresql the store is a database of a PostgreSQL cluster the script starts
+(tests/postgres_server.py, durable: fsync on, so what was committed survives its crash), and
+--replicas N servers serve it, each its own process with its own data directory and port.
+The writers' clients balance over all of them (gRPC round robin), and the checks run through
+each replica in turn, which must list the same items. What differs:
+   - each kill picks a replica at random (a start-up kill, the one started again just
+     then); the others keep serving, so the writers' retries mostly land on them. With more
+     than one replica, a mid-call kill's call in flight may be at another one;
+   - "at a commit" watches the cluster's current WAL segment instead of SQLite's WAL file
+     (any replica's commit, or an indexer's, moves it);
+   - --db-restarts K times, at a random moment while every replica serves, PostgreSQL is
+     stopped with `pg_ctl -m immediate` (a crash: no checkpoint, connections cut) and
+     started again after a random pause of up to --max-db-down s. Calls must answer only
+     UNAVAILABLE or DEADLINE_EXCEEDED meanwhile (the writers count the statuses they see
+     from the stop until every replica answers a read again; any other is a FAIL), and the
+     replicas must reconnect by themselves: none is restarted for it. Kills and database
+     restarts take turns, never overlap: a replica started while the database is down
+     exits (it cannot open its store), which a supervisor's restart would cover;
+   - `contextwm check` (step 5) reads a SQLite data directory offline: on PostgreSQL it is
+     skipped, as the report says; the online checks run through every replica instead.
+
+Prints the figures (kills by moment and by replica, database restarts, starts, acknowledged
+items, retries and the statuses seen, duration) and PASS or FAIL with the details; exit code
+1 on FAIL, when the work directory is kept.
 
 Run:  .venv/bin/python scripts/crash_test.py                  (10 kills, about 1.5 min)
       .venv/bin/python scripts/crash_test.py --kills 100      (about 15 min)
-(a start takes about 5 s, the model loading twice: most of the time goes to restarts)
+      .venv/bin/python scripts/crash_test.py --postgresql --replicas 2 --kills 30 --db-restarts 5
+                                                              (about 10 min)
+(a start takes about 5 s, the model loading twice: most of the time goes to restarts. A
+replica's takes 10 to 20 s on 2 cores, the other serving the writers meanwhile, and the first
+check may wait up to a minute more: the items a killed replica had claimed to embed are left
+to it until their lease runs out)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -69,6 +98,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import psycopg
 from bench_common import TextGenerator, log  # also sets HF_HUB_OFFLINE for the server
 from contextwm_client import (
     Client,
@@ -80,6 +110,9 @@ from contextwm_client import (
     Role,
     UnavailableError,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from postgres_server import PostgresServer
 
 T = TypeVar("T")
 
@@ -97,6 +130,10 @@ CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 500),
 )
+# Writers balance over the replicas, and skip one that is down for the others.
+BALANCED = (("grpc.lb_policy_name", "round_robin"),)
+# The statuses a call may answer while a server is down or PostgreSQL is: retried as they are.
+RETRIED = ("UNAVAILABLE", "DEADLINE_EXCEEDED")
 # How a kill is timed, and how often each kind is drawn.
 KILL_KINDS = ("start-up", "just after ready", "serving", "mid-call", "at a commit")
 KILL_WEIGHTS = (0.3, 0.15, 0.2, 0.15, 0.2)
@@ -137,6 +174,11 @@ class WriterStats:
     reads: int = 0
     retried_calls: int = 0
     retries: Counter[str] = field(default_factory=Counter)
+    # Every status a try failed with while PostgreSQL was down or reconnecting (see
+    # restart_database), retried or not.
+    outage_statuses: Counter[str] = field(default_factory=Counter)
+    # Failures that are not retried (neither UNAVAILABLE nor DEADLINE_EXCEEDED), by status.
+    failures: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     # Keys of calls never acknowledged (refused, or given up): stored or not.
     unknown: list[str] = field(default_factory=list)
@@ -151,15 +193,21 @@ class Sent:
     seqs: list[int]
 
 
-def until_answered(call: Callable[[], T], stats: WriterStats, abort: Any) -> T:
-    """call() until the server answers. UNAVAILABLE (down, starting, or killed mid-call) and
-    DEADLINE_EXCEEDED (too slow while it starts) are retried as they are: same request, same
-    idempotency keys, so a call the server committed before dying returns its first result."""
+def until_answered(call: Callable[[], T], stats: WriterStats, abort: Any, outage: Any) -> T:
+    """call() until the server answers. UNAVAILABLE (down, starting, killed mid-call, or its
+    database down) and DEADLINE_EXCEEDED (too slow while it starts) are retried as they are:
+    same request, same idempotency keys, so a call the server committed before dying returns
+    its first result. Any status seen while `outage` is set is counted, the others raised."""
     tries = 0
     while True:
         try:
             return call()
-        except (UnavailableError, DeadlineExceededError) as exc:
+        except ContextWMError as exc:
+            if outage.is_set():
+                stats.outage_statuses[exc.code] += 1
+            if not isinstance(exc, UnavailableError | DeadlineExceededError):
+                stats.failures[exc.code] += 1
+                raise
             stats.retries[exc.code] += 1
             tries += 1
             if tries == 1:
@@ -187,11 +235,13 @@ class Writer:
         seed: int,
         abort: Any,
         in_flight: Any,
+        outage: Any,
     ) -> None:
         self.writer = writer
         self.client = client
         self.journal = journal
         self.abort = abort
+        self.outage = outage
         self.in_flight = in_flight
         self.rng = random.Random(seed * 1000 + writer)
         self.texts = TextGenerator(seed * 1000 + writer)
@@ -244,9 +294,12 @@ class Writer:
                 ),
                 stats,
                 self.abort,
+                self.outage,
             )
             return [one.seq], [one.duplicate]
-        batch = until_answered(marked(lambda: client.append_batch(conv, items)), stats, self.abort)
+        batch = until_answered(
+            marked(lambda: client.append_batch(conv, items)), stats, self.abort, self.outage
+        )
         if len(batch.results) != len(items):
             raise RuntimeError(f"{len(items)} items sent, {len(batch.results)} results")
         return [r.seq for r in batch.results], [r.duplicate for r in batch.results]
@@ -322,13 +375,17 @@ class Writer:
         try:
             if self.rng.random() < 0.5:
                 until_answered(
-                    lambda: self.client.search(query, conversation_id=conv), stats, self.abort
+                    lambda: self.client.search(query, conversation_id=conv),
+                    stats,
+                    self.abort,
+                    self.outage,
                 )
             else:
                 until_answered(
                     lambda: self.client.get_context(conv, query, max_tokens=800),
                     stats,
                     self.abort,
+                    self.outage,
                 )
         except ContextWMError as exc:
             stats.errors.append(f"read of {conv}: {exc!r}")
@@ -337,6 +394,7 @@ class Writer:
 def writer_main(
     writer: int,
     target: str,
+    channel_options: Sequence[tuple[str, Any]],
     journal_path: str,
     seed: int,
     pause: float,
@@ -344,6 +402,7 @@ def writer_main(
     stop: Any,
     abort: Any,
     in_flight: Any,
+    outage: Any,
     results: Any,
 ) -> None:
     """One writer process: calls until `stop`, then finishes its call in hand; puts its
@@ -351,10 +410,10 @@ def writer_main(
     stats = WriterStats()
     try:
         with (
-            Client(target, timeout=call_timeout, channel_options=CHANNEL_OPTIONS) as client,
+            Client(target, timeout=call_timeout, channel_options=channel_options) as client,
             open(journal_path, "a", encoding="utf-8") as journal,
         ):
-            w = Writer(writer, client, journal, seed, abort, in_flight)
+            w = Writer(writer, client, journal, seed, abort, in_flight, outage)
             stats = w.stats
             while not stop.is_set():
                 w.step()
@@ -363,7 +422,8 @@ def writer_main(
         pass
     except BaseException as exc:  # reported by the main process
         stats.errors.append(f"writer {writer} stopped: {exc!r}")
-    results.put({**vars(stats), "writer": writer, "retries": dict(stats.retries)})
+    counts = {k: dict(v) for k, v in vars(stats).items() if isinstance(v, Counter)}
+    results.put({**vars(stats), **counts, "writer": writer})
 
 
 # ------------------------------------------------------------------ the server
@@ -372,6 +432,7 @@ def writer_main(
 @dataclass
 class Kill:
     kind: str  # how it was timed: one of KILL_KINDS
+    replica: str  # which server: Server.name
     at: float  # time.monotonic()
     phase: str  # what the server was doing: before listening, loading model, ready
     after_spawn: float  # seconds
@@ -381,16 +442,28 @@ class Kill:
 
 class Server:
     """`python -m contextwm serve` on a fixed port and data directory, started again and
-    again; its output goes to one log file, each start under a header line.
+    again; its output goes to one log file, each start under a header line. With a `store`
+    (a PostgreSQL DSN) it is one replica of those serving that database.
 
     It listens (prints its listening line) before the model has loaded; it is ready when its
     health service says so, which a thread per start waits for."""
 
-    def __init__(self, data_dir: Path, port: int, log_path: Path, start_timeout: float) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int,
+        log_path: Path,
+        start_timeout: float,
+        *,
+        store: str | None = None,
+        name: str = "the server",
+    ) -> None:
         self.data_dir = data_dir
         self.port = port
         self.log_path = log_path
         self.start_timeout = start_timeout
+        self.store = store
+        self.name = name
         self._log = log_path.open("a", encoding="utf-8")
         self._log_lock = threading.Lock()
         self.proc: subprocess.Popen[str] | None = None
@@ -417,6 +490,8 @@ class Server:
         self.write_log(f"=== crash_test: start {self.starts} ===\n")
         cmd = [sys.executable, "-m", "contextwm", "serve"]
         cmd += ["--data-dir", str(self.data_dir), "--port", str(self.port)]
+        if self.store:
+            cmd += ["--store", self.store]
         env = dict(os.environ, HF_HUB_OFFLINE="1")
         self._spawned = time.monotonic()
         # Its own process group: what it leaves behind when killed can be found.
@@ -462,9 +537,9 @@ class Server:
         while not self._ready.wait(0.05):
             code = self.exited()
             if code is not None:
-                raise RuntimeError(f"the server exited with code {code} during start-up")
+                raise RuntimeError(f"{self.name} exited with code {code} during start-up")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the server was not ready within {timeout:.0f} s")
+                raise RuntimeError(f"{self.name} was not ready within {timeout:.0f} s")
 
     def phase(self) -> str:
         if self._ready.is_set():
@@ -489,7 +564,7 @@ class Server:
         self.proc.wait(30)
         self.write_log(f"=== crash_test: SIGKILL ({kind}, {phase}) ===\n")
         after_ready = now - self._ready_at if phase == "ready" else None
-        return Kill(kind, now, phase, now - self._spawned, after_ready, calls)
+        return Kill(kind, self.name, now, phase, now - self._spawned, after_ready, calls)
 
     def terminate(self, timeout: float = 60.0) -> int:
         assert self.proc is not None
@@ -575,6 +650,9 @@ class Checked:
     archived: int = 0
     searched: int = 0
     embed_wait: float = 0.0
+    # Each conversation's items as (seq, state, content), for comparing replicas.
+    listing: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)
+    replica: str = ""  # which server answered: Server.name
 
 
 def check_store(
@@ -597,6 +675,7 @@ def check_store(
     for conv in settings:
         items = list(client.iter_items(conv))
         stored[conv] = items
+        out.listing[conv] = [(i.seq, str(i.state), i.content) for i in items]
         out.items += len(items)
         seqs = [i.seq for i in items]
         if seqs != list(range(1, len(items) + 1)):
@@ -713,12 +792,16 @@ def wait_embedded(
     client: Client, conversations: list[str], timeout: float, problems: list[str]
 ) -> float:
     """Seconds until no conversation has pending embeddings (a problem after timeout)."""
-    began = time.monotonic()
+    began = told = time.monotonic()
     left = list(conversations)
     while left:
         if client.get_conversation(left[-1]).pending_embeddings == 0:
             left.pop()
             continue
+        if time.monotonic() - told > 10:  # a long wait says what it waits for
+            told = time.monotonic()
+            waiting = sum(client.get_conversation(c).pending_embeddings for c in left)
+            log(f"waiting for {waiting} pending embeddings")
         if time.monotonic() - began > timeout:
             pending = {c: client.get_conversation(c).pending_embeddings for c in left}
             problems.append(f"pending embeddings after {timeout:.0f} s: {pending}")
@@ -739,7 +822,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=float,
         default=12.0,
         help="longest time a server serves before a 'serving' kill, seconds (default 12;"
-        " half of it before a 'mid-call' or 'at a commit' one)",
+        " half of it before a 'mid-call' or 'at a commit' one, or a database restart)",
     )
     p.add_argument(
         "--final-seconds",
@@ -764,10 +847,54 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="skip the clean stop, restart and second check at the end",
     )
-    p.add_argument("--work-dir", type=Path, help="data, journals and log here (default: temp)")
+    p.add_argument(
+        "--postgresql",
+        action="store_true",
+        help="keep the conversations in PostgreSQL (a durable cluster of the script's own)",
+    )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="servers sharing the PostgreSQL database, each killed in turn (default 1)",
+    )
+    p.add_argument(
+        "--db-restarts",
+        type=int,
+        default=0,
+        help="times PostgreSQL is stopped with `pg_ctl -m immediate` and started again (default 0)",
+    )
+    p.add_argument(
+        "--max-db-down",
+        type=float,
+        default=3.0,
+        help="longest time PostgreSQL stays down at a restart, seconds (default 3)",
+    )
+    p.add_argument("--work-dir", type=Path, help="data, journals and logs here (default: temp)")
     p.add_argument("--keep", action="store_true", help="keep the work directory on PASS too")
     p.add_argument("--seed", type=int, default=1)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.replicas < 1:
+        p.error("--replicas must be at least 1")
+    if not args.postgresql and (args.replicas > 1 or args.db_restarts):
+        # A SQLite data directory is served by one process at a time.
+        p.error("--replicas above 1 and --db-restarts need --postgresql")
+    if args.max_db_down < DB_DOWN_MIN:
+        p.error(f"--max-db-down must be at least {DB_DOWN_MIN} s")
+    return args
+
+
+# The shortest time PostgreSQL stays down at a restart, seconds.
+DB_DOWN_MIN = 0.2
+
+
+@dataclass
+class DbRestart:
+    """One crash and restart of PostgreSQL."""
+
+    down: float  # seconds from the stop's start until it was started again and answered
+    in_flight: int  # writer calls in flight at the stop
+    recovered: float  # seconds from then until every replica answered a read
 
 
 @dataclass
@@ -775,36 +902,69 @@ class Run:
     """What the run saw, for the report."""
 
     kills: list[Kill] = field(default_factory=list)
+    db_restarts: list[DbRestart] = field(default_factory=list)
     writers: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     checks: list[Checked] = field(default_factory=list)
     orphans: set[int] = field(default_factory=set)
-    clean_exit: int | None = None
+    clean_exits: list[int] = field(default_factory=list)
 
 
 def kill_loop(
-    server: Server,
+    servers: list[Server],
     args: argparse.Namespace,
     rng: random.Random,
     in_flight: Sequence[float],
     run: Run,
     killed: list[int],
-) -> None:
-    """SIGKILLs the server (already serving) and starts it again, args.kills times; returns
-    with it killed.
+    database: PostgresServer | None,
+    outage: Any,
+) -> list[Server]:
+    """SIGKILLs a server (all already serving) and starts it again, args.kills times, and
+    crashes and restarts the database args.db_restarts times between the kills; returns the
+    server killed last, not started again (none when a database restart came last).
 
     Raises:
-        RuntimeError: the server exited by itself or did not start.
+        RuntimeError: a server exited by itself or did not start, or the database did not.
     """
+    events = ["kill"] * args.kills
+    if args.db_restarts:
+        events += ["database"] * args.db_restarts
+        # A generator of its own: the kills draw what they draw in a run without restarts.
+        random.Random(args.seed + 1).shuffle(events)
     unchecked: list[tuple[int, float]] = []  # killed process groups not yet looked at
-    for n in range(args.kills):
+    down: list[Server] = []  # killed, to be started again at the next event
+    kills = 0
+    for event in events:
         for pgid, at in [u for u in unchecked if time.monotonic() - u[1] > ORPHAN_GRACE]:
             run.orphans.update(group_members([pgid]))
             unchecked.remove((pgid, at))
+        if event == "database":
+            assert database is not None
+            for server in down:
+                server.start()
+            down = []
+            run.db_restarts.append(
+                restart_database(servers, database, args, rng, in_flight, outage)
+            )
+            log(
+                f"database restart {len(run.db_restarts)}/{args.db_restarts}:"
+                f" down {run.db_restarts[-1].down:.1f} s"
+            )
+            continue
         # The first kill finds the writers under way; the first start is main()'s.
-        (kind,) = rng.choices(KILL_KINDS, KILL_WEIGHTS) if n else ("serving",)
-        if n:
+        (kind,) = rng.choices(KILL_KINDS, KILL_WEIGHTS) if kills else ("serving",)
+        started = down
+        for server in started:
             server.start()
+        down = []
+        if kind == "start-up" and not started:
+            # After a database restart every server serves: none is starting to be killed.
+            (kind,) = rng.choices(KILL_KINDS[1:], KILL_WEIGHTS[1:])
+        if kind == "start-up":
+            server = started[0]
+        else:
+            server = servers[rng.randrange(len(servers))] if len(servers) > 1 else servers[0]
         if kind == "start-up":
             # Any moment up to a bit past a typical start: before it listens, while the model
             # loads, and as it gets ready.
@@ -824,14 +984,101 @@ def kill_loop(
             if kind == "mid-call":
                 wait_mid_call(in_flight, rng.uniform(0, MID_CALL_SECONDS))
             else:
-                wait_commit(server.data_dir / "contextwm.sqlite3-wal", in_flight)
-        code = server.exited()
-        if code is not None:
-            raise RuntimeError(f"the server exited with code {code} before it was killed")
+                wait_commit(commit_file(server, database), in_flight)
+        for other in servers:
+            code = other.exited()
+            if code is not None:
+                raise RuntimeError(f"{other.name} exited with code {code} before it was killed")
         killed.append(server.pid)
         run.kills.append(server.kill(kind, in_flight))
         unchecked.append((server.pid, time.monotonic()))
-        log(f"kill {n + 1}/{args.kills}: {kind}, {run.kills[-1].phase}")
+        down = [server]
+        kills += 1
+        of = f" of {server.name}" if len(servers) > 1 else ""
+        log(f"kill {kills}/{args.kills}: {kind}{of}, {run.kills[-1].phase}")
+    return down
+
+
+def restart_database(
+    servers: list[Server],
+    database: PostgresServer,
+    args: argparse.Namespace,
+    rng: random.Random,
+    in_flight: Sequence[float],
+    outage: Any,
+) -> DbRestart:
+    """Once every server serves, and after a random while, crashes PostgreSQL
+    (`pg_ctl -m immediate`: no checkpoint, every connection cut) and starts it again after a
+    random pause; returns once every server answers a read of the store again, by itself.
+    `outage` is set from the stop until then: the writers count the statuses they see.
+
+    Raises:
+        RuntimeError: a server exited or did not answer again in time, or PostgreSQL failed
+            to stop or start.
+    """
+    for server in servers:
+        server.wait_ready(args.start_timeout)
+    time.sleep(rng.uniform(1, args.max_uptime / 2))
+    pause = rng.uniform(DB_DOWN_MIN, args.max_db_down)
+    outage.set()
+    try:
+        for server in servers:
+            server.write_log("=== crash_test: PostgreSQL stopped (immediate) ===\n")
+        calls = sum(1 for t in in_flight if t)
+        began = time.monotonic()
+        database.stop("immediate")
+        time.sleep(pause)
+        database.start()
+        back = time.monotonic()
+        for server in servers:
+            server.write_log("=== crash_test: PostgreSQL started again ===\n")
+        for server in servers:
+            answering(server, args.start_timeout)
+        return DbRestart(back - began, calls, time.monotonic() - back)
+    finally:
+        outage.clear()
+
+
+def answering(server: Server, timeout: float) -> None:
+    """Returns once the server answers a read of the store (a conversation's first item);
+    UNAVAILABLE and DEADLINE_EXCEEDED are waited out.
+
+    Raises:
+        RuntimeError: it exited, failed with another status, or did not answer in time.
+    """
+    deadline = time.monotonic() + timeout
+    with Client(server.target, timeout=5.0, channel_options=CHANNEL_OPTIONS) as client:
+        while True:
+            try:
+                client.list_items(next(iter(SHARED)), page_size=1)
+                return
+            except (UnavailableError, DeadlineExceededError) as exc:
+                code = server.exited()
+                if code is not None:
+                    raise RuntimeError(
+                        f"{server.name} exited with code {code} after PostgreSQL's restart"
+                    ) from exc
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"{server.name} did not answer within {timeout:.0f} s of PostgreSQL's"
+                        f" restart: {exc}"
+                    ) from exc
+                time.sleep(RETRY_PAUSE)
+            except ContextWMError as exc:
+                raise RuntimeError(
+                    f"{server.name} answered {exc!r} after PostgreSQL's restart"
+                ) from exc
+
+
+def commit_file(server: Server, database: PostgresServer | None) -> Path:
+    """The file a commit writes to: SQLite's WAL in the server's data directory, or the
+    WAL segment PostgreSQL writes now."""
+    if database is None:
+        return server.data_dir / "contextwm.sqlite3-wal"
+    with psycopg.connect(database.dsn(), autocommit=True) as conn:
+        row = conn.execute("SELECT pg_walfile_name(pg_current_wal_lsn())").fetchone()
+    assert row is not None
+    return database.data / "pg_wal" / str(row[0])
 
 
 def wait_mid_call(in_flight: Sequence[float], age: float, timeout: float = 10.0) -> None:
@@ -845,11 +1092,11 @@ def wait_mid_call(in_flight: Sequence[float], age: float, timeout: float = 10.0)
 
 
 def wait_commit(wal: Path, in_flight: Sequence[float], timeout: float = 10.0) -> None:
-    """Returns as soon as SQLite writes its WAL file while a writer's call is in flight (or
-    after timeout): a kill then lands as an append commits, or just after, before its
-    acknowledgement is sent, the moment a retry with the same keys is for. (Another write,
-    the indexer's vectors, may come first; the WAL's size and modification time tell only
-    that something was written.)"""
+    """Returns as soon as the store writes its WAL file (SQLite's, or PostgreSQL's segment)
+    while a writer's call is in flight (or after timeout): a kill then lands as an append
+    commits, or just after, before its acknowledgement is sent, the moment a retry with the
+    same keys is for. (Another write, the indexer's vectors or another replica's, may come
+    first; the WAL's size and modification time tell only that something was written.)"""
 
     def stamp() -> tuple[int, int]:
         try:
@@ -889,29 +1136,80 @@ def collect(writers: list[Any], results: Any, timeout: float, run: Run) -> None:
             w.join()
 
 
+def make_servers(
+    args: argparse.Namespace, work: Path, database: PostgresServer | None
+) -> list[Server]:
+    """The server on its SQLite data directory, or the replicas on one new database of
+    PostgreSQL, each with a data directory, port and log of its own."""
+    if database is None:
+        return [Server(work / "data", free_port(), work / "server.log", args.start_timeout)]
+    dsn = database.create_database("crash")
+    return [
+        Server(
+            work / f"data-{n}",
+            free_port(),
+            work / f"replica-{n}.log",
+            args.start_timeout,
+            store=dsn,
+            name=f"replica {n}",
+        )
+        for n in range(args.replicas)
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.monotonic()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="cwm-crash-"))
-    if (work / "data").exists():
+    if (work / "data").exists() or any(work.glob("data-*")):
         raise SystemExit(f"{work} holds an earlier run; name a new --work-dir")
     work.mkdir(parents=True, exist_ok=True)
+    database: PostgresServer | None = None
+    try:
+        if args.postgresql:
+            log("starting PostgreSQL (durable: fsync on)")
+            database = PostgresServer(durable=True)
+        servers = make_servers(args, work, database)
+        run = crash(args, work, servers, database)
+    finally:
+        if database is not None:
+            # Its files go with it; its log stays with the run's.
+            with contextlib.suppress(OSError):
+                shutil.copyfile(database.root / "log", work / "postgresql.log")
+            database.close()
+    report(servers, run, time.monotonic() - began, work, database is not None)
+    ok = not run.problems
+    if ok and not args.keep and args.work_dir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+def crash(
+    args: argparse.Namespace, work: Path, servers: list[Server], database: PostgresServer | None
+) -> Run:
+    """Steps 1 to 5 of the module docstring; what the run saw."""
     rng = random.Random(args.seed)
     settings = conversation_settings(args.writers)
     journals = [work / f"journal-{w}.jsonl" for w in range(args.writers)]
-    server = Server(work / "data", free_port(), work / "server.log", args.start_timeout)
     run = Run()
     killed: list[int] = []  # process groups of the killed servers
     ctx = multiprocessing.get_context("spawn")
-    stop, abort, results = ctx.Event(), ctx.Event(), ctx.Queue()
+    stop, abort, outage, results = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     # When each writer's call in hand was sent (0: none), for the "mid-call" kills.
     in_flight = ctx.Array("d", args.writers, lock=False)
+    options: tuple[tuple[str, Any], ...] = CHANNEL_OPTIONS
+    if len(servers) == 1:
+        target = servers[0].target
+    else:
+        target = "ipv4:" + ",".join(s.target for s in servers)
+        options = (*CHANNEL_OPTIONS, *BALANCED)
     writers = [
         ctx.Process(
             target=writer_main,
             args=(
                 w,
-                server.target,
+                target,
+                options,
                 str(journals[w]),
                 args.seed,
                 args.pause,
@@ -919,6 +1217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 stop,
                 abort,
                 in_flight,
+                outage,
                 results,
             ),
             name=f"writer-{w}",
@@ -926,83 +1225,130 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for w in range(args.writers)
     ]
-    log(f"work directory {work}, port {server.port}")
+    ports = ", ".join(str(s.port) for s in servers)
+    log(f"work directory {work}, port{'s' if len(servers) > 1 else ''} {ports}")
     try:
         serving = False
         try:
-            server.start()
-            server.wait_ready(args.start_timeout)
-            with Client(server.target, timeout=60.0) as admin:
+            for server in servers:
+                server.start()
+            for server in servers:
+                server.wait_ready(args.start_timeout)
+            with Client(servers[0].target, timeout=60.0) as admin:
                 for conv, conv_settings in settings.items():
                     admin.create_conversation(conv, settings=conv_settings)
             for w in writers:
                 w.start()
-            kill_loop(server, args, rng, in_flight, run, killed)
-            server.start()
-            server.wait_ready(args.start_timeout)
+            down = kill_loop(servers, args, rng, in_flight, run, killed, database, outage)
+            for server in down:
+                server.start()
+            for server in servers:
+                server.wait_ready(args.start_timeout)
             serving = True
             log(f"last start; the writers go on for {args.final_seconds:.0f} s")
             time.sleep(args.final_seconds)
         except (RuntimeError, ContextWMError) as exc:
-            run.problems.append(f"server: {exc}; its log ends:\n{server.log_tail()}")
+            run.problems.append(f"server: {exc}; {logs_end(servers)}")
             abort.set()  # the writers give up retrying
         stop.set()
         collect([w for w in writers if w.pid is not None], results, 300.0, run)
         log(f"writers stopped; {len(run.kills)} kills done")
         unknown = {k for s in run.writers for k in s["unknown"]}
         run.problems += [e for s in run.writers for e in s["errors"]]
+        run.problems += outage_problems(run)
         if serving:
             try:
-                run.problems += check_run(server, args, settings, journals, unknown, rng, run)
+                run.problems += check_run(
+                    servers, args, settings, journals, unknown, rng, run, database
+                )
             except (RuntimeError, ContextWMError) as exc:
-                run.problems.append(f"checks: {exc}; the server log ends:\n{server.log_tail()}")
+                run.problems.append(f"checks: {exc}; {logs_end(servers)}")
     finally:
-        server.close()
+        for server in servers:
+            server.close()
         leftovers = group_members(killed)
         run.orphans.update(leftovers)
         for pid in leftovers:  # what the killed servers left behind: ours to end
             os.kill(pid, signal.SIGKILL)
-    report(server, run, time.monotonic() - began, work)
-    ok = not run.problems
-    if ok and not args.keep and args.work_dir is None:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0 if ok else 1
+    return run
+
+
+def logs_end(servers: list[Server]) -> str:
+    """The last lines of the servers' logs, for a problem's detail."""
+    if len(servers) == 1:
+        return f"its log ends:\n{servers[0].log_tail()}"
+    return "their logs end:\n" + "".join(f"-- {s.name}:\n{s.log_tail(12)}" for s in servers)
+
+
+def outage_problems(run: Run) -> list[str]:
+    """A status other than UNAVAILABLE or DEADLINE_EXCEEDED while PostgreSQL was down or
+    reconnecting is a problem (the calls themselves are among the writers' errors)."""
+    seen: Counter[str] = Counter()
+    for s in run.writers:
+        seen.update(s["outage_statuses"])
+    wrong = {code: n for code, n in seen.items() if code not in RETRIED}
+    if not wrong:
+        return []
+    return [
+        f"while PostgreSQL was down or reconnecting, calls failed with {wrong}: only"
+        f" {' and '.join(RETRIED)} are right"
+    ]
 
 
 def check_run(
-    server: Server,
+    servers: list[Server],
     args: argparse.Namespace,
     settings: dict[str, ConversationSettings],
     journals: list[Path],
     unknown: set[str],
     rng: random.Random,
     run: Run,
+    database: PostgresServer | None,
 ) -> list[str]:
-    """The checks after the last start, then after a clean stop and restart."""
+    """The checks after the last start, then after a clean stop and restart; through each
+    replica in turn, which must all list the same items."""
     problems: list[str] = []
     acks = read_journals(journals, problems)
     for round_ in range(1 if args.no_restart_check else 2):
+        after = " (after the clean restart)" if round_ else ""
         if round_ == 1:
-            run.clean_exit = server.terminate()
-            if run.clean_exit != 0:
-                problems.append(f"SIGTERM: the server exited with {run.clean_exit}, not 0")
-            server.start()
-            server.wait_ready(args.start_timeout)
+            run.clean_exits = [server.terminate() for server in servers]
+            for server, code in zip(servers, run.clean_exits, strict=True):
+                if code != 0:
+                    problems.append(f"SIGTERM: {server.name} exited with {code}, not 0")
+            for server in servers:
+                server.start()
+            for server in servers:
+                server.wait_ready(args.start_timeout)
         log("checking" + (" after a clean restart" if round_ else ""))
-        with Client(server.target, timeout=120.0) as client:
-            checked = check_store(
-                client,
-                settings,
-                acks,
-                unknown,
-                search_sample=args.search_sample,
-                embed_timeout=args.embed_timeout,
-                rng=rng,
-            )
-        run.checks.append(checked)
-        problems += [p + (" (after the clean restart)" if round_ else "") for p in checked.problems]
-    server.terminate()
-    problems += offline_check(server.data_dir)
+        first: Checked | None = None
+        for server in servers:
+            with Client(server.target, timeout=120.0) as client:
+                checked = check_store(
+                    client,
+                    settings,
+                    acks,
+                    unknown,
+                    search_sample=args.search_sample,
+                    embed_timeout=args.embed_timeout,
+                    rng=rng,
+                )
+            checked.replica = server.name
+            run.checks.append(checked)
+            through = f" (through {server.name})" if len(servers) > 1 else ""
+            problems += [p + through + after for p in checked.problems]
+            if first is None:
+                first = checked
+                continue
+            problems += [
+                f"{conv}: {server.name} lists other items than {first.replica}{after}"
+                for conv in settings
+                if checked.listing.get(conv) != first.listing.get(conv)
+            ]
+    for server in servers:
+        server.terminate()
+    if database is None:
+        problems += offline_check(servers[0].data_dir)
     return problems
 
 
@@ -1024,22 +1370,33 @@ def offline_check(data_dir: Path) -> list[str]:
     ]
 
 
-def report(server: Server, run: Run, seconds: float, work: Path) -> None:
+def counts(counter: Counter[str]) -> str:
+    """The counts as "A 3, B 1", or "none"."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "none"
+
+
+def report(servers: list[Server], run: Run, seconds: float, work: Path, postgresql: bool) -> None:
     def total(name: str) -> int:
         return sum(int(s[name]) for s in run.writers)
+
+    def summed(name: str) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for s in run.writers:
+            out.update(s[name])
+        return out
 
     kills = run.kills
     early = sorted(k.after_spawn for k in kills if k.phase != "ready")
     phases = Counter(k.phase for k in kills)
     starting = phases["before listening"] + phases["loading model"]
     just_after = sum(1 for k in kills if k.after_ready is not None and k.after_ready < 1)
-    starts = sorted(server.start_seconds)
-    retries: Counter[str] = Counter()
-    for s in run.writers:
-        retries.update(s["retries"])
-    text = server.log_path.read_text(encoding="utf-8", errors="replace")
+    starts = sorted(t for s in servers for t in s.start_seconds)
+    retries = summed("retries")
+    failures = summed("failures")
+    text = "".join(s.log_path.read_text(encoding="utf-8", errors="replace") for s in servers)
     kinds = Counter(k.kind for k in kills)
-    print("\n== crash test")
+    replicated = len(servers) > 1
+    print("\n== crash test" + (f" ({len(servers)} replicas on PostgreSQL)" if postgresql else ""))
     print(
         f"kills          {len(kills)}: {starting} during start-up"
         f" ({phases['before listening']} before it listened,"
@@ -1052,10 +1409,31 @@ def report(server: Server, run: Run, seconds: float, work: Path) -> None:
         f" {sum(1 for k in kills if k.in_flight)} with writer calls in flight"
         f" ({sum(k.in_flight for k in kills)} calls)"
     )
-    if starts:
+    if replicated:
+        by_replica = Counter(k.replica for k in kills)
+        each = ", ".join(f"{by_replica[s.name]} of {s.name}" for s in servers)
+        print(f"               by replica: {each}")
+    if postgresql:
+        restarts = run.db_restarts
+        downs = sorted(r.down for r in restarts)
+        recovered = sorted(r.recovered for r in restarts)
         print(
-            f"server starts  {server.starts}; spawn to ready {starts[0]:.1f} /"
-            f" {starts[len(starts) // 2]:.1f} / {starts[-1]:.1f} s (min / median / max)"
+            f"db restarts    {len(restarts)}: PostgreSQL stopped with pg_ctl -m immediate"
+            + (
+                f", down {downs[0]:.1f} to {downs[-1]:.1f} s; every replica answered again"
+                f" {recovered[0]:.1f} to {recovered[-1]:.1f} s after its start, none restarted;"
+                f" {sum(1 for r in restarts if r.in_flight)} with writer calls in flight"
+                if restarts
+                else ""
+            )
+        )
+        print(f"               statuses seen meanwhile: {counts(summed('outage_statuses'))}")
+    if starts:
+        each = f" ({', '.join(f'{s.name} {s.starts}' for s in servers)})" if replicated else ""
+        print(
+            f"server starts  {sum(s.starts for s in servers)}{each}; spawn to ready"
+            f" {starts[0]:.1f} / {starts[len(starts) // 2]:.1f} / {starts[-1]:.1f} s"
+            " (min / median / max)"
         )
     print(
         f"acknowledged   {total('items')} items from {len(run.writers)} writers in"
@@ -1067,18 +1445,28 @@ def report(server: Server, run: Run, seconds: float, work: Path) -> None:
         f"retries        {total('retried_calls')} calls retried, {sum(retries.values())} tries"
         f" ({', '.join(f'{k} {v}' for k, v in sorted(retries.items()))});"
         f" {total('replays')} acknowledged calls replayed; {total('reads')} reads"
+        + (f"; failed, not retried: {counts(failures)}" if failures else "")
     )
     for n, c in enumerate(run.checks):
+        again = n >= len(servers)
         print(
-            f"{'checked again' if n else 'checked':<15}{c.acknowledged} acknowledged items of"
+            f"{'checked again' if again else 'checked':<15}{c.acknowledged} acknowledged items of"
             f" {c.items} stored, {c.archived} archived, {c.searched} of them searched"
             f"; pending embeddings 0 after {c.embed_wait:.1f} s"
+            + (f"; through {c.replica}" if replicated else "")
         )
-    if run.clean_exit is not None:
-        print(f"clean stop     exit code {run.clean_exit}")
+    if run.clean_exits:
+        codes = ", ".join(str(c) for c in run.clean_exits)
+        print(f"clean stop     exit code{'s' if replicated else ''} {codes}")
+    if postgresql:
+        print(
+            "offline check  skipped: `contextwm check` reads a SQLite data directory; the"
+            " store was checked online through each replica"
+        )
     print(
-        f"server log     {text.count('Traceback')} tracebacks, {text.count(' ERROR ')} errors;"
-        f" {len(run.orphans)} processes left behind by killed servers"
+        f"server log{'s' if replicated else ' '}    {text.count('Traceback')} tracebacks,"
+        f" {text.count(' ERROR ')} errors; {len(run.orphans)} processes left behind by killed"
+        " servers"
     )
     print(f"duration       {seconds:.0f} s")
     if run.problems:

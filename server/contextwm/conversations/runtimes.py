@@ -262,10 +262,14 @@ class Runtimes:
             active=ActiveContext(counter, mask_after_turns=settings.mask_tool_outputs_after_turns),
             ledger=Ledger(),
         )
+        # The version first, then the record again, as reload() does: a change another server
+        # committed after the caller read `record` would otherwise be taken for loaded (the
+        # newer version over the older last_seq), and the next change would reuse a seq.
         version = self.store.version(record.key)
-        if version is None:
+        fresh = None if version is None else self.store.conversation_record(record.key)
+        if version is None or fresh is None:
             raise NotFound(f"conversation {record.conversation_id!r} was deleted")
-        self.fill(rt, record)
+        self.fill(rt, fresh)
         rt.version = version
         return rt
 
