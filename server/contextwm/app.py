@@ -21,6 +21,7 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.imports import Imports
 from contextwm.datadir.layout import DataDir
 from contextwm.datadir.lock import DataDirLock
+from contextwm.datadir.replica import replica_name
 from contextwm.datadir.startup import refuse_unusable
 from contextwm.indexing.indexer import Indexer
 from contextwm.observability import Metrics
@@ -220,6 +221,7 @@ class Service:
             save_interval=settings.index_save_seconds,
             embedder=batch_embedder,
             busy_duty=settings.indexer_busy_duty,
+            owner=replica_name(data),
         )
         indexer.start()
         reembedder = Reembedder(

@@ -148,6 +148,23 @@ def test_a_dead_replicas_claims_are_taken_over_after_the_lease(
     assert stored_vectors(b, 60) == 60
 
 
+def test_a_replica_restarted_under_its_name_frees_its_predecessors_claims_at_once(
+    replicas: tuple[Replica, Replica],
+) -> None:
+    a, b = replicas
+    texts = append(a, 30)
+    model = a.engine.embedder.model_name
+    a.store.claim_pending(model, 30, 0, "replica-a", 60.0)  # then the process was killed
+    drain(b)
+    assert len(pending(b)) == 30  # the lease keeps them from b
+    restarted = Indexer(a.engine, owner="replica-a")
+    restarted._thread = threading.Thread(target=lambda: None)  # starts, embeds nothing
+    restarted.start()  # frees them before its first batch
+    drain(b)
+    assert pending(b) == []
+    assert b.embedded == Counter(texts)
+
+
 def test_a_reader_on_one_replica_gets_the_vectors_the_other_stores(
     replicas: tuple[Replica, Replica],
 ) -> None:

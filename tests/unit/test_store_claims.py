@@ -66,6 +66,16 @@ def test_a_released_claim_is_claimable_again(store: RoleStore) -> None:
     assert store.claim_pending(MODEL, 10, 0, "b", LONG) == store.pending_vectors(MODEL, 10)
 
 
+def test_releasing_all_of_an_owners_claims_leaves_the_others_alone(store: RoleStore) -> None:
+    fill(store, 1, 6)
+    store.claim_pending(MODEL, 2, 0, "dead", LONG)
+    held = store.claim_pending(MODEL, 2, 0, "live", LONG)
+    store.release_claims("dead")  # a restarted replica frees what its predecessor held
+    free = [p for p in store.pending_vectors(MODEL, 10) if p not in held]
+    expected = free if isinstance(store, PostgresStore) else store.pending_vectors(MODEL, 10)
+    assert store.claim_pending(MODEL, 10, 0, "other", LONG) == expected
+
+
 # ---------------------------------------------------------------- PostgreSQL replicas
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 STORE_FILE = "contextwm.sqlite3"
 INDEX_DIR = "indexes"
 LOCK_FILE = "contextwm.lock"
+REPLICA_FILE = "replica-name"
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,11 @@ class DataDir:
     @property
     def lock(self) -> Path:
         return self.root / LOCK_FILE
+
+    @property
+    def replica_name(self) -> Path:
+        """The name this directory's server claims work under in a shared store."""
+        return self.root / REPLICA_FILE
 
     def index_dir(self, model_name: str) -> Path:
         return self.indexes / model_name

@@ -80,7 +80,8 @@ class Indexer:
             process); the engine's own embedder when None.
         busy_duty: the share of time spent embedding while appends keep the server busy
             (1 never holds back).
-        owner: whose the claims are (replica_id() when None).
+        owner: whose the claims are, stable across restarts of one replica (the data
+            directory's replica name); a name of its own when None.
         lease_seconds: how long a claimed batch is left to this server.
         """
         self._engine = engine
@@ -107,6 +108,9 @@ class Indexer:
         engine.on_delete = self._rescan.set
 
     def start(self) -> None:
+        # Claims of this owner are a dead predecessor's (a server restarted on its data
+        # directory): free them now rather than when their lease runs out.
+        self._store.release_claims(self._owner)
         self._thread.start()
 
     def stop(self) -> None:

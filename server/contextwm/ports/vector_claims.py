@@ -28,7 +28,8 @@ class VectorClaims(Protocol):
         """Claims like claim_pending one conversation's pending items, newest first."""
         ...
 
-    def release_claims(self, owner: str, item_ids: Sequence[int]) -> None:
-        """Ends owner's claims of these items at once (their embedding failed): any server's
-        next claim may take them."""
+    def release_claims(self, owner: str, item_ids: Sequence[int] | None = None) -> None:
+        """Ends owner's claims of these items (their embedding failed), or of every item
+        (owner's previous process died holding them), at once: any server's next claim may
+        take them."""
         ...

@@ -59,10 +59,13 @@ class ClaimTables(Database, VectorClaims):
             picked = _pick(db, model, "i.conv = %(value)s", "i.seq DESC", key, limit)
             return _claim(db, picked, owner, lease_seconds)
 
-    def release_claims(self, owner: str, item_ids: Sequence[int]) -> None:
+    def release_claims(self, owner: str, item_ids: Sequence[int] | None = None) -> None:
         # Run out rather than gone: the next claim of any replica takes them, whatever its
         # cursor.
         with self._transaction() as db:
+            if item_ids is None:
+                db.execute("UPDATE claims SET until = '-infinity' WHERE owner = %s", (owner,))
+                return
             db.execute(
                 "UPDATE claims SET until = '-infinity' WHERE owner = %s AND item = ANY(%s)",
                 (owner, list(item_ids)),

@@ -25,5 +25,5 @@ class ClaimTables(Database, VectorClaims):
         # Newest first along the (conv, seq) index: what readers wait for is the newest.
         return pending_rows(self._reader(), model, "i.conv = ?", "i.seq DESC", key, limit)
 
-    def release_claims(self, owner: str, item_ids: Sequence[int]) -> None:
+    def release_claims(self, owner: str, item_ids: Sequence[int] | None = None) -> None:
         """Nothing to release: what failed is still pending."""
