@@ -105,11 +105,13 @@ class Database(StoreLifecycle):
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection]:
-        """A transaction of its own, or while this thread holds a conversation a savepoint
-        in the hold's transaction, which commits with it."""
+        """A transaction of its own, or while this thread holds a conversation the hold's
+        transaction, which commits with it. No savepoint there (two round trips while the
+        conversation's row is held): a write that fails fails the whole hold, which rolls
+        back."""
         held: psycopg.Connection | None = getattr(self._holding, "conn", None)
         if held is not None:
-            with self._reachable(), held.transaction():
+            with self._reachable():
                 self._holding.wrote = True
                 yield held
             return

@@ -140,26 +140,30 @@ class ItemTables(Database, ItemStore):
         # Cut into terms before the transaction: it holds the conversation's rows meanwhile.
         terms = item_terms([i.content for i in items])
         with self._transaction() as db:
-            insert_items(db, key, items, idempotency_keys, terms)
+            # One round trip for the statements an append always makes, not one each: the
+            # conversation's row is held meanwhile, so every round trip delays the next append.
+            with db.pipeline():
+                insert_items(db, key, items, idempotency_keys, terms)
+                archive_rows(db, key, evicted)
+                db.execute(
+                    "UPDATE conversations SET last_seq = greatest(last_seq, %s), token_limit = %s,"
+                    " state = %s, last_event = greatest(last_event, %s),"
+                    " last_append_at = coalesce(%s, last_append_at) WHERE id = %s",
+                    (
+                        max((i.seq for i in items), default=0),
+                        token_limit,
+                        state,
+                        events[-1].number if events else 0,
+                        appended_at,
+                        key,
+                    ),
+                )
+                write_events(db, key, events, counter=False)
+            # After it: COPY and RETURNING rows do not go through a pipeline.
             if vectors is not None:
                 write_vectors(db, vectors.model, [(key, s) for s in vectors.seqs], vectors.vectors)
-            archive_rows(db, key, evicted)
-            db.execute(
-                "UPDATE conversations SET last_seq = greatest(last_seq, %s), token_limit = %s,"
-                " state = %s, last_event = greatest(last_event, %s),"
-                " last_append_at = coalesce(%s, last_append_at) WHERE id = %s",
-                (
-                    max((i.seq for i in items), default=0),
-                    token_limit,
-                    state,
-                    events[-1].number if events else 0,
-                    appended_at,
-                    key,
-                ),
-            )
             write_facts(db, key, facts)
             write_edits(db, key, edits)
-            write_events(db, key, events, counter=False)
 
     def commit_compaction(
         self,
