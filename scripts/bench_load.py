@@ -10,10 +10,17 @@ connection and loops over a weighted mix of calls on its own conversation:
 
 Clients run as threads spread over --processes processes, so the client side is not one
 GIL. Reports per call: calls, calls/s, p50, p99, max, errors (with their statuses), and the
-server's resident memory. Goal: no errors, p99 under 10 x p50 for every call.
+servers' resident memory. Goal: no errors, p99 under 10 x p50 for every call.
+
+With --postgresql the servers keep their conversations in a PostgreSQL this script starts
+(durable: fsync on), and --replicas 1,2 runs the same load on one replica, then on two
+behind round-robin balancing (a new database each), and compares their throughput. On a
+machine of 2 cores the replicas share the cores with each other, the database and the
+clients: a second replica adds no CPU, only parallelism where one waits.
 
 Run:  scripts/bench load                     (32 clients, 60 s; about 2 minutes)
       scripts/bench load --clients 8 --seconds 10   (smoke run)
+      scripts/bench load --postgresql --replicas 1,2
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import multiprocessing as mp
 import random
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -44,6 +52,13 @@ MIX = (("Append", 40), ("GetContext", 25), ("Search", 20), ("GetUsage", 15))
 Results = dict[str, tuple[list[float], list[str]]]
 
 
+def connect(target: str, timeout: float) -> Client:
+    """A client of the target: one server, or several ("ipv4:h:p,h:p") balanced round robin
+    call by call."""
+    options = [("grpc.lb_policy_name", "round_robin")] if "," in target else []
+    return Client(target, timeout=timeout, channel_options=options)
+
+
 def _client_loop(target: str, client_no: int, stop_at: float, out: Results) -> None:
     """One client: its own connection and conversation, calls until stop_at."""
     rng = random.Random(client_no)
@@ -51,7 +66,7 @@ def _client_loop(target: str, client_no: int, stop_at: float, out: Results) -> N
     conv = f"load-{client_no}"
     names = [name for name, _ in MIX]
     weights = [weight for _, weight in MIX]
-    with Client(target, timeout=60) as client:
+    with connect(target, 60) as client:
         while time.monotonic() < stop_at:
             name = rng.choices(names, weights)[0]
             start = time.perf_counter()
@@ -94,7 +109,7 @@ def _seed(target: str, clients: int, history: int) -> None:
     texts = TextGenerator(7)
     settings = ConversationSettings(window_max_items=50)
     conversations = [f"load-{n}" for n in range(clients)]
-    with Client(target, timeout=120) as client:
+    with connect(target, 120) as client:
         for conv in conversations:
             client.create_conversation(conv, settings=settings)
             items = [
@@ -107,46 +122,55 @@ def _seed(target: str, clients: int, history: int) -> None:
         wait_embedded(client, conversations)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--processes", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--history", type=int, default=300, help="turns per conversation")
-    args = parser.parse_args()
-
-    tmp = Path(tempfile.mkdtemp(prefix="contextwm-load-"))
+def run_load(
+    args: argparse.Namespace, tmp: Path, store: str = "", replicas: int = 1
+) -> tuple[Results, float, float]:
+    """Starts the servers, seeds, runs the clients; their results and the servers' summed
+    resident memory (MiB) before and after."""
+    tmp.mkdir(parents=True)
+    servers = [
+        ServerProcess(tmp / f"data{n}", extra_args=["--store", store] if store else [])
+        for n in range(replicas)
+    ]
     try:
-        with ServerProcess(tmp / "data") as server:
-            log(f"server up in {server.start_seconds:.1f} s; seeding {args.clients} conversations")
-            _seed(server.target, args.clients, args.history)
-            rss_before, _ = server.rss_mb()
-            log(f"running {args.clients} clients for {args.seconds:.0f} s")
-            ctx = mp.get_context("spawn")
-            queue: mp.Queue[Results] = ctx.Queue()
-            start_at = time.time() + 10.0  # time for the processes to spawn and import
-            shares = [list(range(p, args.clients, args.processes)) for p in range(args.processes)]
-            procs = [
-                ctx.Process(
-                    target=_process, args=(server.target, share, start_at, args.seconds, queue)
-                )
-                for share in shares
-                if share
-            ]
-            for p in procs:
-                p.start()
-            merged: Results = {name: ([], []) for name, _ in MIX}
-            for _ in procs:
-                part = queue.get()
-                for name, (lat, errors) in part.items():
-                    merged[name][0].extend(lat)
-                    merged[name][1].extend(errors)
-            for p in procs:
-                p.join()
-            rss_after, rss_peak = server.rss_mb()
+        for server in servers:
+            server.start()
+            log(f"server up in {server.start_seconds:.1f} s")
+        target = servers[0].target
+        if replicas > 1:
+            target = "ipv4:" + ",".join(s.target for s in servers)
+        log(f"seeding {args.clients} conversations")
+        _seed(target, args.clients, args.history)
+        rss_before = sum(s.rss_mb()[0] for s in servers)
+        log(f"running {args.clients} clients for {args.seconds:.0f} s on {replicas} server(s)")
+        ctx = mp.get_context("spawn")
+        queue: mp.Queue[Results] = ctx.Queue()
+        start_at = time.time() + 10.0  # time for the processes to spawn and import
+        shares = [list(range(p, args.clients, args.processes)) for p in range(args.processes)]
+        procs = [
+            ctx.Process(target=_process, args=(target, share, start_at, args.seconds, queue))
+            for share in shares
+            if share
+        ]
+        for p in procs:
+            p.start()
+        merged: Results = {name: ([], []) for name, _ in MIX}
+        for _ in procs:
+            part = queue.get()
+            for name, (lat, errors) in part.items():
+                merged[name][0].extend(lat)
+                merged[name][1].extend(errors)
+        for p in procs:
+            p.join()
+        rss_after = sum(s.rss_mb()[0] for s in servers)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for server in servers:
+            server.stop()
+    return merged, rss_before, rss_after
 
+
+def report(args: argparse.Namespace, title: str, merged: Results) -> tuple[bool, int]:
+    """Prints one run's table; whether it met the goal, and its calls."""
     rows = []
     all_ok = True
     for name, _ in MIX:
@@ -170,15 +194,64 @@ def main() -> None:
         )
     total = sum(len(merged[name][0]) for name, _ in MIX)
     print_table(
-        f"{args.clients} clients for {args.seconds:.0f} s, {total / args.seconds:.0f} calls/s"
-        " in all (latencies in ms; goal: no errors and p99 < 10 x p50)",
+        f"{title}: {args.clients} clients for {args.seconds:.0f} s, {total / args.seconds:.0f}"
+        " calls/s in all (latencies in ms; goal: no errors and p99 < 10 x p50)",
         ["call", "calls", "calls/s", "p50", "p99", "max", "p99/p50", "errors", "goal"],
         rows,
     )
-    print(
-        f"\nserver resident memory: {rss_before:.0f} MiB before the load,"
-        f" {rss_after:.0f} MiB after, peak {rss_peak:.0f} MiB"
+    return all_ok, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--history", type=int, default=300, help="turns per conversation")
+    parser.add_argument(
+        "--postgresql", action="store_true", help="servers on a PostgreSQL this script starts"
     )
+    parser.add_argument(
+        "--replicas",
+        default="1",
+        help="with --postgresql: replica counts to run in turn, e.g. 1,2 (default 1)",
+    )
+    args = parser.parse_args()
+    counts = [int(n) for n in args.replicas.split(",")]
+    if not args.postgresql and counts != [1]:
+        parser.error("--replicas needs --postgresql: servers on SQLite cannot share a store")
+
+    tmp = Path(tempfile.mkdtemp(prefix="contextwm-load-"))
+    database = None
+    all_ok = True
+    totals: dict[int, int] = {}
+    try:
+        if args.postgresql:
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+            from postgres_server import PostgresServer
+
+            database = PostgresServer(durable=True)
+        for replicas in counts:
+            store = database.create_database(f"load{replicas}") if database else ""
+            merged, rss_before, rss_after = run_load(args, tmp / f"r{replicas}", store, replicas)
+            title = f"{replicas} replica(s) on PostgreSQL" if database else "one server on SQLite"
+            ok, totals[replicas] = report(args, title, merged)
+            all_ok = all_ok and ok
+            print(
+                f"\nservers' resident memory: {rss_before:.0f} MiB before the load,"
+                f" {rss_after:.0f} MiB after"
+            )
+    finally:
+        if database is not None:
+            database.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if len(totals) > 1:
+        base = totals[counts[0]]
+        print(
+            "\nthroughput: "
+            + ", ".join(f"{n} replica(s) {t / args.seconds:.0f} calls/s" for n, t in totals.items())
+            + f" ({totals[counts[-1]] / base:.2f}x of {counts[0]})"
+        )
     print(f"overall: {verdict(all_ok)}")
 
 
