@@ -26,8 +26,15 @@ Texts: seeded turns of about 40 cl100k tokens (bench_common.TextGenerator), spre
 Targets: the import at >= 90 % of the raw reference; memory flat while it loads; the
 re-import in under 5 % of the first import's time.
 
+With --postgresql it measures instead how replicas share an import: for each count of
+--replicas (default 1,2) a new database and that many servers on it, the parts imported at
+once, part k through replica k mod N (an Import stream is embedded by the replica that
+receives it), timed from the first start to the last exit, and the store checked as above.
+On 2 cores the replicas share the cores the embedding already fills.
+
 Run:  scripts/bench ingest --bulk                                 (100,000 items, ~16 min)
       scripts/bench bulk --items 5000 --raw-items 2000 --parts 2  (smoke run)
+      scripts/bench bulk --postgresql --items 20000 --parts 4     (1 against 2 replicas)
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -62,6 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--parts", type=int, default=4, help="imports, each after a raw sample")
     p.add_argument("--chunk-size", type=int, default=256, help="items per stream message")
     p.add_argument("--seed", type=int, default=23)
+    p.add_argument("--postgresql", action="store_true", help="replicas on PostgreSQL, see above")
+    p.add_argument("--replicas", default="1,2", help="with --postgresql: replica counts to run")
     return p.parse_args(argv)
 
 
@@ -163,10 +173,77 @@ def run_import(
     return seconds, done.stderr.strip().splitlines()[-1]
 
 
+def replicas_import(args: argparse.Namespace) -> int:
+    """The parts imported at once through 1, 2, ... replicas on one PostgreSQL each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from postgres_server import PostgresServer
+
+    tmp = Path(tempfile.mkdtemp(prefix="cwm-bench-bulk-"))
+    database = PostgresServer(durable=True)
+    rows = []
+    rates: dict[int, float] = {}
+    try:
+        parts = timeline(tmp, args.items, args.conversations, args.parts, args.seed)
+        for count in [int(n) for n in args.replicas.split(",")]:
+            store = database.create_database(f"bulk{count}")
+            servers = [
+                ServerProcess(tmp / f"r{count}" / f"data{n}", extra_args=["--store", store])
+                for n in range(count)
+            ]
+            (tmp / f"r{count}").mkdir()
+            try:
+                for server in servers:
+                    server.start()
+                    with Client(server.target, timeout=120.0) as client:
+                        client.search("warm", mode="dense")  # the query model loaded
+                log(f"{count} replica(s) up; importing {args.parts} parts at once")
+                began = time.perf_counter()
+                targets = [servers[k % count].target for k in range(len(parts))]
+                with ThreadPoolExecutor(len(parts)) as pool:
+                    done = list(
+                        pool.map(
+                            run_import,
+                            targets,
+                            [path for path, _ in parts],
+                            [tmp / f"state{count}-{k}" for k in range(len(parts))],
+                            [args] * len(parts),
+                        )
+                    )
+                seconds = time.perf_counter() - began
+                for k, (_, summary) in enumerate(done):
+                    log(f"part {k + 1} via replica {k % count}: {summary}")
+                with Client(servers[-1].target, timeout=120.0) as client:
+                    total = client.get_stats(all_namespaces=True).total
+                if total.items != args.items or total.missing_vectors:
+                    raise RuntimeError(
+                        f"stored {total.items} items ({total.missing_vectors} without vector)"
+                    )
+            finally:
+                for server in servers:
+                    server.stop()
+            rates[count] = args.items / seconds
+            rows.append([str(count), f"{seconds:.1f}", f"{rates[count]:,.0f}"])
+    finally:
+        database.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    first = next(iter(rates.values()))
+    for row, rate in zip(rows, rates.values(), strict=True):
+        row.append(f"{rate / first:.2f}x")
+    print_table(
+        f"Bulk import of {args.items:,} items in {args.parts} parts at once, replicas on"
+        " PostgreSQL (every item stored and embedded)",
+        ["replicas", "seconds", "items/s", f"vs {next(iter(rates))}"],
+        rows,
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 
     args = parse_args(argv)
+    if args.postgresql:
+        return replicas_import(args)
     tmp = Path(tempfile.mkdtemp(prefix="cwm-bench-bulk-"))
     rows = []
     raw_items = raw_seconds = import_seconds = 0.0
