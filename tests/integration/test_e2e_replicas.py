@@ -117,3 +117,28 @@ def test_concurrent_appends_through_both_replicas_keep_one_order_and_one_window(
     # The balancer spread the appends over both replicas.
     served = [sum("/Append " in line for line in r.output) for r in replicas]
     assert min(served) >= 50, served
+
+
+def test_a_namespace_search_on_one_replica_finds_what_the_other_archived_and_embedded(
+    replicas: list[ServerProcess],
+) -> None:
+    # Each replica's namespace index was built before the other wrote the items (warmed by a
+    # first search); it catches up on the vectors the other stored, through the store.
+    a, b = (Client(f"127.0.0.1:{r.port}", namespace="catch-up") for r in replicas)
+    try:
+        a.create_conversation("seed", settings=ConversationSettings(window_max_items=2))
+        for n in range(4):
+            a.append("seed", f"seed note {n} about rowing")
+        a.search("rowing", conversation_id="seed", mode="dense")  # waits until embedded
+        assert b.search("rowing", mode="dense").hits  # b's namespace index exists now
+        a.create_conversation("late", settings=ConversationSettings(window_max_items=2))
+        for n in range(6):  # four of them archived
+            a.append("late", f"late note {n}: the walrus prefers cold water")
+        a.search("walrus", conversation_id="late", mode="dense")  # waits until embedded
+        hits = b.search("walrus cold water", mode="dense", top_k=10).hits
+        assert {(h.item.conversation_id, h.item.seq) for h in hits} >= {
+            ("late", s) for s in range(1, 5)
+        }
+    finally:
+        a.close()
+        b.close()
