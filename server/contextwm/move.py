@@ -22,7 +22,7 @@ from contextwm.datadir.layout import DataDir
 from contextwm.datadir.lock import DataDirInUse, DataDirLock
 from contextwm.domain.errors import ContextWMError
 from contextwm.ports.conversation_store import ConversationStore
-from contextwm.ports.conversation_transfer import ConversationDump, ConversationTransfer
+from contextwm.ports.conversation_transfer import ConversationTransfer
 from contextwm.ports.retention_store import RetentionStore
 
 
@@ -72,10 +72,6 @@ def run_move(args: argparse.Namespace) -> int:
         lock.release()
 
 
-def _same(a: ConversationDump | None, b: ConversationDump | None) -> bool:
-    return a is not None and b is not None and a == b
-
-
 def _move(source: Store, target: Store) -> int:
     began = time.monotonic()
     conversations = sorted(
@@ -83,37 +79,35 @@ def _move(source: Store, target: Store) -> int:
         for a in source.conversation_activity(None)
     )
     moved = present = items = vectors = 0
+    differs: list[str] = []
     for n, (namespace, conversation_id, key) in enumerate(conversations, 1):
         dump = source.dump_conversation(key, vectors=True)
         if dump is None:
             continue
         there = target.get_conversation(namespace, conversation_id)
-        if there is not None:
-            if not _same(target.dump_conversation(there.key, vectors=True), dump):
-                print(
-                    f"error: conversation {conversation_id!r} of namespace {namespace!r} is in"
-                    " the database already with other rows; delete it there (or move into"
-                    " another database) and run the move again",
-                    file=sys.stderr,
-                )
-                return NOT_MOVED
-            present += 1
-        else:
+        if there is None:
             try:
-                target.load_conversation(dump)
+                there_key = target.load_conversation(dump)
             except ContextWMError as exc:
                 print(f"error: {exc.message}", file=sys.stderr)
                 return NOT_MOVED
             moved += 1
             items += len(dump.tables["items"])
             vectors += len(dump.vectors or ())
+            # The check: what the database holds now, read back, against the directory's.
+            if target.dump_conversation(there_key, vectors=True) != dump:
+                differs.append(f"{namespace}/{conversation_id}")
+        elif target.dump_conversation(there.key, vectors=True) == dump:
+            present += 1  # copied by an earlier run, and checked the same way
+        else:
+            print(
+                f"error: conversation {conversation_id!r} of namespace {namespace!r} is in"
+                " the database already with other rows; delete it there (or move into"
+                " another database) and run the move again",
+                file=sys.stderr,
+            )
+            return NOT_MOVED
         print(f"[{n}/{len(conversations)}] {namespace}/{conversation_id}", file=sys.stderr)
-    # The check reads every conversation back from both stores, whichever run copied it.
-    differs = [
-        f"{namespace}/{conversation_id}"
-        for namespace, conversation_id, key in conversations
-        if not _check(source, target, namespace, conversation_id, key)
-    ]
     print(
         f"moved {moved} conversations ({items} items, {vectors} vectors), {present} were there"
         f" already; checked {len(conversations) - len(differs)} of {len(conversations)}"
@@ -123,11 +117,3 @@ def _move(source: Store, target: Store) -> int:
         print(f"error: not identical in the database: {', '.join(differs)}", file=sys.stderr)
         return DIFFERS
     return MOVED
-
-
-def _check(source: Store, target: Store, namespace: str, conversation_id: str, key: int) -> bool:
-    there = target.get_conversation(namespace, conversation_id)
-    return there is not None and _same(
-        source.dump_conversation(key, vectors=True),
-        target.dump_conversation(there.key, vectors=True),
-    )

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from contextwm.adapters.history_rows import checkpoint_of, decode_payload, fact_of
+from contextwm.adapters.history_rows import checkpoint_of, decode_payload, fact_of, seqs_json
 from contextwm.adapters.session_rows import session_of
-from contextwm.adapters.store_rows import settings_from_json
+from contextwm.adapters.store_rows import metadata_json, settings_from_json
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.facts import FactKind
 from contextwm.domain.history import EditKind, EventKind
@@ -26,10 +26,6 @@ from contextwm.ports.conversation_transfer import DUMP_TABLES, ConversationDump
 
 def _plain(value: Any) -> str:
     return json.dumps(value)
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 def _sorted(value: Any) -> str:
@@ -61,7 +57,7 @@ class Table:
     order: tuple[str, ...] = ()
     insertion: bool = False
     text: frozenset[str] = frozenset()
-    json: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)
+    json: Mapping[str, Callable[[Any], str | None]] = field(default_factory=dict)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -107,7 +103,7 @@ TABLES: tuple[Table, ...] = (
         },
         order=("seq",),
         text=frozenset({"content", "file_path", "idem"}),
-        json={"metadata": _plain},
+        json={"metadata": metadata_json},
     ),
     Table(
         "compactions",
@@ -149,7 +145,7 @@ TABLES: tuple[Table, ...] = (
         },
         order=("id",),
         text=frozenset({"detail"}),
-        json={"seqs": _compact},
+        json={"seqs": seqs_json},
     ),
     Table(
         "checkpoints",

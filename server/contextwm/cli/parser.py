@@ -416,8 +416,8 @@ def build_parser(
         help="copy a data directory's store into PostgreSQL, resumably, and check the copy",
         description="Copies every conversation of a data directory no server is running on"
         " into a PostgreSQL database, with its stored vectors, each in one transaction; run"
-        " again after an interruption to copy the rest. Ends by reading every conversation"
-        " back from both and comparing (exit 0 identical, 1 differences, 2 not moved).",
+        " again after an interruption to copy the rest. Every conversation is read back from"
+        " the database and compared (exit 0 identical, 1 differences, 2 not moved).",
         allow_abbrev=False,
     )
     sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")

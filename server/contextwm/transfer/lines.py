@@ -20,11 +20,11 @@ from contextwm.ports.conversation_transfer import ConversationDump
 
 FORMAT = 1
 CONVERSATION, END = "conversation", "end"
-# Rows are typed by their table's name in the singular (every table's name is a plural).
 _HEAD_FIELDS = ("type", "format", "namespace", "conversation_id")
 
 
 def row_type(table: str) -> str:
+    """A row's type: its table's name in the singular (every table's name is a plural)."""
     return table.removesuffix("s")
 
 
