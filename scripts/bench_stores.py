@@ -11,7 +11,11 @@ store, with vectors, as `scripts/bench retrieval` loads them) and a window appen
 API. Calls alternate between the servers, so both see the same machine:
 
 * GetContext(max_tokens=2048) p50/p99, the same random queries to each;
-* Append of one item to the same conversation (each evicts the window's oldest) p50/p99.
+* Append of one item to the same conversation (each evicts the window's oldest) p50/p99,
+  back to back: each server embeds the items before meanwhile, and on 2 cores the three
+  servers' embedding competes with every round trip to PostgreSQL;
+* the same, settled: each append waits until every server has embedded what it holds, as
+  an agent loop's appends, a model call apart, find the machine.
 
 Goal: PostgreSQL within 1.5 x SQLite (p50) for both calls.
 
@@ -27,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
@@ -70,6 +75,13 @@ def parse_args() -> argparse.Namespace:
         )
     args.size_list = [int(s) for s in args.sizes.split(",") if s.strip()]
     return args
+
+
+def settle(clients: Iterable[Client], cid: str) -> None:
+    """Returns once no server has an embedding of the conversation pending."""
+    for client in clients:
+        while client.get_conversation(cid).pending_embeddings:
+            time.sleep(0.005)
 
 
 def main() -> int:
@@ -118,6 +130,7 @@ def main() -> int:
         for size, cid in zip(args.size_list, cids, strict=True):
             context_ms: dict[str, list[float]] = {kind: [] for kind in STORES}
             append_ms: dict[str, list[float]] = {kind: [] for kind in STORES}
+            settled_ms: dict[str, list[float]] = {kind: [] for kind in STORES}
             for client in clients.values():  # the first call builds the conversation's index
                 client.get_context(cid, gen.query(), max_tokens=MAX_TOKENS)
             for _ in range(args.queries):
@@ -132,7 +145,18 @@ def main() -> int:
                     t0 = time.perf_counter()
                     clients[kind].append(cid, text)
                     append_ms[kind].append((time.perf_counter() - t0) * 1000)
-            for call, figures in (("GetContext", context_ms), ("Append", append_ms)):
+            for _ in range(args.appends):
+                text = gen.text("user")[0]
+                for kind in rng.sample(STORES, len(STORES)):
+                    settle(clients.values(), cid)
+                    t0 = time.perf_counter()
+                    clients[kind].append(cid, text)
+                    settled_ms[kind].append((time.perf_counter() - t0) * 1000)
+            for call, figures in (
+                ("GetContext", context_ms),
+                ("Append", append_ms),
+                ("Append, settled", settled_ms),
+            ):
                 base = p50_p99(figures["sqlite"])[0]
                 full = p50_p99(figures["sqlite-full"])[0]
                 for kind in STORES:

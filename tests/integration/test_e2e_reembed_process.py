@@ -14,7 +14,7 @@ from stale_conversations import QUERY, content
 pytestmark = pytest.mark.slow
 
 STALE = ("a", "b", "c")
-ITEMS = 100  # 300 items: the run outlasts the half second SIGTERM may take to act
+ITEMS = 60  # 180 items: the run outlasts the half second SIGTERM may take to act
 
 
 def test_reembed_through_the_embedding_process_survives_a_sigterm(tmp_path: Path) -> None:
