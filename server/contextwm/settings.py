@@ -118,6 +118,16 @@ class ServerSettings:
     retention_interval_seconds: float = 600.0
     retention: RetentionPolicies = field(default_factory=RetentionPolicies)
     context_window: ContextWindowSettings = field(default_factory=ContextWindowSettings)
+    # Every call needs an API key (authorization: Bearer ...) bound to its namespace. Off,
+    # only loopback and the Unix socket may be listened on (unless insecure).
+    require_api_keys: bool = False
+    # TLS: the server's certificate chain and key (PEM files); with a client CA, clients must
+    # present a certificate it signed (mutual TLS).
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_client_ca_file: str = ""
+    # Listen on a non-loopback address without keys and TLS: only on a network you trust.
+    insecure: bool = False
 
 
 # The tables of ServerSettings, merged by functions of their own.

@@ -19,6 +19,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "ResourceExhausted",
+    "Unauthenticated",
     "Unavailable",
 ]
 
@@ -35,6 +36,7 @@ class ErrorCode(enum.Enum):
     UNAVAILABLE = "UNAVAILABLE"
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     ABORTED = "ABORTED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
 
 
 class ContextWMError(Exception):
@@ -69,6 +71,12 @@ class FailedPrecondition(ContextWMError):
 
 class PermissionDenied(ContextWMError):
     code = ErrorCode.PERMISSION_DENIED
+
+
+class Unauthenticated(ContextWMError):
+    """No API key, or one that is unknown, malformed, revoked or expired."""
+
+    code = ErrorCode.UNAUTHENTICATED
 
 
 class Unavailable(ContextWMError):
