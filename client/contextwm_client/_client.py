@@ -22,12 +22,14 @@ from contextwm_client._convert import (
     NO_IMPORT,
     add_import_response,
     from_proto_active_context,
+    from_proto_api_key,
     from_proto_append_batch_response,
     from_proto_append_response,
     from_proto_apply_retention_response,
     from_proto_checkpoint,
     from_proto_compact_response,
     from_proto_conversation,
+    from_proto_created_key,
     from_proto_edit_file_response,
     from_proto_enhanced_context,
     from_proto_file_chunk,
@@ -57,6 +59,7 @@ from contextwm_client._target import with_port
 from contextwm_client._types import (
     ActiveContext,
     ActiveEntry,
+    ApiKey,
     AppendBatchResult,
     AppendResult,
     CategoryOptions,
@@ -65,6 +68,7 @@ from contextwm_client._types import (
     ContextEdit,
     Conversation,
     ConversationSettings,
+    CreatedKey,
     EnhancedContext,
     FileChunk,
     FileEdit,
@@ -96,6 +100,7 @@ from contextwm_client._vocabulary import (
     ScrollDirection,
     TruncationStrategy,
 )
+from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
 # A server that is up answers at once: only a longer wait for one is worth saying.
@@ -1578,3 +1583,69 @@ class Client:
             raise map_rpc_error(exc) from exc
         finally:
             cancel(call)  # a run left early stops on the server too (no-op once it ended)
+
+    def create_key(
+        self,
+        name: str,
+        role: str,
+        namespaces: Sequence[str],
+        *,
+        expires_at: datetime | None = None,
+    ) -> CreatedKey:
+        """Creates an API key (needs an admin key whose scope is "*", or a loopback server
+        without keys).
+
+        Args:
+            name: A name for people (at most 200 characters).
+            role: "read", "write" or "admin".
+            namespaces: At least one: exact names, prefixes ending in "/", or "*".
+            expires_at: When it stops working; None: never.
+
+        Returns:
+            The key and its token, which no call returns again: store it now.
+
+        Raises:
+            InvalidArgumentError: A bad role, scope, name or expiry.
+            PermissionDeniedError: The client's key may not manage keys.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.create_key(name, role, namespaces, expires_at)
+        return from_proto_created_key(self._invoke(self._stub.CreateKey, request))
+
+    def list_keys(self) -> list[ApiKey]:
+        """Every API key, revoked ones too, oldest first; never their tokens.
+
+        Raises:
+            PermissionDeniedError: The client's key may not manage keys.
+            ContextWMError: Any other failure of the call.
+        """
+        response = self._invoke(self._stub.ListKeys, pb.ListKeysRequest())
+        return [from_proto_api_key(k) for k in response.keys]
+
+    def revoke_key(self, key_id: str) -> ApiKey:
+        """Revokes an API key: it stops working at once on every server sharing the store,
+        open Watch streams included.
+
+        Raises:
+            NotFoundError: No key with this id.
+            PermissionDeniedError: The client's key may not manage keys.
+            ContextWMError: Any other failure of the call.
+        """
+        request = pb.RevokeKeyRequest(key_id=key_id)
+        return from_proto_api_key(self._invoke(self._stub.RevokeKey, request))
+
+    def rotate_key(self, key_id: str) -> CreatedKey:
+        """Gives an API key a new token (same id, role, scope and expiry); the old token
+        stops working at once.
+
+        Returns:
+            The key and its new token, which no call returns again: store it now.
+
+        Raises:
+            NotFoundError: No key with this id.
+            FailedPreconditionError: The key is revoked or expired.
+            PermissionDeniedError: The client's key may not manage keys.
+            ContextWMError: Any other failure of the call.
+        """
+        request = pb.RotateKeyRequest(key_id=key_id)
+        return from_proto_created_key(self._invoke(self._stub.RotateKey, request))

@@ -21,6 +21,7 @@ from contextwm_client._types import (
     ActiveContext,
     ActiveEntry,
     AllocationReport,
+    ApiKey,
     AppendBatchResult,
     AppendedItem,
     AppendResult,
@@ -37,6 +38,7 @@ from contextwm_client._types import (
     ConversationRetention,
     ConversationSettings,
     ConversationStats,
+    CreatedKey,
     EnhancedContext,
     Event,
     FileChunk,
@@ -1158,3 +1160,25 @@ def from_proto_tool_check(message: pb.ToolCheck) -> ToolCheck:
         reason=message.reason,
         deciding_state=message.deciding_state,
     )
+
+
+def from_proto_api_key(message: pb.ApiKey) -> ApiKey:
+    """Converts an ApiKey message to an ApiKey."""
+    return ApiKey(
+        key_id=message.key_id,
+        name=message.name,
+        role=message.role,
+        namespaces=tuple(message.namespaces),
+        created_at=from_proto_timestamp(message.created_at),
+        expires_at=(
+            from_proto_timestamp(message.expires_at) if message.HasField("expires_at") else None
+        ),
+        revoked_at=(
+            from_proto_timestamp(message.revoked_at) if message.HasField("revoked_at") else None
+        ),
+    )
+
+
+def from_proto_created_key(message: pb.CreatedKey) -> CreatedKey:
+    """Converts a CreatedKey message to a CreatedKey."""
+    return CreatedKey(key=from_proto_api_key(message.key), token=message.token)

@@ -627,3 +627,13 @@ def get_session(namespace: str, conversation_id: str) -> pb.GetSessionRequest:
 def check_tool(namespace: str, conversation_id: str, tool: str) -> pb.CheckToolRequest:
     """Builds a CheckToolRequest."""
     return pb.CheckToolRequest(namespace=namespace, conversation_id=conversation_id, tool=tool)
+
+
+def create_key(
+    name: str, role: str, namespaces: Sequence[str], expires_at: datetime | None
+) -> pb.CreateKeyRequest:
+    """Builds a CreateKeyRequest (the server checks the role and scopes)."""
+    request = pb.CreateKeyRequest(name=name, role=role, namespaces=list(namespaces))
+    if expires_at is not None:
+        request.expires_at.CopyFrom(to_proto_timestamp(expires_at))
+    return request

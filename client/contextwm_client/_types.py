@@ -1348,3 +1348,39 @@ class ToolCheck:
     allowed: bool
     reason: str
     deciding_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """An API key as the server keeps it: never its token.
+
+    Attributes:
+        key_id: Names the key in errors, metrics and audit lines; safe to log.
+        name: A name for people.
+        role: "read", "write" or "admin".
+        namespaces: Exact namespace names, prefixes ending in "/", or "*" for every one.
+        created_at: When it was created (UTC).
+        expires_at: When it stops working; None: never.
+        revoked_at: When it was revoked; None: it was not.
+    """
+
+    key_id: str
+    name: str
+    role: str
+    namespaces: tuple[str, ...]
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    """A key and its token, which no call returns again: store it now.
+
+    Attributes:
+        key: The key.
+        token: The bearer token: pass it as api_key= to a client.
+    """
+
+    key: ApiKey
+    token: str = field(repr=False)

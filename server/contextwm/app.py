@@ -8,6 +8,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from contextwm.access.guard import Guard
+from contextwm.access.keys import Keys
+from contextwm.access.streams import OpenStreams
 from contextwm.adapters.code_definitions import TreeSitterDefinitions
 from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
@@ -34,6 +37,7 @@ from contextwm.retrieval.retriever import Retriever
 from contextwm.settings import ServerSettings
 from contextwm.tool_availability.service import ToolSessions
 from contextwm.transfer.service import Transfers
+from contextwm.transport.access import CallAccess
 from contextwm.transport.server import GrpcServer
 from contextwm.transport.servicer import ContextServicer
 from contextwm.transport.store_probe import StoreProbe
@@ -89,6 +93,8 @@ class Service:
     retention_task: RetentionTask | None = None
     # Readiness that follows a database server (None on the SQLite file).
     store_probe: StoreProbe | None = None
+    # Response streams under API keys, ended when their key stops working.
+    key_streams: OpenStreams | None = None
 
     @property
     def metrics_port(self) -> int | None:
@@ -251,6 +257,7 @@ class Service:
         )
         engine.caches["workspace_chunks"] = files.cache
         retriever = Retriever(engine)
+        keys = Keys(store, clock)
         servicer = ContextServicer(
             engine,
             retriever,
@@ -264,8 +271,12 @@ class Service:
             files,
             ToolSessions(sessions, window.tools),
             Transfers(engine),
+            keys,
         )
-        listening.server.serve(servicer, engine.events)
+        guard = Guard(keys, required=settings.require_api_keys)
+        key_streams = OpenStreams(guard)
+        key_streams.start()
+        listening.server.serve(servicer, engine.events, CallAccess(guard, key_streams))
         store_probe = None
         if settings.store:
             store_probe = StoreProbe(store, listening.server.set_ready)
@@ -286,6 +297,7 @@ class Service:
             listening.metrics,
             retention_task,
             store_probe,
+            key_streams,
         )
 
     def stop(self, grace: float | None = None) -> None:
@@ -297,6 +309,8 @@ class Service:
         if self.store_probe is not None:
             self.store_probe.stop()
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
+        if self.key_streams is not None:
+            self.key_streams.stop()
         if self.retention_task is not None:
             self.retention_task.stop()
         self.indexer.stop()

@@ -18,10 +18,12 @@ strings, validated by the server, so that grpcurl and JSON users can type them:
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import descriptor_pb2 as _descriptor_pb2
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf.internal import extension_dict as _extension_dict
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -32,6 +34,34 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _Access:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _AccessEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Access.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ACCESS_UNSPECIFIED: _Access.ValueType  # 0
+    ACCESS_READ: _Access.ValueType  # 1
+    """Context, search, lists, stats, watch, file reads."""
+    ACCESS_WRITE: _Access.ValueType  # 2
+    """Also appends, edits, imports, compaction, checkpoints, settings."""
+    ACCESS_ADMIN: _Access.ValueType  # 3
+    """Also keys, retention, re-embedding, and calls that span every namespace."""
+
+class Access(_Access, metaclass=_AccessEnumTypeWrapper):
+    """The least role an API key needs to call a method (see docs/security.md). A key's role
+    includes the ones below it; which namespaces it may touch is its scope.
+    """
+
+ACCESS_UNSPECIFIED: Access.ValueType  # 0
+ACCESS_READ: Access.ValueType  # 1
+"""Context, search, lists, stats, watch, file reads."""
+ACCESS_WRITE: Access.ValueType  # 2
+"""Also appends, edits, imports, compaction, checkpoints, settings."""
+ACCESS_ADMIN: Access.ValueType  # 3
+"""Also keys, retention, re-embedding, and calls that span every namespace."""
+Global___Access: _TypeAlias = Access  # noqa: Y015
 
 class _Category:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -4228,3 +4258,194 @@ class ToolCheck(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ToolCheck: _TypeAlias = ToolCheck  # noqa: Y015
+
+@_typing.final
+class ApiKey(_message.Message):
+    """An API key as stored: never its token."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    NAMESPACES_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    REVOKED_AT_FIELD_NUMBER: _builtins.int
+    key_id: _builtins.str
+    """Safe to log: names the key in metrics, audit lines and errors."""
+    name: _builtins.str
+    role: _builtins.str
+    """read, write or admin."""
+    @_builtins.property
+    def namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Exact namespace names, prefixes ending in "/" ("team-a/"), or "*" for every namespace."""
+
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def expires_at(self) -> _timestamp_pb2.Timestamp:
+        """Unset: never expires."""
+
+    @_builtins.property
+    def revoked_at(self) -> _timestamp_pb2.Timestamp:
+        """Unset: not revoked."""
+
+    def __init__(
+        self,
+        *,
+        key_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        role: _builtins.str = ...,
+        namespaces: _abc.Iterable[_builtins.str] | None = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        expires_at: _timestamp_pb2.Timestamp | None = ...,
+        revoked_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at", "revoked_at", b"revoked_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at", "key_id", b"key_id", "name", b"name", "namespaces", b"namespaces", "revoked_at", b"revoked_at", "role", b"role"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApiKey: _TypeAlias = ApiKey  # noqa: Y015
+
+@_typing.final
+class CreateKeyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    NAMESPACES_FIELD_NUMBER: _builtins.int
+    EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """A name for people (at most 200 characters); need not be unique."""
+    role: _builtins.str
+    """read, write or admin."""
+    @_builtins.property
+    def namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """At least one: exact names, prefixes ending in "/", or "*"."""
+
+    @_builtins.property
+    def expires_at(self) -> _timestamp_pb2.Timestamp:
+        """Unset: never expires."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        role: _builtins.str = ...,
+        namespaces: _abc.Iterable[_builtins.str] | None = ...,
+        expires_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "name", b"name", "namespaces", b"namespaces", "role", b"role"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateKeyRequest: _TypeAlias = CreateKeyRequest  # noqa: Y015
+
+@_typing.final
+class CreatedKey(_message.Message):
+    """A key and its token, shown this once: store it now."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    @_builtins.property
+    def key(self) -> Global___ApiKey: ...
+    def __init__(
+        self,
+        *,
+        key: Global___ApiKey | None = ...,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatedKey: _TypeAlias = CreatedKey  # noqa: Y015
+
+@_typing.final
+class ListKeysRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListKeysRequest: _TypeAlias = ListKeysRequest  # noqa: Y015
+
+@_typing.final
+class ListKeysResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEYS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def keys(self) -> _containers.RepeatedCompositeFieldContainer[Global___ApiKey]:
+        """Oldest first, revoked ones too."""
+
+    def __init__(
+        self,
+        *,
+        keys: _abc.Iterable[Global___ApiKey] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["keys", b"keys"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListKeysResponse: _TypeAlias = ListKeysResponse  # noqa: Y015
+
+@_typing.final
+class RevokeKeyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    key_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        key_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeKeyRequest: _TypeAlias = RevokeKeyRequest  # noqa: Y015
+
+@_typing.final
+class RotateKeyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    key_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        key_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RotateKeyRequest: _TypeAlias = RotateKeyRequest  # noqa: Y015
+
+ACCESS_FIELD_NUMBER: _builtins.int
+access: _extension_dict._ExtensionFieldDescriptor[_descriptor_pb2.MethodOptions, Global___Access.ValueType]
+"""Every ContextService method names its access; the server refuses one that does not."""

@@ -206,6 +206,26 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.CheckToolRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ToolCheck.FromString,
                 _registered_method=True)
+        self.CreateKey = channel.unary_unary(
+                '/contextwm.v1.ContextService/CreateKey',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.CreateKeyRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CreatedKey.FromString,
+                _registered_method=True)
+        self.ListKeys = channel.unary_unary(
+                '/contextwm.v1.ContextService/ListKeys',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ListKeysRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ListKeysResponse.FromString,
+                _registered_method=True)
+        self.RevokeKey = channel.unary_unary(
+                '/contextwm.v1.ContextService/RevokeKey',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.RevokeKeyRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ApiKey.FromString,
+                _registered_method=True)
+        self.RotateKey = channel.unary_unary(
+                '/contextwm.v1.ContextService/RotateKey',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.RotateKeyRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CreatedKey.FromString,
+                _registered_method=True)
 
 
 class ContextServiceServicer:
@@ -504,6 +524,34 @@ class ContextServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateKey(self, request, context):
+        """API keys: created, listed, revoked and rotated with an admin key whose scope is "*". A
+        token is in the answer that makes it, and nowhere else, ever.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListKeys(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeKey(self, request, context):
+        """Revoked keys stop working at once, on every server sharing the store.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateKey(self, request, context):
+        """A new token for the same key id, role, scope and expiry; the old token stops working.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContextServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -676,6 +724,26 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     servicer.CheckTool,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CheckToolRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ToolCheck.SerializeToString,
+            ),
+            'CreateKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateKey,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.CreateKeyRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.CreatedKey.SerializeToString,
+            ),
+            'ListKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListKeys,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ListKeysRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ListKeysResponse.SerializeToString,
+            ),
+            'RevokeKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeKey,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.RevokeKeyRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ApiKey.SerializeToString,
+            ),
+            'RotateKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateKey,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.RotateKeyRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.CreatedKey.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1597,6 +1665,114 @@ class ContextService:
             '/contextwm.v1.ContextService/CheckTool',
             contextwm_dot_v1_dot_contextwm__pb2.CheckToolRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.ToolCheck.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/CreateKey',
+            contextwm_dot_v1_dot_contextwm__pb2.CreateKeyRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.CreatedKey.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/ListKeys',
+            contextwm_dot_v1_dot_contextwm__pb2.ListKeysRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ListKeysResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/RevokeKey',
+            contextwm_dot_v1_dot_contextwm__pb2.RevokeKeyRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ApiKey.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/RotateKey',
+            contextwm_dot_v1_dot_contextwm__pb2.RotateKeyRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.CreatedKey.FromString,
             options,
             channel_credentials,
             insecure,

@@ -185,6 +185,15 @@ class ContextServiceStub:
     """The conversation's session: its states, the tools they allow, the file it views."""
     CheckTool: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.CheckToolRequest, _contextwm_pb2.ToolCheck]
     """Whether one tool is available now, and if not, why."""
+    CreateKey: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.CreateKeyRequest, _contextwm_pb2.CreatedKey]
+    """API keys: created, listed, revoked and rotated with an admin key whose scope is "*". A
+    token is in the answer that makes it, and nowhere else, ever.
+    """
+    ListKeys: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ListKeysRequest, _contextwm_pb2.ListKeysResponse]
+    RevokeKey: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.RevokeKeyRequest, _contextwm_pb2.ApiKey]
+    """Revoked keys stop working at once, on every server sharing the store."""
+    RotateKey: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.RotateKeyRequest, _contextwm_pb2.CreatedKey]
+    """A new token for the same key id, role, scope and expiry; the old token stops working."""
 
 @_typing.type_check_only
 class ContextServiceAsyncStub(ContextServiceStub):
@@ -330,6 +339,15 @@ class ContextServiceAsyncStub(ContextServiceStub):
     """The conversation's session: its states, the tools they allow, the file it views."""
     CheckTool: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.CheckToolRequest, _contextwm_pb2.ToolCheck]  # type: ignore[assignment]
     """Whether one tool is available now, and if not, why."""
+    CreateKey: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.CreateKeyRequest, _contextwm_pb2.CreatedKey]  # type: ignore[assignment]
+    """API keys: created, listed, revoked and rotated with an admin key whose scope is "*". A
+    token is in the answer that makes it, and nowhere else, ever.
+    """
+    ListKeys: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ListKeysRequest, _contextwm_pb2.ListKeysResponse]  # type: ignore[assignment]
+    RevokeKey: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.RevokeKeyRequest, _contextwm_pb2.ApiKey]  # type: ignore[assignment]
+    """Revoked keys stop working at once, on every server sharing the store."""
+    RotateKey: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.RotateKeyRequest, _contextwm_pb2.CreatedKey]  # type: ignore[assignment]
+    """A new token for the same key id, role, scope and expiry; the old token stops working."""
 
 class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
     """The core service: conversations, items, windows, archives and retrieval."""
@@ -676,5 +694,38 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_contextwm_pb2.ToolCheck, _abc.Awaitable[_contextwm_pb2.ToolCheck]]:
         """Whether one tool is available now, and if not, why."""
+
+    @_abc_1.abstractmethod
+    def CreateKey(
+        self,
+        request: _contextwm_pb2.CreateKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.CreatedKey, _abc.Awaitable[_contextwm_pb2.CreatedKey]]:
+        """API keys: created, listed, revoked and rotated with an admin key whose scope is "*". A
+        token is in the answer that makes it, and nowhere else, ever.
+        """
+
+    @_abc_1.abstractmethod
+    def ListKeys(
+        self,
+        request: _contextwm_pb2.ListKeysRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ListKeysResponse, _abc.Awaitable[_contextwm_pb2.ListKeysResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def RevokeKey(
+        self,
+        request: _contextwm_pb2.RevokeKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ApiKey, _abc.Awaitable[_contextwm_pb2.ApiKey]]:
+        """Revoked keys stop working at once, on every server sharing the store."""
+
+    @_abc_1.abstractmethod
+    def RotateKey(
+        self,
+        request: _contextwm_pb2.RotateKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.CreatedKey, _abc.Awaitable[_contextwm_pb2.CreatedKey]]:
+        """A new token for the same key id, role, scope and expiry; the old token stops working."""
 
 def add_ContextServiceServicer_to_server(servicer: ContextServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

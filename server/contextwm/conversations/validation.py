@@ -13,7 +13,9 @@ from contextwm.domain.items import FILE_KINDS, ROLES, NewItem
 from contextwm.domain.scope import Scope
 
 DEFAULT_NAMESPACE = "default"
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+# "/" only between names ("team-a/agent-1"), so that an API key's scope "team-a/" is a
+# prefix of the namespaces under it and of nothing else.
+_NAMESPACE = re.compile(r"^(?=.{1,128}$)[A-Za-z0-9](?:[A-Za-z0-9._:-]|/(?=[A-Za-z0-9]))*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _PAGE_TOKEN = re.compile(r"[0-9]{1,19}")
 # Timestamps outside these years are almost always a unit mistake (ms for s).
@@ -48,7 +50,7 @@ def namespace_of(namespace: str) -> str:
     if not _NAMESPACE.match(namespace):
         raise InvalidArgument(
             f"invalid namespace {namespace!r}: use 1..128 letters, digits, '.', '_', ':' or '-',"
-            " starting with a letter or digit"
+            " starting with a letter or digit, and '/' between names ('team-a/agent-1')"
         )
     return namespace
 
@@ -182,21 +184,21 @@ def page_token_seq(token: str) -> int:
 
 def conversation_page_token(namespace: str, conversation_id: str) -> str:
     """The token of a listing across namespaces that resumes after this conversation."""
-    return f"{namespace}/{conversation_id}"
+    return f"{namespace} {conversation_id}"
 
 
 def page_token_conversation(token: str) -> tuple[str, str]:
     """The (namespace, conversation id) a conversation_page_token resumes after; ("", "")
-    for the first page. A namespace has no "/", so the first one ends it.
+    for the first page. A namespace has no space, so the first one ends it.
 
     Raises:
         InvalidArgument: for a token no listing returned.
     """
     if not token:
         return "", ""
-    namespace, slash, conversation_id = token.partition("/")
+    namespace, space, conversation_id = token.partition(" ")
     valid = (
-        slash
+        space
         and _NAMESPACE.match(namespace)  # as namespace_of checks it: every stored one passes
         and 0 < len(conversation_id) <= 200
         and not _CONTROL.search(conversation_id)

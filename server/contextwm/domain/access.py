@@ -59,6 +59,10 @@ class ApiKey:
     def covers(self, namespace: str) -> bool:
         return covers(self.namespaces, namespace)
 
+    @property
+    def covers_every_namespace(self) -> bool:
+        return EVERY_NAMESPACE in self.namespaces
+
     def live(self, now: float) -> bool:
         """Neither revoked nor expired at `now`."""
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)

@@ -3,6 +3,7 @@ INVALID_ARGUMENT, and a log line and an observation (for the metrics) per reques
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -15,6 +16,7 @@ import grpc
 
 from contextwm.domain import deadlines
 from contextwm.domain.errors import ContextWMError, DeadlineExceeded, InvalidArgument
+from contextwm.transport.access import CallAccess
 
 log = logging.getLogger("contextwm.requests")
 # Our service's methods; the library's (health, reflection) are left alone.
@@ -138,6 +140,8 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
 
     def __init__(self, observe: CallObserver | None = None) -> None:
         self._observe = observe
+        # Admits each call (API keys); set once the store is open, before any call is served.
+        self.access: CallAccess | None = None
 
     def intercept_service(
         self,
@@ -149,8 +153,18 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         if handler is None or not method.startswith(f"/{SERVICE_PREFIX}"):
             return handler  # health and reflection are library code
         report = _reporter(method, self._observe)
+        name = method.rpartition("/")[2]
+        admit: Callable[[Any], Any] = (
+            (lambda inner: inner)
+            if self.access is None
+            else functools.partial(
+                self.access.wrap, name, handler.request_streaming, handler.response_streaming
+            )
+        )
         if handler.request_streaming and handler.response_streaming:
-            both: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.stream_stream  # type: ignore[assignment]
+            both: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = admit(
+                handler.stream_stream
+            )
             return grpc.stream_stream_rpc_method_handler(
                 _streaming(
                     lambda requests, context: both(_parsed(requests), context), method, report
@@ -159,14 +173,16 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 response_serializer=handler.response_serializer,
             )
         if handler.response_streaming:
-            stream: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = handler.unary_stream  # type: ignore[assignment]
+            stream: Callable[[Any, grpc.ServicerContext], Iterator[Any]] = admit(
+                handler.unary_stream
+            )
             return grpc.unary_stream_rpc_method_handler(
                 _streaming(stream, method, report),
                 request_deserializer=_tolerant(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.request_streaming:
-            chunks: Callable[[Any, grpc.ServicerContext], Any] = handler.stream_unary  # type: ignore[assignment]
+            chunks: Callable[[Any, grpc.ServicerContext], Any] = admit(handler.stream_unary)
             return grpc.stream_unary_rpc_method_handler(
                 _unary(
                     lambda requests, context: chunks(_parsed(requests), context), method, report
@@ -175,7 +191,7 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
                 response_serializer=handler.response_serializer,
             )
         return grpc.unary_unary_rpc_method_handler(
-            _unary(handler.unary_unary, method, report),  # type: ignore[arg-type]
+            _unary(admit(handler.unary_unary), method, report),
             request_deserializer=_tolerant(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )

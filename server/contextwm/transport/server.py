@@ -12,6 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from contextwm.conversations.events import EventHub
+from contextwm.transport.access import CallAccess
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
 from contextwm.transport.servicer import ContextServicer
@@ -41,9 +42,10 @@ class GrpcServer:
         """Args:
         observe: told of every finished ContextService call (the metrics), if given.
         """
+        self._interceptor = ErrorInterceptor(observe)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contextwm-rpc"),
-            interceptors=[ErrorInterceptor(observe)],
+            interceptors=[self._interceptor],
             options=[
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.max_send_message_length", max_message_bytes),
@@ -82,9 +84,10 @@ class GrpcServer:
         """Listens: health answers (live, not ready), ContextService calls get UNAVAILABLE."""
         self._server.start()
 
-    def serve(self, servicer: ContextServicer, events: EventHub) -> None:
-        """Hands ContextService calls to servicer and reports ready; stop closes events (so
-        that Watch streams end at once)."""
+    def serve(self, servicer: ContextServicer, events: EventHub, access: CallAccess) -> None:
+        """Hands ContextService calls to servicer, each admitted by access first, and reports
+        ready; stop closes events (so that Watch streams end at once)."""
+        self._interceptor.access = access
         self._servicer.attach(servicer)
         self._events = events
         for name in READINESS:

@@ -6,6 +6,7 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
+from contextwm.access.keys import Keys
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.budgets.context import CategoryContexts
 from contextwm.conversations.engine import ContextEngine
@@ -22,6 +23,7 @@ from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
 from contextwm.transport.servicer_files import FileRpcs
 from contextwm.transport.servicer_import import ImportRpcs
+from contextwm.transport.servicer_keys import KeyRpcs
 from contextwm.transport.servicer_loop import AgentLoopRpcs
 from contextwm.transport.servicer_reembed import ReembedRpcs
 from contextwm.transport.servicer_retention import RetentionRpcs
@@ -34,6 +36,7 @@ class ContextServicer(
     AgentLoopRpcs,
     FileRpcs,
     ImportRpcs,
+    KeyRpcs,
     ReembedRpcs,
     RetentionRpcs,
     StatsRpcs,
@@ -54,8 +57,10 @@ class ContextServicer(
         files: WorkspaceFiles,
         tools: ToolSessions,
         transfers: Transfers,
+        keys: Keys,
     ) -> None:
         self._engine = engine
+        self._keys = keys
         self._files = files
         self._tools = tools
         self._imports = imports

@@ -10,6 +10,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.transport import convert_loop
+from contextwm.transport.access import end_with_key
 
 
 class AgentLoopRpcs:
@@ -97,8 +98,10 @@ class AgentLoopRpcs:
 
     def Watch(self, request: pb.WatchRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
         watch = self._loop.watch(request.namespace, request.conversation_id, request.after_event_id)
-        # A cancelled or finished call (client gone, server stopping) ends the stream.
+        # A cancelled or finished call (client gone, server stopping) ends the stream, and so
+        # does its API key's revocation or expiry.
         context.add_callback(watch.close)
+        end_with_key(watch.close)
         try:
             for event in watch:
                 yield convert_loop.to_proto_event(event)
