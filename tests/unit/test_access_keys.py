@@ -105,7 +105,7 @@ def test_bad_names_are_refused(keys: Keys, name: str, message: str) -> None:
 
 @pytest.mark.parametrize("expires_at", [T0, T0 - 1, float("nan"), float("inf"), 1e300, -1e300, 0.0])
 def test_an_expiry_not_in_the_future_is_refused(keys: Keys, expires_at: float) -> None:
-    with pytest.raises(InvalidArgument, match="expires_at"):
+    with pytest.raises(InvalidArgument, match="expiry"):
         keys.create("k", Role.READ, ["a"], expires_at=expires_at)
     assert keys.list() == []
 

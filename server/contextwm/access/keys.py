@@ -225,11 +225,11 @@ def _check_name(name: str) -> None:
 def _check_expiry(expires_at: float, now: float) -> None:
     if not (math.isfinite(expires_at) and 0 < expires_at <= LATEST_EXPIRY):
         raise InvalidArgument(
-            f"expires_at {expires_at!r} is not a time between 1970 and the year 10000"
+            f"the expiry {expires_at!r} is not a time between 1970 and the year 10000"
         )
     if expires_at <= now:
         raise InvalidArgument(
-            f"expires_at {utc_text(expires_at)} is not in the future (now: {utc_text(now)})"
+            f"the expiry {utc_text(expires_at)} is not in the future (now: {utc_text(now)})"
         )
 
 
