@@ -12,6 +12,7 @@ from contextwm.adapters.postgres.store import PostgresStore
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.access import Role
 from contextwm.domain.errors import (
+    AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -219,3 +220,19 @@ def test_every_authentication_reads_the_store_so_other_servers_changes_hold_at_o
         for a, b in pairs:
             a.close()
             b.close()
+
+
+def test_a_new_id_that_clashes_with_a_key_is_drawn_again(
+    keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken, _ = keys.create("first", Role.READ, ["a"])
+    ids = iter([taken.key_id, taken.key_id, "0123456789ab"])
+    monkeypatch.setattr("contextwm.access.keys.new_key_id", lambda: next(ids))
+    key, token = keys.create("second", Role.WRITE, ["a"])
+    assert key.key_id == "0123456789ab" and key_id_of(token) == "0123456789ab"
+    assert keys.get(taken.key_id).name == "first"  # the clash changed nothing
+    # A clash on every try: AlreadyExists after three, rather than drawing forever.
+    monkeypatch.setattr("contextwm.access.keys.new_key_id", lambda: taken.key_id)
+    with pytest.raises(AlreadyExists):
+        keys.create("third", Role.READ, ["a"])
+    assert len(keys.list()) == 2

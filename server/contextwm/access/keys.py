@@ -92,18 +92,12 @@ class Keys:
         now = self._clock()
         if expires_at is not None:
             _check_expiry(expires_at, now)
-        for attempt in range(1, _ID_TRIES + 1):
-            key_id = new_key_id()
-            token = new_token(key_id)
-            key = ApiKey(key_id, name, role, scopes, now, expires_at)
+        for _ in range(_ID_TRIES - 1):
             try:
-                self._store.add_key(StoredKey(key, token_digest(token)))
+                return self._add(ApiKey(new_key_id(), name, role, scopes, now, expires_at))
             except AlreadyExists:
-                if attempt == _ID_TRIES:
-                    raise
-                continue
-            return key, token
-        raise AssertionError("unreachable: the last try returns or raises")
+                pass
+        return self._add(ApiKey(new_key_id(), name, role, scopes, now, expires_at))
 
     def list(self) -> builtins.list[ApiKey]:
         """Every key, revoked and expired ones too, oldest first."""
@@ -181,6 +175,12 @@ class Keys:
                 " a new key"
             )
         return key
+
+    def _add(self, key: ApiKey) -> tuple[ApiKey, str]:
+        """Stores a new key with a new token; returns both. Raises AlreadyExists."""
+        token = new_token(key.key_id)
+        self._store.add_key(StoredKey(key, token_digest(token)))
+        return key, token
 
     def _stored(self, key_id: str) -> StoredKey:
         stored = self._store.get_key(key_id)
