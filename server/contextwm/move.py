@@ -1,6 +1,7 @@
 """`contextwm move DIR --to postgresql://...`: copies every conversation of a data directory's
 SQLite store into PostgreSQL, with its stored vectors, through the same dump and load that
-export and restore use; then checks that the database holds each one exactly.
+export and restore use; then checks that the database holds each one exactly. Its API keys
+come along, so that they still work there.
 
 Each conversation is written in one transaction, so an interrupted move leaves whole
 conversations behind: run the command again and it copies the rest, skipping those already
@@ -23,12 +24,13 @@ from contextwm.datadir.lock import DataDirInUse, DataDirLock
 from contextwm.domain.errors import ContextWMError
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.conversation_transfer import ConversationTransfer
+from contextwm.ports.key_store import KeyStore
 from contextwm.ports.retention_store import RetentionStore
 
 
-class Store(ConversationStore, RetentionStore, ConversationTransfer, Protocol):
+class Store(ConversationStore, RetentionStore, ConversationTransfer, KeyStore, Protocol):
     """The roles a move uses of each store: its conversations, listed and read whole, or
-    written whole."""
+    written whole, and its API keys."""
 
 
 MOVED = 0
@@ -74,6 +76,14 @@ def run_move(args: argparse.Namespace) -> int:
 
 def _move(source: Store, target: Store) -> int:
     began = time.monotonic()
+    keys_moved, keys_present, keys_differ = _move_keys(source, target)
+    print(f"moved {keys_moved} API keys, {keys_present} were there already")
+    if keys_differ:
+        print(
+            f"error: API keys not identical in the database: {', '.join(keys_differ)}",
+            file=sys.stderr,
+        )
+        return DIFFERS
     conversations = sorted(
         (a.record.namespace, a.record.conversation_id, a.record.key)
         for a in source.conversation_activity(None)
@@ -117,3 +127,31 @@ def _move(source: Store, target: Store) -> int:
         print(f"error: not identical in the database: {', '.join(differs)}", file=sys.stderr)
         return DIFFERS
     return MOVED
+
+
+def _move_keys(source: KeyStore, target: KeyStore) -> tuple[int, int, list[str]]:
+    """Copies the API keys the database lacks, so that a moved directory's keys still work.
+
+    A key there already (an earlier run) keeps its row there, whose token may have been
+    rotated since; only a revocation is carried over, so that no revoked key works again
+    because it moved.
+
+    Returns:
+        How many were copied, how many were there already, and the ids of copied keys that
+        do not read back identical.
+    """
+    moved = present = 0
+    differ: list[str] = []
+    for stored in source.list_keys():
+        key_id = stored.key.key_id
+        there = target.get_key(key_id)
+        if there is None:
+            target.add_key(stored)
+            moved += 1
+            if target.get_key(key_id) != stored:
+                differ.append(key_id)
+            continue
+        present += 1
+        if stored.key.revoked_at is not None and there.key.revoked_at is None:
+            target.revoke_key(key_id, stored.key.revoked_at)
+    return moved, present, differ

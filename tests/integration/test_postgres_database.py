@@ -48,6 +48,22 @@ def test_an_empty_database_is_migrated_and_a_second_open_changes_nothing(pg_dsn:
         again.close()
 
 
+def test_a_version_1_database_gains_the_key_table_and_keeps_its_rows(pg_dsn: str) -> None:
+    Database(pg_dsn).close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE api_keys")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        conn.execute(
+            "INSERT INTO conversations (namespace, conversation_id, settings, created_at)"
+            " VALUES ('ns', 'c', '{}', 1.0)"
+        )
+    Database(pg_dsn).close()
+    assert stored_version(pg_dsn) == SCHEMA_VERSION == 2
+    assert "api_keys" in tables(pg_dsn)
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM conversations").fetchone() == (1,)
+
+
 def test_replicas_starting_together_migrate_once(pg_dsn: str) -> None:
     opened: list[Database] = []
     errors: list[BaseException] = []

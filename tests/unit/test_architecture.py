@@ -7,7 +7,8 @@ observability package imports prometheus_client), and each feature imports only 
 it is allowed to, never another package's private names; the transport never touches
 SQLite, FAISS or the adapters; within the service only the transport imports grpc (the cli
 package, which hosts the client commands, excepted); the datadir package, which checks data
-directories offline, imports no feature package; the MCP server imports only the client
+directories offline, imports no feature package; the access package's tokens and key
+service import only the domain and the ports; the MCP server imports only the client
 of the service; the client never imports the service package. The store is used by its
 role ports, the whole of it only where it is held, implemented or checked; every method of
 the SQLite store belongs to one role (read off the classes: the one check that imports).
@@ -155,6 +156,21 @@ def test_the_data_directory_package_only_reads_files() -> None:
         *(f"contextwm.{package}" for package in CORE if package != "domain"),
     )
     assert violations(modules(SERVER / "datadir"), forbidden) == []
+
+
+def test_the_access_package_is_core_logic_but_for_its_offline_command() -> None:
+    # Tokens and the key service reach the keys only through the key store port, so that the
+    # transport and the command line can both use them; access/cli.py is an entry point that
+    # opens a store itself (offline, as `contextwm check` does), and stays free of grpc.
+    found = {
+        f: r - {"domain", "ports"}
+        for f, r in reached("access").items()
+        if not f.endswith("access/cli.py") and r - {"domain", "ports"}
+    }
+    assert len(modules(SERVER / "access")) >= 4
+    assert found == {}
+    forbidden = ("grpc", "contextwm.transport", "contextwm.app")
+    assert violations(modules(SERVER / "access"), forbidden) == []
 
 
 def test_the_transport_never_touches_storage_or_indexes() -> None:

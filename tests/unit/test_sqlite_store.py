@@ -222,7 +222,27 @@ def test_a_version_3_file_learns_each_conversations_model_from_its_vectors(path:
         }
     finally:
         store.close()
-    assert raw_count(path, "SELECT value FROM meta") == SCHEMA_VERSION == 4
+    assert raw_count(path, "SELECT value FROM meta") == SCHEMA_VERSION == 5
+
+
+def test_a_version_4_file_gains_the_key_table_and_keeps_its_conversations(path: Path) -> None:
+    store = SqliteStore(path)
+    key = new_conversation(store)
+    add(store, key, [make_item(1, "before keys")])
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE api_keys")
+    db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    try:
+        assert store.list_keys() == []
+        (item,) = store.list_items(key, 0, 10, [])
+        assert item.content == "before keys"
+    finally:
+        store.close()
+    assert raw_count(path, "SELECT value FROM meta") == 5
 
 
 def test_a_newer_file_is_refused(path: Path) -> None:

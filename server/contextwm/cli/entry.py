@@ -1,5 +1,5 @@
-"""The command line's entry point: parses, hands `serve`, `config show` and `check` on, runs a
-client command, exits."""
+"""The command line's entry point: parses, hands `serve`, `config show`, `check`, `move` and
+`keys` on, runs a client command, exits."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 on success, 1 when a call fails, 2 for usage errors, 130 on Ctrl-C,
         141 when the output's reader has gone (a pipe to `head`)
         (`check`: 0 healthy, 1 problems found, 2 not checked; `config show`: 2 for settings
-        the server would refuse).
+        the server would refuse; `keys`: 1 refused, 2 bad input).
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     # The environment is read here only; everything below gets the value passed in.
@@ -57,6 +57,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextwm.move import run_move
 
         return run_move(args)
+    if args.command == "keys":
+        # Opens a store itself: no client, no server needed.
+        from contextwm.access.cli import run_keys
+
+        return run_keys(args)
     handler: cli_parser.Handler = args.handler
     target = args.target
     stop: threading.Event | None = getattr(args, "stop", None)

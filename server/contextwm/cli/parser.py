@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar, get_args
+from typing import NoReturn, TypeVar, get_args
 
 from contextwm_client import (
     Category,
@@ -424,7 +424,74 @@ def build_parser(
     sub.add_argument(
         "--to", required=True, metavar="URL", help="the database: postgresql://user:pw@host/db"
     )
+    _add_keys_command(commands)
     return parser, {"serve": serve, "config": show_settings}
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """A parser whose usage errors are one line on stderr (exit 2) rather than the usage
+    followed by the error: for commands whose output scripts read, such as `keys create`."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
+def _add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`contextwm keys ACTION`, run by contextwm.access.cli: offline on a data directory or a
+    database, beside a server running on it or not."""
+    keys = commands.add_parser(
+        "keys",
+        help="create, list, revoke and rotate API keys (offline: --data-dir or --store)",
+        description="Manages the API keys a server checks when it requires them. Works on a"
+        " data directory's store (created if missing, so the first admin key can be made"
+        " before the server ever ran) or a PostgreSQL database, while a server runs on it"
+        " or not. Exit 0 done, 1 refused (an unknown or revoked key, ...), 2 bad input.",
+        allow_abbrev=False,
+    )
+    actions = keys.add_subparsers(
+        dest="keys_command", required=True, metavar="ACTION", parser_class=OneLineErrors
+    )
+    # Where the keys are. A server's address (--target with --api-key) is to join these once
+    # keys can be managed over gRPC; until then one of the two is required.
+    where = OneLineErrors(add_help=False)
+    store = where.add_mutually_exclusive_group(required=True)
+    store.add_argument(
+        "--data-dir", type=Path, metavar="DIR", help="a data directory: the SQLite store in it"
+    )
+    store.add_argument(
+        "--store", metavar="URL", help="a PostgreSQL store: postgresql://user:pw@host/db"
+    )
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        return actions.add_parser(
+            name, parents=[where], help=help_text, description=help_text, allow_abbrev=False
+        )
+
+    sub = action(
+        "create", "create a key; its token goes to stdout alone, once (the store keeps a digest)"
+    )
+    sub.add_argument("--name", required=True, help="what the key is for (up to 200 characters)")
+    sub.add_argument("--role", required=True, metavar="read|write|admin", help="what it may do")
+    sub.add_argument(
+        "--namespace",
+        dest="namespaces",
+        action="append",
+        required=True,
+        metavar="NS",
+        help='a namespace it may touch, a prefix ending in "/", or "*" for all; repeatable',
+    )
+    sub.add_argument(
+        "--expires",
+        metavar="WHEN",
+        help="when it stops working: 30d, 12h, 90m from now, or a UTC date or time"
+        " (2027-01-31, 2027-01-31T12:00); default never",
+    )
+    sub = action("list", "list the keys (never their tokens), revoked and expired ones too")
+    sub.add_argument("--json", action="store_true", help="one JSON object per line")
+    sub = action("revoke", "revoke a key: its token stops working at once")
+    sub.add_argument("key_id", metavar="KEY_ID")
+    sub = action("rotate", "give a key a new token (to stdout, once); the old one stops working")
+    sub.add_argument("key_id", metavar="KEY_ID")
 
 
 IMPORT_HELP = (

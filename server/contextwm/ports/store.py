@@ -14,6 +14,7 @@ from contextwm.ports.event_store import EventStore
 from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.ports.history_store import HistoryStore
 from contextwm.ports.item_store import ItemStore
+from contextwm.ports.key_store import KeyStore
 from contextwm.ports.lexical_store import LexicalStore
 from contextwm.ports.namespace_store import NamespaceStore
 from contextwm.ports.reembed_store import ReembedStore
@@ -42,6 +43,7 @@ class Store(
     ReembedStore,
     SessionStore,
     ConversationTransfer,
+    KeyStore,
     ExclusiveWork,
     StoreLifecycle,
     Protocol,

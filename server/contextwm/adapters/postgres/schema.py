@@ -149,6 +149,20 @@ MIGRATIONS: tuple[str, ...] = (
         until timestamptz NOT NULL
     );
     """,
+    # API keys: one row per key with the SHA-256 digest of its token, never the token; the
+    # scopes as a JSON array, as the SQLite store keeps them.
+    """
+    CREATE TABLE api_keys (
+        key_id text COLLATE "C" PRIMARY KEY,
+        name text NOT NULL,
+        role text NOT NULL,
+        namespaces text NOT NULL,
+        created_at double precision NOT NULL,
+        expires_at double precision,
+        revoked_at double precision,
+        token_digest text NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,6 +11,7 @@ from contextwm.adapters.postgres.exclusive import ExclusiveWorkLocks
 from contextwm.adapters.postgres.feed import EventFeedListener
 from contextwm.adapters.postgres.history import HistoryTables
 from contextwm.adapters.postgres.items import ItemTables
+from contextwm.adapters.postgres.keys import KeyTables
 from contextwm.adapters.postgres.lexical import LexicalTables
 from contextwm.adapters.postgres.locks import ConversationLockTables
 from contextwm.adapters.postgres.namespace import NamespaceTables
@@ -40,6 +41,7 @@ class PostgresStore(
     ReembedTables,
     SessionTables,
     TransferTables,
+    KeyTables,
     ExclusiveWorkLocks,
 ):
     """The Store port on one PostgreSQL database: each base owns the tables of one role port

@@ -19,6 +19,7 @@ from contextwm.adapters.sqlite.schema import (
     V3_COLUMNS,
     V4_COLUMNS,
     V4_FILL,
+    V5_TABLES,
 )
 from contextwm.ports.store_lifecycle import StoreLifecycle
 
@@ -101,6 +102,7 @@ class Database(StoreLifecycle):
                     db.execute(statement)
             if version < 4:
                 db.execute(V4_FILL)
+            db.execute(V5_TABLES)
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),

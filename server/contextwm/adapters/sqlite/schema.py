@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # How the full-text index cuts text into terms; fts5_terms.py cuts it the same way for stores
 # that keep their own postings.
@@ -96,6 +96,23 @@ V4_FILL = """
 UPDATE conversations SET embed_model = (
     SELECT v.model FROM items i JOIN vectors v ON v.item = i.id
     WHERE i.conv = conversations.id ORDER BY i.seq LIMIT 1
+)
+"""
+
+# Version 5 (API keys): one row per key with the SHA-256 digest of its token, never the token;
+# the scopes as a JSON array. A new version rather than a table older servers ignore: an older
+# server knows nothing of keys and would serve the file without asking for one, so it must
+# refuse the file instead.
+V5_TABLES = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    role TEXT NOT NULL,
+    namespaces TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    revoked_at REAL,
+    token_digest TEXT NOT NULL
 )
 """
 

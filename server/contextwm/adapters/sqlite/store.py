@@ -11,6 +11,7 @@ from contextwm.adapters.sqlite.exclusive import ExclusiveWorkAlone
 from contextwm.adapters.sqlite.feed import NoEventFeed
 from contextwm.adapters.sqlite.history import HistoryTables
 from contextwm.adapters.sqlite.items import ItemTables
+from contextwm.adapters.sqlite.keys import KeyTables
 from contextwm.adapters.sqlite.lexical import LexicalIndex
 from contextwm.adapters.sqlite.locks import ConversationLockTables
 from contextwm.adapters.sqlite.namespace import NamespaceTables
@@ -40,6 +41,7 @@ class SqliteStore(
     ReembedTables,
     SessionTables,
     TransferTables,
+    KeyTables,
     ExclusiveWorkAlone,
 ):
     """The Store port on one SQLite file: each base owns the tables of one role port and
