@@ -160,7 +160,7 @@ def test_a_scoped_key_works_inside_its_scope_and_nowhere_else(
     target = f"127.0.0.1:{service.port}"
     with Client(target, metadata=[("authorization", f"Bearer {writer}")]) as c:
         assert c.append("c", "deploy with port 8443", namespace=HOME).seq == 1
-        hits = c.search("port", namespace=HOME)  # namespace-wide
+        hits = c.search("port", namespace=HOME, include_window=True)  # namespace-wide
         assert [h.content for h in hits.hits] == ["deploy with port 8443"]
         with pytest.raises(PermissionDeniedError, match="may not use namespace 'team-b'"):
             c.search("port", namespace=OTHER)
@@ -191,7 +191,7 @@ def test_a_watch_stream_ends_when_its_key_is_revoked(
         metadata=[("authorization", f"Bearer {reader}")],
         timeout=30,
     )
-    assert next(stream).number >= 1  # open, and replaying
+    assert next(stream).id >= 1  # open, and replaying
     ended: dict[str, Any] = {}
 
     def drain() -> None:
