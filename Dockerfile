@@ -47,7 +47,9 @@ WORKDIR /home/contextwm
 VOLUME ["/data"]
 
 # In a container the service must listen on every interface of the container's network
-# (127.0.0.1 is not reachable from outside it); publish the port only where it should go.
+# (127.0.0.1 is not reachable from outside it); publish the port only where it should go. On
+# 0.0.0.0 it starts only with API keys and TLS, or with CONTEXTWM_INSECURE=true (compose.yaml
+# sets it: only Envoy reaches the replicas); see docs/security.md.
 ENV CONTEXTWM_HOST=0.0.0.0 \
     CONTEXTWM_PORT=50051 \
     CONTEXTWM_DATA_DIR=/data

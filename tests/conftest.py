@@ -14,6 +14,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from certificates import Pki, make_pki
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.adapters.postgres.store import PostgresStore
 from contextwm.app import Service
@@ -54,6 +55,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RoleStore]
     made = open_store(request.param, request, tmp_path)
     yield made
     made.close()
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """Certificates for TLS tests (a CA, server and client certificates), made once."""
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="session")

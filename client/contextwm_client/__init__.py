@@ -2,13 +2,15 @@
 
 Needs grpcio and protobuf only. `Client` and `AsyncClient` (generated from `Client`) wrap the
 generated stubs, which are public as `contextwm_client.v1`; results are frozen dataclasses;
-failed calls raise `ContextWMError` subclasses. `watch` returns an `EventStream`
-(`AsyncEventStream`) that ends quietly when cancelled. The vocabularies of the wire (roles,
-flags, states, ...) are `Literal` types such as `Role` and `ItemState`.
+failed calls raise `ContextWMError` subclasses. `tls=Tls(...)` (the CA, a client certificate,
+the server's name) and `api_key=` reach a server that requires them. `watch` returns an
+`EventStream` (`AsyncEventStream`) that ends quietly when cancelled. The vocabularies of the
+wire (roles, flags, states, ...) are `Literal` types such as `Role` and `ItemState`.
 """
 
 from contextwm_client._aio import AsyncClient
 from contextwm_client._client import Client
+from contextwm_client._credentials import Tls
 from contextwm_client._exceptions import (
     AbortedError,
     AlreadyExistsError,
@@ -191,6 +193,7 @@ __all__ = [
     "StatsResult",
     "StoreStats",
     "TimeRange",
+    "Tls",
     "TokenAccount",
     "ToolCheck",
     "Treatment",

@@ -17,7 +17,7 @@ from typing import Any, Self, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from contextwm_client import _health, _requests
+from contextwm_client import _credentials, _health, _requests
 from contextwm_client._convert import (
     NO_IMPORT,
     add_import_response,
@@ -48,6 +48,7 @@ from contextwm_client._convert import (
     from_proto_truncate_response,
     from_proto_usage,
 )
+from contextwm_client._credentials import Tls
 from contextwm_client._deprecation import renamed_argument, warn_renamed
 from contextwm_client._exceptions import (
     DeadlineExceededError,
@@ -136,6 +137,8 @@ class Client:
         metadata: Sequence[tuple[str, str]] = (),
         ready_timeout: float | None = None,
         on_wait: Callable[[str], None] | None = None,
+        tls: Tls | None = None,
+        api_key: str | None = None,
     ) -> None:
         """Opens a channel (lazily: nothing is sent before the first call).
 
@@ -145,16 +148,36 @@ class Client:
             namespace: Namespace of calls that do not name one.
             timeout: Deadline of each call in seconds; None waits forever.
             channel_options: gRPC channel arguments, e.g. ("grpc.max_receive_message_length", n).
-            credentials: TLS credentials; None opens an insecure channel.
-            metadata: Metadata sent with every call, e.g. an API key.
+            credentials: gRPC channel credentials of your own, for what `tls` does not
+                cover; None (and no `tls`) opens an insecure channel.
+            metadata: Metadata sent with every call.
             ready_timeout: Before its first call, the client waits up to this many seconds
                 for a server that is starting or not up yet (see `wait_ready`), and then
                 raises UnavailableError naming the address; None: no wait, the first call
                 fails at once when the server is not ready.
             on_wait: Called with a one-line message when that wait lasts more than a
                 second, e.g. to tell a person what the client is waiting for.
+            tls: A TLS channel: the CA to trust, the client certificate to present (mutual
+                TLS) and the server name to expect; its files are read here.
+            api_key: Sent with every call as `authorization: Bearer <key>`; reading it from
+                a file (and stripping its newline) is the caller's part.
+
+        Raises:
+            ValueError: An api_key that is empty or holds whitespace, an api_key beside an
+                authorization entry of metadata, or both tls and credentials.
+            OSError: A file of tls cannot be read.
         """
+        # Checked before the channel opens, so that a refused client leaves nothing open.
+        if tls is not None and credentials is not None:
+            raise ValueError("give tls or credentials, not both")
+        key_metadata = _credentials.api_key_metadata(api_key)
+        header = _credentials.API_KEY_HEADER
+        if key_metadata and any(k.lower() == header for k, _ in metadata):
+            raise ValueError(f"give api_key or an {header!r} entry of metadata, not both")
         options = list(channel_options)
+        if tls is not None:
+            credentials = _credentials.channel_credentials(tls)
+            options += _credentials.channel_options(tls)
         target = with_port(target)
         self.target = target
         """The address the channel connects to."""
@@ -170,7 +193,8 @@ class Client:
         )
         self._namespace = namespace
         self._timeout = timeout
-        self._metadata = tuple(metadata)
+        # Every call sends these (the one place the API key joins them).
+        self._metadata = (*metadata, *key_metadata)
         self._ready_timeout = ready_timeout
         self._on_wait = on_wait
         self._waited = ready_timeout is None

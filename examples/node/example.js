@@ -7,8 +7,16 @@
 // Appends three items to a conversation, asks for context under a token budget, checks that
 // reading a conversation that does not exist fails with NOT_FOUND, and prints what it saw
 // as one JSON object on stdout. Anything unexpected: a message on stderr and exit code 1.
+//
+// A server that requires them (docs/security.md) gets an API key and TLS from the variables
+// the contextwm command line reads too:
+//
+//   CONTEXTWM_API_KEY   sent with every call as the metadata `authorization: Bearer <key>`
+//   CONTEXTWM_TLS_CA    connect with TLS, trusting the server certificates this CA signed
+//   CONTEXTWM_TLS_CERT  and CONTEXTWM_TLS_KEY: a client certificate, for mutual TLS
 "use strict";
 
+const fs = require("node:fs");
 const path = require("node:path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
@@ -40,17 +48,56 @@ function loadContextService() {
 }
 
 /**
+ * The channel's credentials: TLS when any CONTEXTWM_TLS_* variable is set (with the system's
+ * roots when CONTEXTWM_TLS_CA is not), plaintext otherwise.
+ * @param {NodeJS.ProcessEnv} env the environment
+ * @returns {grpc.ChannelCredentials} the credentials
+ */
+function channelCredentials(env) {
+  const { CONTEXTWM_TLS_CA: ca, CONTEXTWM_TLS_CERT: cert, CONTEXTWM_TLS_KEY: key } = env;
+  if (!ca && !cert && !key) {
+    return grpc.credentials.createInsecure();
+  }
+  if (!cert !== !key) {
+    throw new Error("CONTEXTWM_TLS_CERT and CONTEXTWM_TLS_KEY go together");
+  }
+  const read = (/** @type {string | undefined} */ file) => (file ? fs.readFileSync(file) : null);
+  // createSsl(rootCerts, privateKey, certChain): null roots are the system's.
+  return grpc.credentials.createSsl(read(ca), read(key), read(cert));
+}
+
+/**
+ * The metadata sent with every call: the API key as `authorization: Bearer <key>`, if any.
+ * Per call rather than as call credentials, which grpc-js sends over TLS channels only.
+ * @param {NodeJS.ProcessEnv} env the environment
+ * @returns {grpc.Metadata} the metadata
+ */
+function callMetadata(env) {
+  const metadata = new grpc.Metadata();
+  const apiKey = env.CONTEXTWM_API_KEY;
+  if (apiKey) {
+    metadata.set("authorization", `Bearer ${apiKey}`);
+  }
+  return metadata;
+}
+
+/**
  * Calls one unary method and resolves with its response.
  * @param {any} client a ContextService client
+ * @param {grpc.Metadata} metadata sent with the call (the API key)
  * @param {string} method the method's name as in the proto, e.g. "Append"
  * @param {object} request the request as a plain object with the proto's field names
  * @returns {Promise<any>} the response as a plain object
  */
-function call(client, method, request) {
+function call(client, metadata, method, request) {
   const deadline = new Date(Date.now() + DEADLINE_SECONDS * 1000);
   return new Promise((resolve, reject) => {
-    client[method](request, { deadline }, (/** @type {any} */ error, /** @type {any} */ response) =>
-      error ? reject(error) : resolve(response),
+    client[method](
+      request,
+      metadata,
+      { deadline },
+      (/** @type {any} */ error, /** @type {any} */ response) =>
+        error ? reject(error) : resolve(response),
     );
   });
 }
@@ -62,7 +109,8 @@ function call(client, method, request) {
  */
 async function run(target, conversationId) {
   const ContextService = loadContextService();
-  const client = new ContextService(target, grpc.credentials.createInsecure());
+  const client = new ContextService(target, channelCredentials(process.env));
+  const metadata = callMetadata(process.env);
   try {
     const items = [
       { role: "user", content: "Deploy of billing-api failed on db-3. Why?" },
@@ -76,7 +124,8 @@ async function run(target, conversationId) {
     const appended = [];
     for (const item of items) {
       // Append creates the conversation with the server's defaults on first use.
-      const response = await call(client, "Append", { conversation_id: conversationId, item });
+      const request = { conversation_id: conversationId, item };
+      const response = await call(client, metadata, "Append", request);
       appended.push({
         seq: response.result.seq,
         token_count: response.result.token_count,
@@ -88,7 +137,7 @@ async function run(target, conversationId) {
       throw new Error(`seqs do not increase: ${seqs.join(", ")}`);
     }
 
-    const context = await call(client, "GetContext", {
+    const context = await call(client, metadata, "GetContext", {
       conversation_id: conversationId,
       query: "why did the deploy fail?",
       max_tokens: 512,
@@ -100,7 +149,7 @@ async function run(target, conversationId) {
     const missing = `${conversationId}-missing`;
     let notFound = null;
     try {
-      await call(client, "GetConversation", { conversation_id: missing });
+      await call(client, metadata, "GetConversation", { conversation_id: missing });
     } catch (error) {
       const e = /** @type {grpc.ServiceError} */ (error);
       if (e.code !== grpc.status.NOT_FOUND) {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from contextwm.access.guard import Guard
 from contextwm.access.keys import Keys
@@ -26,6 +26,7 @@ from contextwm.datadir.layout import DataDir
 from contextwm.datadir.lock import DataDirLock
 from contextwm.datadir.replica import replica_name
 from contextwm.datadir.startup import refuse_unusable
+from contextwm.exposure import Exposure, refusal
 from contextwm.indexing.indexer import Indexer
 from contextwm.observability import Metrics
 from contextwm.ports.embedder import Embedder
@@ -34,7 +35,8 @@ from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retention.task import RetentionTask
 from contextwm.retrieval.retriever import Retriever
-from contextwm.settings import ServerSettings
+from contextwm.settings import ServerSettings, SettingsError
+from contextwm.tls_files import ServerTls, load_server_tls, tls_configured
 from contextwm.tool_availability.service import ToolSessions
 from contextwm.transfer.service import Transfers
 from contextwm.transport.access import CallAccess
@@ -72,6 +74,45 @@ def open_store(settings: ServerSettings, data: DataDir) -> Store:
 
         return PostgresStore(settings.store)
     return SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
+
+
+def listening_tls(settings: ServerSettings) -> ServerTls | None:
+    """The TLS the server listens with, once its files are checked and the address passes
+    the secure-by-default rule (`contextwm.exposure`).
+
+    A Unix socket is served in plaintext whatever the TLS settings: it reaches this machine
+    only, and its file permissions say who may connect.
+
+    Raises:
+        SettingsError: The TLS settings cannot be used, or the address must not be listened
+            on with the API keys and TLS the settings give.
+    """
+    if settings.socket:
+        if tls_configured(settings) or settings.tls_client_ca_file:
+            log.warning(
+                "the Unix socket %s is served in plaintext: the TLS settings apply to a TCP"
+                " address only",
+                settings.socket,
+            )
+        return None
+    tls = load_server_tls(settings)
+    exposure = Exposure(
+        host=settings.host,
+        port=settings.port,
+        api_keys=settings.require_api_keys,
+        tls=tls is not None,
+        insecure=settings.insecure,
+    )
+    why = refusal(exposure)
+    if why is not None:
+        raise SettingsError(why)
+    if refusal(replace(exposure, insecure=False)) is not None:
+        log.warning(
+            "listening on %s without both API keys and TLS, as insecure allows: anyone on the"
+            " network who reaches the port can use it",
+            settings.host,
+        )
+    return tls
 
 
 @dataclass
@@ -135,7 +176,10 @@ class Service:
                 was written to it.
             StoreUnavailable: PostgreSQL cannot be reached.
             OSError: the address cannot be bound.
+            SettingsError: the TLS settings cannot be used, or the address is not loopback
+                and lacks API keys and TLS (see `listening_tls`); nothing was created.
         """
+        tls = listening_tls(settings)
         data = DataDir(settings.data_dir)
         data.root.mkdir(parents=True, exist_ok=True)
         lock = DataDirLock.take(data)
@@ -156,7 +200,7 @@ class Service:
             address = (
                 f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
             )
-            port = server.bind(address)
+            port = server.bind(address, tls)
             server.start()
         except BaseException:
             if metrics is not None:
@@ -166,8 +210,12 @@ class Service:
             lock.release()
             raise
         where = address if settings.socket else f"{settings.host}:{port}"
+        security = "" if tls is None else " with mutual TLS" if tls.mutual else " with TLS"
         log.info(
-            "contextwm listening on %s (data in %s); loading the model", where, settings.data_dir
+            "contextwm listening on %s%s (data in %s); loading the model",
+            where,
+            security,
+            settings.data_dir,
         )
         return Listening(settings, data, store, lock, server, port, metrics)
 

@@ -31,6 +31,11 @@ FLAGS = {
     "workspace_root": "--workspace",
     "metrics_host": "--metrics-host",
     "metrics_port": "--metrics-port",
+    "tls_cert_file": "--tls-cert",
+    "tls_key_file": "--tls-key",
+    "tls_client_ca_file": "--tls-client-ca",
+    "require_api_keys": "--require-api-keys",
+    "insecure": "--insecure",
 }
 
 
@@ -66,11 +71,36 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve Prometheus metrics at http://HOST:PORT/metrics; 0 picks a port (default off)",
     )
     parser.add_argument("--metrics-host", help="address of the metrics port (default 127.0.0.1)")
+    parser.add_argument(
+        "--tls-cert", metavar="PEM", help="serve TLS with this certificate chain (with --tls-key)"
+    )
+    parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    parser.add_argument(
+        "--tls-client-ca",
+        metavar="PEM",
+        help="mutual TLS: clients must present a certificate this CA signed",
+    )
+    # store_true with None for "not given": a flag only ever turns these on, over the file
+    # and the environment.
+    parser.add_argument(
+        "--require-api-keys",
+        action="store_true",
+        default=None,
+        help="every call must carry an API key (authorization: Bearer ...)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        default=None,
+        help="listen on a non-loopback --host without API keys and TLS: only on a network"
+        " you trust",
+    )
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Serves until SIGTERM or SIGINT, then drains in-flight calls and exits 0; exits
-    REFUSED without listening when the data directory must not be served.
+    REFUSED without listening when the data directory must not be served, and 2 with one
+    line for settings it cannot use (TLS files, an address it must not listen on).
 
     The port is bound before the model loads: health probes answer at once (liveness
     SERVING, readiness NOT_SERVING), and ContextService calls get UNAVAILABLE until ready."""
@@ -95,6 +125,9 @@ def run_serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     try:
         listening = Service.listen(settings)
+    except SettingsError as exc:  # TLS files, or an address not to listen on: as above
+        print(f"error: {exc}", flush=True)
+        return 2
     except (UnusableStore, DataDirInUse) as exc:
         # The message is the whole story, for a person: no traceback.
         print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)

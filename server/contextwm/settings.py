@@ -29,6 +29,11 @@ from contextwm.tool_availability.config import rules_from_config
 from contextwm.tool_availability.rules import default_rules
 
 ENV_PREFIX = "CONTEXTWM_"
+# Variables of the CLI's client commands (the server's address, the API key and TLS files
+# they call it with), not settings: a shell that sets them can run `contextwm serve` too.
+CLIENT_VARIABLES = frozenset(
+    f"{ENV_PREFIX}{name}" for name in ("TARGET", "API_KEY", "TLS_CA", "TLS_CERT", "TLS_KEY")
+)
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -426,8 +431,7 @@ def environment_variables(environ: Mapping[str, str]) -> dict[tuple[str, ...], s
     return {
         tuple(name[len(ENV_PREFIX) :].lower().split("__")): name
         for name in environ
-        # CONTEXTWM_TARGET belongs to the CLI's client commands.
-        if name.startswith(ENV_PREFIX) and name != f"{ENV_PREFIX}TARGET"
+        if name.startswith(ENV_PREFIX) and name not in CLIENT_VARIABLES
     }
 
 

@@ -1,5 +1,6 @@
 """A real Node.js client (examples/node: @grpc/grpc-js with the proto loaded at run time)
-appends, asks for context and handles NOT_FOUND against a real server.
+appends, asks for context and handles NOT_FOUND against a real server, over mutual TLS too,
+and sends its API key with every call.
 
 Its npm packages are installed here with `npm ci` from the committed lock file, once per
 lock file. No skips: without node or npm, or when the install fails, the test fails with
@@ -17,8 +18,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from certificates import Pki
+from conftest import StartService
 from contextwm.app import Service
 from contextwm_client import Client
+from recording_server import recording_server
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "examples" / "node"
@@ -96,6 +100,47 @@ def test_node_client_appends_gets_context_and_sees_not_found(service: Service, n
         assert items[1].content.startswith("ConnectionError: db-3:5432")
         assert items[1].metadata == {"client": "node"}
         assert client.get_conversation("from-node").total_items == 3
+
+
+def run_example(node: str, target: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """examples/node/example.js against target, with these variables besides the usual."""
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTWM_")}
+    return subprocess.run(
+        [node, str(NODE_DIR / "example.js"), target, "from-node"],
+        env={**plain, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_node_client_over_mutual_tls(start_service: StartService, pki: Pki, node: str) -> None:
+    service = start_service(
+        tls_cert_file=str(pki.server.cert),
+        tls_key_file=str(pki.server.key),
+        tls_client_ca_file=str(pki.ca),
+    )
+    # By name: Node.js warns when TLS is given an IP address as the server name.
+    target = f"localhost:{service.port}"
+    files = {"CONTEXTWM_TLS_CA": str(pki.ca), "CONTEXTWM_TLS_CERT": str(pki.client.cert)}
+    result = run_example(node, target, {**files, "CONTEXTWM_TLS_KEY": str(pki.client.key)})
+    assert result.returncode == 0, result.stderr
+    assert [a["seq"] for a in json.loads(result.stdout)["appended"]] == [1, 2, 3]
+    # Without its certificate the handshake fails, and the example says so.
+    refused = run_example(node, target, {"CONTEXTWM_TLS_CA": str(pki.ca)})
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("example.js: UNAVAILABLE (14): ")
+
+
+def test_node_client_sends_the_api_key_with_every_call(node: str) -> None:
+    with recording_server() as (target, recorder):
+        result = run_example(node, target, {"CONTEXTWM_API_KEY": "node-key"})
+    # The recording server implements nothing: the first call fails, after it arrived.
+    assert result.returncode == 1
+    assert result.stderr.startswith("example.js: UNIMPLEMENTED (12): ")
+    (call,) = recorder.context_calls()
+    assert call.method.endswith("/Append")
+    assert call.metadata["authorization"] == "Bearer node-key"
 
 
 def test_node_client_fails_loudly_without_a_server(node: str) -> None:

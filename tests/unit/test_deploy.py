@@ -1,9 +1,10 @@
 """The Docker files agree with each other and with the project, read without Docker: the image
 installs the torch scripts/setup pins, from the CPU index, before the packages; the replicas'
 command and environment, read by contextwm's own flag parser and settings loader, serve the
-compose file's database on 0.0.0.0; Envoy sends HTTP/2 to the replicas' service and port and
-checks the readiness name the server reports; and the image's health probe answers as the
-server's health does (against a real server on loopback)."""
+compose file's database on 0.0.0.0, as insecure (only Envoy reaches them), where the image
+alone refuses to; Envoy sends HTTP/2 to the replicas' service and port and checks the
+readiness name the server reports; and the image's health probe answers as the server's
+health does (against a real server on loopback)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from typing import Any
 
 import pytest
 import yaml
-from contextwm.app import Service
+from contextwm.app import Service, listening_tls
 from contextwm.serve import add_serve_arguments, flag_settings
-from contextwm.settings import ServerSettings, load_settings
+from contextwm.settings import ServerSettings, SettingsError, load_settings
 from contextwm.transport.readiness import SERVICE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,6 +169,10 @@ def test_the_replicas_serve_the_compose_database_on_every_interface() -> None:
     password = url.password or environment(services[REPLICAS]).get("PGPASSWORD")
     assert password == db_env["POSTGRES_PASSWORD"]
     assert settings.host == "0.0.0.0"
+    # Plaintext without keys, behind Envoy in the compose network: said in so many words, or
+    # the secure-by-default rule would stop every replica.
+    assert settings.insecure and not settings.require_api_keys
+    assert listening_tls(settings) is None
     # The probe reads the port from the environment: a --port flag would leave it behind.
     assert "--port" not in command and "--host" not in command
     # Each replica its own data directory: a volume of the image, never a shared mount.
@@ -177,6 +182,13 @@ def test_the_replicas_serve_the_compose_database_on_every_interface() -> None:
     assert services[REPLICAS]["depends_on"]["db"]["condition"] == "service_healthy"
     assert db["image"].startswith("pgvector/pgvector:pg")
     assert "pg_isready" in db["healthcheck"]["test"]
+
+
+def test_the_image_alone_refuses_every_interface_without_keys_and_tls() -> None:
+    # `docker run -p 50051:50051` of the bare image must not serve the network in plaintext.
+    settings = load_settings(environ=image_env())
+    with pytest.raises(SettingsError, match=r"refusing to listen on 0\.0\.0\.0:50051 without API"):
+        listening_tls(settings)
 
 
 def routed_clusters(config: Mapping[str, Any]) -> Iterator[str]:

@@ -10,6 +10,7 @@ works without them.
     entry          main(): parse, hand `serve`, `config show` and `check` on, run a command,
                    exit status
     parser         the argparse grammar and the value parsers (budgets, weights, K=V, times)
+    connection     --api-key and --tls-*, from flags or the environment, as the client's arguments
     conversations  append, pin, unpin, create, update, get, list, delete, items
     retrieval      context, search
     stats          stats

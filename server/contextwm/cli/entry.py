@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from contextwm_client import Client, ContextWMError, UnavailableError
 
 from contextwm.cli import parser as cli_parser
+from contextwm.cli.connection import connection_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # The environment is read here only; everything below gets the value passed in.
     target = os.environ.get(cli_parser.TARGET_ENV, cli_parser.DEFAULT_TARGET)
-    parser, server_flags = cli_parser.build_parser(target)
+    parser, server_flags = cli_parser.build_parser(target, os.environ)
     command = cli_parser.command_of(arguments)
     if command in server_flags:
         # Imported only on these paths: the server's settings, and for serve torch and faiss.
@@ -64,6 +65,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_keys(args)
     handler: cli_parser.Handler = args.handler
     target = args.target
+    namespace = args.namespace or cli_parser.DEFAULT_NAMESPACE
+    try:
+        credentials = connection_of(args)
+        client = Client(
+            args.target,
+            namespace=namespace,
+            ready_timeout=args.wait,
+            on_wait=_say,
+            api_key=credentials.api_key,
+            tls=credentials.tls,
+        )
+    except (ValueError, OSError) as exc:  # a bad key, or TLS files missing or unreadable
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     stop: threading.Event | None = getattr(args, "stop", None)
     previous = signal.getsignal(signal.SIGINT)
     if stop is not None:
@@ -75,10 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         signal.signal(signal.SIGINT, interrupt)
     try:
-        namespace = args.namespace or cli_parser.DEFAULT_NAMESPACE
-        with Client(
-            args.target, namespace=namespace, ready_timeout=args.wait, on_wait=_say
-        ) as client:
+        with client:
             target = client.target
             return handler(client, args)
     except UnavailableError as exc:
@@ -108,7 +120,10 @@ def _say(message: str) -> None:
 
 def _hint(target: str) -> str:
     """How to get a server at the address tried, or reach another one."""
+    # A refused TLS handshake is UNAVAILABLE too, and gRPC says no more than that.
     return (
         f"hint: start a server at {target} with `contextwm serve` (scripts/serve in a"
-        f" checkout), or point --target or ${cli_parser.TARGET_ENV} at a running one"
+        f" checkout), or point --target or ${cli_parser.TARGET_ENV} at a running one\n"
+        "hint: a server with TLS looks just as absent to a client without --tls-ca, or"
+        " without the --tls-cert and --tls-key it asks for"
     )

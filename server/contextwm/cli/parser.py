@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import NoReturn, TypeVar, get_args
@@ -23,6 +23,7 @@ from contextwm_client import (
 
 from contextwm.cli import (
     agent_loop,
+    connection,
     conversations,
     mcp_command,
     reembed,
@@ -49,7 +50,9 @@ CATEGORIES: tuple[Category, ...] = get_args(Category)
 CONTRIBUTOR_TYPES: tuple[ContributorType, ...] = get_args(ContributorType)
 _BUDGET_FORM = "CATEGORY=SHARE[:MIN[:MAX]]"
 # Global options that take a value; command_of must skip their values.
-_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--target", "--namespace", "--wait"})
+_GLOBAL_OPTIONS_WITH_VALUE = frozenset(
+    {"--target", "--namespace", "--wait", *connection.OPTIONS_WITH_VALUE}
+)
 
 Handler = Callable[[Client, argparse.Namespace], int]
 """A command: runs it with the client and the parsed arguments, returns the exit status."""
@@ -58,12 +61,14 @@ _Name = TypeVar("_Name", bound=str)
 
 
 def build_parser(
-    default_target: str,
+    default_target: str, environ: Mapping[str, str] | None = None
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """Builds the parser; returns it and the (still empty) subparsers of the server's flags.
 
     Args:
         default_target: The server address when --target is not given.
+        environ: The environment the API key's and TLS files' defaults come from
+            (`contextwm.cli.connection`); None: none.
 
     Returns:
         The parser, whose commands set `handler` (a Handler), and by command the subparsers
@@ -91,11 +96,14 @@ def build_parser(
     )
     # No default here: `retention` tells a namespace given from none (then: every one).
     parser.add_argument("--namespace", help=f"tenant scope (default: {DEFAULT_NAMESPACE})")
+    connection.add_connection_arguments(parser, environ or {})
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         sub.set_defaults(handler=handler)
+        # Also after the command, as every client command takes them.
+        connection.add_connection_arguments(sub, None)
         return sub
 
     sub = command("append", conversations.append, "append an item to a conversation")

@@ -12,6 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from contextwm.conversations.events import EventHub
+from contextwm.tls_files import ServerTls
 from contextwm.transport.access import CallAccess
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
@@ -73,9 +74,27 @@ class GrpcServer:
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
 
-    def bind(self, address: str) -> int:
-        """Binds "host:port" (port 0 picks a free one) or "unix:/path"; returns the port."""
-        port = self._server.add_insecure_port(address)
+    def bind(self, address: str, tls: ServerTls | None = None) -> int:
+        """Binds "host:port" (port 0 picks a free one) or "unix:/path"; returns the port.
+
+        Args:
+            address: Where to listen.
+            tls: The certificate, key and client CA to serve TLS with (mutual TLS with a
+                client CA: a client without a certificate it signed is refused in the
+                handshake); None: plaintext.
+
+        Raises:
+            OSError: The address cannot be bound.
+        """
+        if tls is None:
+            port = self._server.add_insecure_port(address)
+        else:
+            credentials = grpc.ssl_server_credentials(
+                [(tls.private_key, tls.certificate_chain)],
+                root_certificates=tls.client_ca,
+                require_client_auth=tls.mutual,
+            )
+            port = self._server.add_secure_port(address, credentials)
         if port == 0 and not address.startswith("unix:"):
             raise OSError(f"cannot bind {address}")
         return port
