@@ -52,7 +52,7 @@ def call(
     """Makes the call with this bearer token (None: no metadata); its status and message."""
     path = f"/{SERVICE.full_name}/{method.name}"
     response_type = getattr(pb, method.output_type.name)
-    kinds = {
+    kinds: dict[tuple[bool, bool], Any] = {
         (False, False): channel.unary_unary,
         (False, True): channel.unary_stream,
         (True, False): channel.stream_unary,
@@ -63,7 +63,7 @@ def call(
         request_serializer=lambda m: m.SerializeToString(),
         response_deserializer=response_type.FromString,
     )
-    metadata = None if token is None else [("authorization", f"Bearer {token}")]
+    metadata = None if token is None else (("authorization", f"Bearer {token}"),)
     argument = iter([request]) if method.client_streaming else request
     try:
         result = stub(argument, metadata=metadata, timeout=20)
@@ -136,7 +136,7 @@ def test_another_namespaces_conversation_is_refused_alike_whether_or_not_it_exis
     service, keys, channel = keyed
     _, admin = keys.create("admin", Role.ADMIN, ["*"])
     _, stranger = keys.create("stranger", Role.ADMIN, [HOME])
-    with Client(f"127.0.0.1:{service.port}", metadata=[("authorization", f"Bearer {admin}")]) as c:
+    with Client(f"127.0.0.1:{service.port}", api_key=admin) as c:
         c.append("exists", "a secret of team b", namespace=OTHER)
     differing = []
     for method in METHODS:
@@ -158,7 +158,7 @@ def test_a_scoped_key_works_inside_its_scope_and_nowhere_else(
     service, keys, _ = keyed
     _, writer = keys.create("writer", Role.WRITE, ["team-a/"])
     target = f"127.0.0.1:{service.port}"
-    with Client(target, metadata=[("authorization", f"Bearer {writer}")]) as c:
+    with Client(target, api_key=writer) as c:
         assert c.append("c", "deploy with port 8443", namespace=HOME).seq == 1
         hits = c.search("port", namespace=HOME, include_window=True)  # namespace-wide
         assert [h.content for h in hits.hits] == ["deploy with port 8443"]
@@ -179,16 +179,16 @@ def test_a_watch_stream_ends_when_its_key_is_revoked(
     _, admin = keys.create("admin", Role.ADMIN, ["*"])
     reader_key, reader = keys.create("reader", Role.READ, [HOME])
     target = f"127.0.0.1:{service.port}"
-    with Client(target, metadata=[("authorization", f"Bearer {admin}")]) as c:
+    with Client(target, api_key=admin) as c:
         c.append("c", "first", namespace=HOME)
     watch = channel.unary_stream(
         f"/{SERVICE.full_name}/Watch",
         request_serializer=lambda m: m.SerializeToString(),
         response_deserializer=pb.Event.FromString,
     )
-    stream = watch(
+    stream: Any = watch(
         pb.WatchRequest(namespace=HOME, conversation_id="c"),
-        metadata=[("authorization", f"Bearer {reader}")],
+        metadata=(("authorization", f"Bearer {reader}"),),
         timeout=30,
     )
     assert next(stream).id >= 1  # open, and replaying
@@ -204,7 +204,7 @@ def test_a_watch_stream_ends_when_its_key_is_revoked(
 
     reader_thread = threading.Thread(target=drain)
     reader_thread.start()
-    with Client(target, metadata=[("authorization", f"Bearer {admin}")]) as c:
+    with Client(target, api_key=admin) as c:
         revoked_at = time.monotonic()
         c.revoke_key(reader_key.key_id)
     reader_thread.join(10)
@@ -219,17 +219,17 @@ def test_keys_are_managed_over_grpc_and_tokens_shown_once(
     service, keys, _ = keyed
     _, admin = keys.create("admin", Role.ADMIN, ["*"])
     target = f"127.0.0.1:{service.port}"
-    with Client(target, metadata=[("authorization", f"Bearer {admin}")]) as c:
+    with Client(target, api_key=admin) as c:
         created = c.create_key("ci", "read", ["team-a/"])
         assert created.key.role == "read" and created.key.namespaces == ("team-a/",)
         listed = {k.key_id: k for k in c.list_keys()}
         assert created.key.key_id in listed and "token" not in repr(listed[created.key.key_id])
         rotated = c.rotate_key(created.key.key_id)
         assert rotated.key.key_id == created.key.key_id and rotated.token != created.token
-    with Client(target, metadata=[("authorization", f"Bearer {rotated.token}")]) as c:
+    with Client(target, api_key=rotated.token) as c:
         assert c.list_conversations(namespace=HOME) is not None
     with (
-        Client(target, metadata=[("authorization", f"Bearer {created.token}")]) as c,
+        Client(target, api_key=created.token) as c,
         pytest.raises(Exception, match="not known"),
     ):
         c.list_conversations(namespace=HOME)
