@@ -5,6 +5,7 @@ on PostgreSQL, and carried along by `contextwm move`; bad input refused in one l
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from contextwm.access.keys import Keys
@@ -213,3 +215,30 @@ def test_keys_on_postgresql_and_carried_along_by_move(tmp_path: Path, pg_dsn: st
             keys.authenticate(live)
     finally:
         store.close()
+
+
+def test_keys_are_managed_through_a_server_with_an_admin_key(
+    tmp_path: Path, start_service: Any
+) -> None:
+    service = start_service(require_api_keys=True, data_dir=tmp_path / "data")
+    admin, _ = token_of(create(in_dir(tmp_path / "data"), "root", "admin", "*"))
+    server = ("--server", f"127.0.0.1:{service.port}")
+
+    refused = cwm("keys", "list", *server)  # no key
+    assert refused.returncode == 1 and "UNAUTHENTICATED" in refused.stderr
+    scoped, _ = token_of(create((*server, "--api-key", admin), "ci", "admin", "team-a/"))
+    refused = cwm("keys", "list", *server, "--api-key", scoped)  # not for every namespace
+    assert refused.returncode == 1 and "PERMISSION_DENIED" in refused.stderr
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "contextwm", "keys", "list", *server, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CONTEXTWM_API_KEY": admin},
+    )
+    assert listed.returncode == 0, listed.stderr
+    names = [json.loads(line)["name"] for line in listed.stdout.splitlines()]
+    assert names == ["root", "ci"]
+    bad = create((*server, "--api-key", admin), "x", "admin", "bad scope!")
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr

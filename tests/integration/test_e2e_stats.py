@@ -169,11 +169,11 @@ def test_the_async_client_reads_the_same_figures(client: Client, service: Servic
     [
         ({"all_namespaces": True, "namespace": "team-a"}, "leave namespace empty"),
         ({"all_namespaces": True, "conversation_id": "s"}, "leave conversation_id empty"),
-        ({"conversation_id": "s", "page_token": "default/s"}, "has no pages"),
+        ({"conversation_id": "s", "page_token": "default s"}, "has no pages"),
         ({"page_size": -1}, "page_size must be between 1 and 1000"),
         ({"page_size": 1001}, "page_size must be between 1 and 1000"),
         ({"page_token": "garbage"}, "invalid page_token 'garbage'"),
-        ({"page_token": "team-b/s"}, "namespace 'team-b', not of 'default'"),
+        ({"page_token": "team-b s"}, "namespace 'team-b', not of 'default'"),
         ({"conversation_id": "x" * 201}, "1..200 characters"),
         ({"namespace": "bad name!"}, "invalid namespace"),
     ],

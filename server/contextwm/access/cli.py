@@ -1,5 +1,6 @@
-"""`contextwm keys create|list|revoke|rotate`: API keys managed offline, on a data directory's
-SQLite store or a PostgreSQL database, whether a server runs on it or not.
+"""`contextwm keys create|list|revoke|rotate`: API keys managed on a data directory's SQLite
+store or a PostgreSQL database, whether a server runs on it or not, or through a running
+server with an admin key.
 
 No server is needed and none is disturbed: the store is opened beside it (SQLite's WAL takes
 another writer; the data directory's lock, which keeps a second server off, is not taken), and
@@ -19,14 +20,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from contextwm_client import ApiKey as ClientKey
+from contextwm_client import Client, InvalidArgumentError
+from contextwm_client import ContextWMError as ClientError
 
 from contextwm.access.keys import Keys
 from contextwm.access.times import expiry_of, utc_text
 from contextwm.domain.access import ApiKey, Role
-from contextwm.domain.errors import ContextWMError, InvalidArgument
+from contextwm.domain.errors import ContextWMError, FailedPrecondition, InvalidArgument
 from contextwm.ports.key_store import KeyStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
+
+_Answer = TypeVar("_Answer")
 
 DONE = 0
 REFUSED = 1  # an unknown, revoked or expired key; a store that cannot be used
@@ -35,7 +42,7 @@ BAD_INPUT = 2  # a bad role, scope, name or expiry; a --store that is no Postgre
 
 class KeyAdmin(Protocol):
     """What the command does with keys, wherever they are kept: `Keys` over a store opened
-    here, or (to come) a server's key calls over gRPC.
+    here, or `ServerKeys` through a running server.
 
     Implementations raise the domain's errors: InvalidArgument for bad input, NotFound and
     FailedPrecondition for a key that cannot be revoked or rotated.
@@ -71,7 +78,7 @@ def run_keys(args: argparse.Namespace) -> int:
         DONE, REFUSED or BAD_INPUT; every error is one line on stderr.
     """
     try:
-        with _offline(args) as admin:
+        with _remote(args) if args.server is not None else _offline(args) as admin:
             return run(admin, args, time.time)
     except _Refused as exc:
         return _error(str(exc), exc.status)
@@ -196,6 +203,75 @@ def _role(key: ApiKey) -> str:
 def _error(message: str, status: int) -> int:
     print(f"error: {message}", file=sys.stderr)
     return status
+
+
+class ServerKeys:
+    """Keys through a running server's key calls: a KeyAdmin over gRPC."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(
+        self, name: str, role: Role, namespaces: Sequence[str], expires_at: float | None = None
+    ) -> tuple[ApiKey, str]:
+        expires = None if expires_at is None else datetime.fromtimestamp(expires_at, UTC)
+        made = self._call(
+            self._client.create_key, name, role.name.lower(), namespaces, expires_at=expires
+        )
+        return _from_client(made.key), made.token
+
+    def list(self) -> builtins.list[ApiKey]:
+        return [_from_client(k) for k in self._call(self._client.list_keys)]
+
+    def revoke(self, key_id: str) -> ApiKey:
+        return _from_client(self._call(self._client.revoke_key, key_id))
+
+    def rotate(self, key_id: str) -> tuple[ApiKey, str]:
+        made = self._call(self._client.rotate_key, key_id)
+        return _from_client(made.key), made.token
+
+    @staticmethod
+    def _call(method: Callable[..., _Answer], *args: Any, **kwargs: Any) -> _Answer:
+        """The call's answer; its failure as the domain's error, which `run` reports."""
+        try:
+            return method(*args, **kwargs)
+        except InvalidArgumentError as exc:
+            raise InvalidArgument(exc.details) from exc
+        except ClientError as exc:
+            raise FailedPrecondition(f"{exc.code}: {exc.details}") from exc
+
+
+def _from_client(key: ClientKey) -> ApiKey:
+    def seconds(moment: datetime | None) -> float | None:
+        return None if moment is None else moment.timestamp()
+
+    return ApiKey(
+        key_id=key.key_id,
+        name=key.name,
+        role=Role.parse(key.role),
+        namespaces=key.namespaces,
+        created_at=key.created_at.timestamp(),
+        expires_at=seconds(key.expires_at),
+        revoked_at=seconds(key.revoked_at),
+    )
+
+
+@contextmanager
+def _remote(args: argparse.Namespace) -> Iterator[KeyAdmin]:
+    """Keys through the server args.server names, with the connection options given.
+
+    Raises:
+        _Refused: a bad key or TLS option (BAD_INPUT).
+    """
+    from contextwm.cli.connection import connection_of
+
+    try:
+        credentials = connection_of(args)
+        client = Client(args.server, api_key=credentials.api_key, tls=credentials.tls)
+    except (ValueError, OSError) as exc:
+        raise _Refused(str(exc), BAD_INPUT) from exc
+    with client:
+        yield ServerKeys(client)
 
 
 @contextmanager

@@ -449,18 +449,18 @@ def _add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     database, beside a server running on it or not."""
     keys = commands.add_parser(
         "keys",
-        help="create, list, revoke and rotate API keys (offline: --data-dir or --store)",
+        help="create, list, revoke and rotate API keys (--data-dir, --store or --server)",
         description="Manages the API keys a server checks when it requires them. Works on a"
         " data directory's store (created if missing, so the first admin key can be made"
         " before the server ever ran) or a PostgreSQL database, while a server runs on it"
-        " or not. Exit 0 done, 1 refused (an unknown or revoked key, ...), 2 bad input.",
+        " or not, or through a running server with an admin key. Exit 0 done, 1 refused (an"
+        " unknown or revoked key, ...), 2 bad input.",
         allow_abbrev=False,
     )
     actions = keys.add_subparsers(
         dest="keys_command", required=True, metavar="ACTION", parser_class=OneLineErrors
     )
-    # Where the keys are. A server's address (--target with --api-key) is to join these once
-    # keys can be managed over gRPC; until then one of the two is required.
+    # Where the keys are: a store opened here, or a running server over gRPC.
     where = OneLineErrors(add_help=False)
     store = where.add_mutually_exclusive_group(required=True)
     store.add_argument(
@@ -469,6 +469,13 @@ def _add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     store.add_argument(
         "--store", metavar="URL", help="a PostgreSQL store: postgresql://user:pw@host/db"
     )
+    store.add_argument(
+        "--server",
+        metavar="HOST:PORT",
+        help="a running server, over gRPC, with --api-key (an admin key for '*') and the"
+        " --tls-* options as other commands take them",
+    )
+    connection.add_connection_arguments(where, None)
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
         return actions.add_parser(
