@@ -4,7 +4,6 @@ is a SettingsError of one line naming the setting and the file."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import pytest
@@ -81,16 +80,6 @@ def test_files_that_cannot_be_read_are_named(pki: Pki, tmp_path: Path) -> None:
         f"tls_client_ca_file = '{missing}': cannot read it"
     )
     assert refused(tls(tmp_path, pki.server.key)).startswith(f"tls_cert_file = '{tmp_path}': ")
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_a_file_without_read_permission_is_named(pki: Pki, tmp_path: Path) -> None:
-    key = tmp_path / "locked.key"
-    key.write_bytes(pki.server.key.read_bytes())
-    key.chmod(0)
-    assert refused(tls(pki.server.cert, key)) == (
-        f"tls_key_file = '{key}': cannot read it: Permission denied"
-    )
 
 
 def test_files_that_hold_no_pem_are_named(pki: Pki, tmp_path: Path) -> None:
