@@ -39,7 +39,7 @@ def in_dir(data: Path) -> tuple[str, str]:
 
 
 def create(
-    where: tuple[str, str], name: str, role: str, *scopes: str, expires: str = ""
+    where: tuple[str, ...], name: str, role: str, *scopes: str, expires: str = ""
 ) -> subprocess.CompletedProcess[str]:
     args = ["keys", "create", *where, "--name", name, "--role", role]
     for scope in scopes:
