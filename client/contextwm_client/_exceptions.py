@@ -72,7 +72,16 @@ class UnauthenticatedError(ContextWMError):
 
 
 class ResourceExhaustedError(ContextWMError):
-    """A quota, rate or message size limit was hit (RESOURCE_EXHAUSTED)."""
+    """A quota, rate or message size limit was hit (RESOURCE_EXHAUSTED).
+
+    Attributes:
+        retry_after: Seconds after which the same call can succeed, when the server said
+            (an API key over its request rate); None when it did not.
+    """
+
+    def __init__(self, code: str, details: str, retry_after: float | None = None) -> None:
+        super().__init__(code, details)
+        self.retry_after = retry_after
 
 
 class UnavailableError(ContextWMError):
@@ -137,4 +146,20 @@ def map_rpc_error(exc: grpc.RpcError) -> ContextWMError:
     if not isinstance(status, grpc.StatusCode):
         status = grpc.StatusCode.UNKNOWN
     error_class = STATUS_EXCEPTIONS.get(status, UnexpectedStatusError)
-    return error_class(status.name, str(details) if details else "")
+    text = str(details) if details else ""
+    if error_class is ResourceExhaustedError:
+        return ResourceExhaustedError(status.name, text, _retry_after(exc))
+    return error_class(status.name, text)
+
+
+def _retry_after(exc: grpc.RpcError) -> float | None:
+    """The `retry-after` trailing metadata, in seconds; None without it (or unreadable)."""
+    trailing_of = getattr(exc, "trailing_metadata", None)
+    trailing = trailing_of() if callable(trailing_of) else None
+    for name, value in trailing or ():
+        if name == "retry-after":
+            try:
+                return float(value)
+            except (TypeError, ValueError):
+                return None
+    return None

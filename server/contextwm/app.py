@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from contextwm.access.guard import Guard
 from contextwm.access.keys import Keys
+from contextwm.access.quotas import KeyQuotas
 from contextwm.access.streams import OpenStreams
 from contextwm.adapters.code_definitions import TreeSitterDefinitions
 from contextwm.adapters.embedder_process import ProcessEmbedder
@@ -29,6 +30,7 @@ from contextwm.datadir.startup import refuse_unusable
 from contextwm.exposure import Exposure, refusal
 from contextwm.indexing.indexer import Indexer
 from contextwm.observability import Metrics
+from contextwm.observability.audit import AuditLog
 from contextwm.ports.embedder import Embedder
 from contextwm.ports.store import Store
 from contextwm.reembedding.reembedder import Reembedder
@@ -74,6 +76,20 @@ def open_store(settings: ServerSettings, data: DataDir) -> Store:
 
         return PostgresStore(settings.store)
     return SqliteStore(data.store, synchronous=settings.sqlite_synchronous)
+
+
+def open_audit_log(settings: ServerSettings) -> AuditLog | None:
+    """The audit trail the settings name, opened (None: off).
+
+    Raises:
+        SettingsError: the file cannot be opened for appending.
+    """
+    try:
+        return AuditLog.open(settings.audit_log, time.time)
+    except OSError as exc:
+        raise SettingsError(
+            f"audit_log = {settings.audit_log!r}: cannot open it for appending: {exc.strerror}"
+        ) from None
 
 
 def listening_tls(settings: ServerSettings) -> ServerTls | None:
@@ -136,6 +152,7 @@ class Service:
     store_probe: StoreProbe | None = None
     # Response streams under API keys, ended when their key stops working.
     key_streams: OpenStreams | None = None
+    audit: AuditLog | None = None  # when settings.audit_log is set
 
     @property
     def metrics_port(self) -> int | None:
@@ -180,6 +197,7 @@ class Service:
                 and lacks API keys and TLS (see `listening_tls`); nothing was created.
         """
         tls = listening_tls(settings)
+        audit = open_audit_log(settings)
         data = DataDir(settings.data_dir)
         data.root.mkdir(parents=True, exist_ok=True)
         lock = DataDirLock.take(data)
@@ -196,6 +214,7 @@ class Service:
                 workers=settings.workers,
                 max_message_bytes=settings.max_message_bytes,
                 observe=metrics.observe_call if metrics is not None else None,
+                audit=audit,
             )
             address = (
                 f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
@@ -207,6 +226,8 @@ class Service:
                 metrics.stop()
             if store is not None:
                 store.close()
+            if audit is not None:
+                audit.close()
             lock.release()
             raise
         where = address if settings.socket else f"{settings.host}:{port}"
@@ -217,7 +238,7 @@ class Service:
             security,
             settings.data_dir,
         )
-        return Listening(settings, data, store, lock, server, port, metrics)
+        return Listening(settings, data, store, lock, server, port, metrics, audit)
 
     @classmethod
     def _build(
@@ -290,7 +311,9 @@ class Service:
         retention = Retention(engine)
         retention_task = None
         if settings.retention_interval_seconds > 0:
-            retention_task = RetentionTask(retention, settings.retention_interval_seconds, store)
+            retention_task = RetentionTask(
+                retention, settings.retention_interval_seconds, store, listening.audit
+            )
             retention_task.start()
         window = settings.context_window
         sessions = Sessions(engine)
@@ -324,7 +347,12 @@ class Service:
         guard = Guard(keys, required=settings.require_api_keys)
         key_streams = OpenStreams(guard)
         key_streams.start()
-        listening.server.serve(servicer, engine.events, CallAccess(guard, key_streams))
+        quotas = KeyQuotas(
+            settings.key_requests_per_second,
+            settings.key_request_burst,
+            settings.key_max_request_bytes,
+        )
+        listening.server.serve(servicer, engine.events, CallAccess(guard, key_streams, quotas))
         store_probe = None
         if settings.store:
             store_probe = StoreProbe(store, listening.server.set_ready)
@@ -346,6 +374,7 @@ class Service:
             retention_task,
             store_probe,
             key_streams,
+            listening.audit,
         )
 
     def stop(self, grace: float | None = None) -> None:
@@ -367,6 +396,8 @@ class Service:
         self.store.close()
         if self.metrics is not None:
             self.metrics.stop()
+        if self.audit is not None:
+            self.audit.close()
         self.lock.release()
 
 
@@ -383,6 +414,7 @@ class Listening:
     server: GrpcServer
     port: int
     metrics: Metrics | None = None
+    audit: AuditLog | None = None
 
     def load(
         self,

@@ -133,6 +133,14 @@ class ServerSettings:
     tls_client_ca_file: str = ""
     # Listen on a non-loopback address without keys and TLS: only on a network you trust.
     insecure: bool = False
+    # Quotas of each API key on this server (0: none): requests per second with bursts of
+    # key_request_burst (0: twice the rate), and bytes per request or stream message.
+    key_requests_per_second: float = 0.0
+    key_request_burst: int = 0
+    key_max_request_bytes: int = 0
+    # The audit trail: "" none, "stderr", or a file appended to (one JSON line per key
+    # change, refused call, deletion and retention run).
+    audit_log: str = ""
 
 
 # The tables of ServerSettings, merged by functions of their own.
@@ -521,6 +529,13 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
     if not (math.isfinite(interval) and interval >= 0):
         raise SettingsError(
             f"retention_interval_seconds must be 0 (no background run) or more, got {interval!r}"
+        )
+    rate = settings.key_requests_per_second
+    if not (math.isfinite(rate) and rate >= 0):
+        raise SettingsError(f"key_requests_per_second must be 0 (no quota) or more, got {rate!r}")
+    if settings.key_request_burst < 0 or settings.key_max_request_bytes < 0:
+        raise SettingsError(
+            "key_request_burst and key_max_request_bytes must be 0 (the default, none) or more"
         )
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")

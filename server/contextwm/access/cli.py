@@ -30,6 +30,7 @@ from contextwm.access.keys import Keys
 from contextwm.access.times import expiry_of, utc_text
 from contextwm.domain.access import ApiKey, Role
 from contextwm.domain.errors import ContextWMError, FailedPrecondition, InvalidArgument
+from contextwm.observability.audit import AuditLog, CallSubject
 from contextwm.ports.key_store import KeyStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
 
@@ -78,8 +79,11 @@ def run_keys(args: argparse.Namespace) -> int:
         DONE, REFUSED or BAD_INPUT; every error is one line on stderr.
     """
     try:
-        with _remote(args) if args.server is not None else _offline(args) as admin:
-            return run(admin, args, time.time)
+        if args.server is not None:
+            with _remote(args) as admin:  # the server keeps its own audit trail
+                return run(admin, args, time.time)
+        with _offline(args) as admin, _audit_log(args.audit_log) as audit:
+            return run(admin if audit is None else AuditedKeys(admin, audit), args, time.time)
     except _Refused as exc:
         return _error(str(exc), exc.status)
     except KeyboardInterrupt:
@@ -205,6 +209,38 @@ def _error(message: str, status: int) -> int:
     return status
 
 
+class AuditedKeys:
+    """A KeyAdmin whose every change is recorded in an audit trail: for changes made
+    offline, which no server sees being made."""
+
+    def __init__(self, inner: KeyAdmin, audit: AuditLog) -> None:
+        self._inner = inner
+        self._audit = audit
+
+    def create(
+        self, name: str, role: Role, namespaces: Sequence[str], expires_at: float | None = None
+    ) -> tuple[ApiKey, str]:
+        key, token = self._inner.create(name, role, namespaces, expires_at)
+        self._changed("keys create", key)
+        return key, token
+
+    def list(self) -> builtins.list[ApiKey]:
+        return self._inner.list()
+
+    def revoke(self, key_id: str) -> ApiKey:
+        key = self._inner.revoke(key_id)
+        self._changed("keys revoke", key)
+        return key
+
+    def rotate(self, key_id: str) -> tuple[ApiKey, str]:
+        key, token = self._inner.rotate(key_id)
+        self._changed("keys rotate", key)
+        return key, token
+
+    def _changed(self, method: str, key: ApiKey) -> None:
+        self._audit.record(method, "OK", subject=CallSubject(target_key=key.key_id))
+
+
 class ServerKeys:
     """Keys through a running server's key calls: a KeyAdmin over gRPC."""
 
@@ -254,6 +290,29 @@ def _from_client(key: ClientKey) -> ApiKey:
         expires_at=seconds(key.expires_at),
         revoked_at=seconds(key.revoked_at),
     )
+
+
+@contextmanager
+def _audit_log(path: str | None) -> Iterator[AuditLog | None]:
+    """The audit trail --audit-log names, opened for the command (None: none).
+
+    Raises:
+        _Refused: it cannot be opened for appending (BAD_INPUT).
+    """
+    if not path:
+        yield None
+        return
+    try:
+        audit = AuditLog.open(path, time.time)
+    except OSError as exc:
+        raise _Refused(
+            f"--audit-log {path}: cannot open it for appending: {exc.strerror}", BAD_INPUT
+        ) from exc
+    assert audit is not None
+    try:
+        yield audit
+    finally:
+        audit.close()
 
 
 @contextmanager

@@ -476,6 +476,12 @@ def _add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         " --tls-* options as other commands take them",
     )
     connection.add_connection_arguments(where, None)
+    where.add_argument(
+        "--audit-log",
+        metavar="FILE",
+        help="with --data-dir or --store: append a JSON line per change to FILE, the server's"
+        " audit_log (a server records the changes made through it itself)",
+    )
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
         return actions.add_parser(

@@ -62,7 +62,14 @@ class AlreadyExists(ContextWMError):
 
 
 class ResourceExhausted(ContextWMError):
+    """Over a limit or a quota; retry_after, when known, is the seconds until a retry can
+    succeed (sent as trailing metadata `retry-after`)."""
+
     code = ErrorCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class FailedPrecondition(ContextWMError):

@@ -12,7 +12,8 @@ DURATION_BUCKETS = (
 
 
 class CallMetrics:
-    """contextwm_requests_total and contextwm_request_duration_seconds in one registry."""
+    """contextwm_requests_total, contextwm_request_duration_seconds and, for calls made with
+    an API key, contextwm_key_requests_total in one registry."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._requests = Counter(
@@ -30,8 +31,20 @@ class CallMetrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        # By key id, which is safe to show: one series per key and outcome, not per method,
+        # so that many keys stay few series.
+        self._key_requests = Counter(
+            "contextwm_key_requests",
+            "ContextService calls made with an API key, by the key's id and gRPC status code"
+            " (RESOURCE_EXHAUSTED: over a quota).",
+            ["key_id", "code"],
+            registry=registry,
+        )
 
-    def observe(self, method: str, code: str, seconds: float) -> None:
-        """One finished call: the method's name ("Append"), its status ("OK", "NOT_FOUND")."""
+    def observe(self, method: str, code: str, seconds: float, key_id: str | None) -> None:
+        """One finished call: the method's name ("Append"), its status ("OK", "NOT_FOUND"),
+        and the caller's key id (None: no key)."""
         self._requests.labels(method, code).inc()
         self._duration.labels(method).observe(seconds)
+        if key_id is not None:
+            self._key_requests.labels(key_id, code).inc()

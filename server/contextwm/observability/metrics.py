@@ -48,9 +48,9 @@ class Metrics:
     def port(self) -> int:
         return int(self._httpd.server_port)
 
-    def observe_call(self, method: str, code: str, seconds: float) -> None:
+    def observe_call(self, method: str, code: str, seconds: float, key_id: str | None) -> None:
         """One finished ContextService call (the transport's CallObserver)."""
-        self._calls.observe(method, code, seconds)
+        self._calls.observe(method, code, seconds, key_id)
 
     def watch(self, engine: ContextEngine, embedding: EmbeddingStats) -> None:
         """Adds the engine's and the indexer's figures, read at each scrape."""

@@ -7,6 +7,7 @@ import logging
 import threading
 
 from contextwm.domain.scope import Scope
+from contextwm.observability.audit import AuditLog
 from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.retention.apply import Retention
 
@@ -17,19 +18,25 @@ class RetentionTask:
     """One daemon thread; `start`, then `stop` at shutdown (it ends after the step in hand)."""
 
     def __init__(
-        self, retention: Retention, interval_seconds: float, exclusive: ExclusiveWork
+        self,
+        retention: Retention,
+        interval_seconds: float,
+        exclusive: ExclusiveWork,
+        audit: AuditLog | None = None,
     ) -> None:
         """Args:
         retention: what applies the policies.
         interval_seconds: the time from the end of one run to the start of the next (> 0).
         exclusive: where servers sharing the store agree that one of them runs it at a
             time (a run another server is doing is skipped).
+        audit: where each run that removed something is recorded, if given.
         """
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be above 0, got {interval_seconds!r}")
         self._retention = retention
         self._interval = interval_seconds
         self._exclusive = exclusive
+        self._audit = audit
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-retention", daemon=True)
 
@@ -45,9 +52,16 @@ class RetentionTask:
             try:
                 with self._exclusive.exclusively("retention") as mine:
                     if mine:
-                        self._retention.apply(
+                        report = self._retention.apply(
                             Scope(), dry_run=False, stop=self._stop.is_set, keep_going=True
                         )
+                        if self._audit is not None and report.conversations:
+                            self._audit.record(
+                                "retention",
+                                "OK",
+                                items_removed=report.items_removed,
+                                conversations_removed=report.conversations_removed,
+                            )
             except Exception:
                 # A full disk, a damaged row: the store stays as the last unit of work left it.
                 log.exception("retention run failed; the next one starts in %s s", self._interval)

@@ -1,7 +1,8 @@
 """API keys on the wire: the role each method needs (declared in the proto), the namespaces a
 request touches, the key in its metadata; and the wrapping of a handler so that every call
-is admitted by the guard before it runs, every message of a client stream too, and a
-response stream ends once its key stops working."""
+is admitted by the guard (and within its key's quotas) before it runs, every message of a
+client stream too, and a response stream ends once its key stops working. Who made the call
+is kept for its metrics and audit line."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.access.guard import Guard
+from contextwm.access.quotas import KeyQuotas
 from contextwm.access.streams import OpenStreams, Ticket
 from contextwm.conversations.validation import DEFAULT_NAMESPACE
 from contextwm.domain.access import Role
 from contextwm.domain.errors import PermissionDenied, Unauthenticated
+from contextwm.observability.audit import CallSubject
 
 _SERVICE = pb.DESCRIPTOR.services_by_name["ContextService"]
 _ROLES = {
@@ -71,6 +74,33 @@ def token_of(context: grpc.ServicerContext) -> str | None:
 
 
 _stream = threading.local()
+# Who made the call this thread serves, and where: for its metrics and audit line.
+_call = threading.local()
+
+
+def begin_call() -> None:
+    """Forgets the subject of the call this thread served before (threads serve many)."""
+    _call.key_id = _call.namespace = _call.conversation = _call.target_key = None
+
+
+def call_subject() -> CallSubject:
+    """Who made the call this thread serves, and on what, as far as known."""
+    return CallSubject(
+        getattr(_call, "key_id", None),
+        getattr(_call, "namespace", None),
+        getattr(_call, "conversation", None),
+        getattr(_call, "target_key", None),
+    )
+
+
+def _note_subject(request: Any) -> None:
+    fields = request.DESCRIPTOR.fields_by_name
+    if "namespace" in fields:
+        _call.namespace = request.namespace or DEFAULT_NAMESPACE
+    if "conversation_id" in fields and request.conversation_id:
+        _call.conversation = request.conversation_id
+    if "key_id" in fields:
+        _call.target_key = request.key_id
 
 
 def end_with_key(close: Callable[[], None]) -> None:
@@ -88,9 +118,10 @@ Handler = Callable[[Any, grpc.ServicerContext], Any]
 class CallAccess:
     """Admits every ContextService call through one guard."""
 
-    def __init__(self, guard: Guard, streams: OpenStreams) -> None:
+    def __init__(self, guard: Guard, streams: OpenStreams, quotas: KeyQuotas) -> None:
         self._guard = guard
         self._streams = streams
+        self._quotas = quotas
 
     def wrap(
         self, method: str, request_streaming: bool, response_streaming: bool, inner: Handler
@@ -99,24 +130,37 @@ class CallAccess:
         checked against the caller's key; a response stream also ends once the key stops
         working, with UNAUTHENTICATED."""
         guard = self._guard
+        quotas = self._quotas
         needed = method_role(method)
 
         def admitted(request: Any, context: grpc.ServicerContext) -> tuple[Any, str]:
+            if not request_streaming:
+                _note_subject(request)
             token = token_of(context)
             key = guard.caller(token)
+            if key is not None:
+                _call.key_id = key.key_id
             if needed is None:
                 raise PermissionDenied(f"{method} declares no access, so no call may make it")
             if not request_streaming:
                 guard.admit(key, method, needed, namespaces_of(request))
+                if key is not None:
+                    quotas.take_request(key)
+                    quotas.check_size(key, request.ByteSize())
                 return request, token or ""
             guard.admit(key, method, needed, ())  # the role now, the namespaces per message
+            if key is None:
+                return request, ""
+            quotas.take_request(key)
+            caller = key
 
             def checked(requests: Iterator[Any]) -> Iterator[Any]:
                 for message in requests:
-                    guard.admit(key, method, needed, namespaces_of(message))
+                    guard.admit(caller, method, needed, namespaces_of(message))
+                    quotas.check_size(caller, message.ByteSize())
                     yield message
 
-            return (checked(request) if key is not None else request), token or ""
+            return checked(request), token or ""
 
         if not response_streaming:
 

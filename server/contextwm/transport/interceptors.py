@@ -1,5 +1,6 @@
 """Server interceptors: domain errors to statuses (the one place), unparsable requests to
-INVALID_ARGUMENT, and a log line and an observation (for the metrics) per request."""
+INVALID_ARGUMENT, API keys admitted (transport/access.py), and a log line, an observation
+(for the metrics) and where it applies an audit line per request."""
 
 from __future__ import annotations
 
@@ -15,16 +16,23 @@ from typing import Any, NoReturn
 import grpc
 
 from contextwm.domain import deadlines
-from contextwm.domain.errors import ContextWMError, DeadlineExceeded, InvalidArgument
-from contextwm.transport.access import CallAccess
+from contextwm.domain.errors import (
+    ContextWMError,
+    DeadlineExceeded,
+    InvalidArgument,
+    ResourceExhausted,
+)
+from contextwm.observability.audit import AuditLog
+from contextwm.transport.access import CallAccess, begin_call, call_subject
 
 log = logging.getLogger("contextwm.requests")
 # Our service's methods; the library's (health, reflection) are left alone.
 SERVICE_PREFIX = "contextwm.v1.ContextService/"
 
 # Told of every finished ContextService call: the method's name ("Append"), its status
-# code's name ("OK", "NOT_FOUND", ...) and the seconds it took.
-CallObserver = Callable[[str, str, float], None]
+# code's name ("OK", "NOT_FOUND", ...), the seconds it took and the caller's key id (None:
+# no key).
+CallObserver = Callable[[str, str, float, str | None], None]
 
 
 class _Unparsable:
@@ -88,16 +96,22 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def _reporter(method: str, observe: CallObserver | None) -> Callable[[str, float], None]:
-    """Reports a finished call of method: a debug log line, and the observer if any."""
+def _reporter(
+    method: str, observe: CallObserver | None, audit: AuditLog | None
+) -> Callable[[str, float], None]:
+    """Reports a finished call of method: a debug log line, the observer and the audit
+    trail if any."""
     name = method.rpartition("/")[2]
 
     def report(outcome: str, start: float) -> None:
         seconds = time.perf_counter() - start
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s %s %.1f ms", method, outcome, seconds * 1e3)
+        subject = call_subject()
         if observe is not None:
-            observe(name, outcome, seconds)
+            observe(name, outcome, seconds, subject.key_id)
+        if audit is not None:
+            audit.call(name, outcome, subject)
 
     return report
 
@@ -128,6 +142,8 @@ def _shortened(message: str) -> str:
 def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> None:
     """Aborts the call with the status the exception carries; never leaks internals."""
     if isinstance(exc, ContextWMError):
+        if isinstance(exc, ResourceExhausted) and exc.retry_after is not None:
+            context.set_trailing_metadata((("retry-after", f"{exc.retry_after:.3f}"),))
         context.abort(grpc.StatusCode[exc.code.name], _shortened(exc.message))
     incident = uuid.uuid4().hex[:12]
     log.error("%s failed (incident %s)", method, incident, exc_info=exc)
@@ -138,8 +154,9 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
     """Maps ContextWMError to its status and anything else to INTERNAL, and reports each call
     with its duration and outcome: a debug log line, and to the observer if any."""
 
-    def __init__(self, observe: CallObserver | None = None) -> None:
+    def __init__(self, observe: CallObserver | None = None, audit: AuditLog | None = None) -> None:
         self._observe = observe
+        self._audit = audit
         # Admits each call (API keys); set once the store is open, before any call is served.
         self.access: CallAccess | None = None
 
@@ -152,7 +169,7 @@ class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
         method: str = handler_call_details.method
         if handler is None or not method.startswith(f"/{SERVICE_PREFIX}"):
             return handler  # health and reflection are library code
-        report = _reporter(method, self._observe)
+        report = _reporter(method, self._observe, self._audit)
         name = method.rpartition("/")[2]
         admit: Callable[[Any], Any] = (
             (lambda inner: inner)
@@ -227,6 +244,7 @@ def _answered(
     deadline, turns what the body raises into a status (abort raises), and reports the
     outcome once the call ends."""
     start = time.perf_counter()
+    begin_call()
     if isinstance(request, _Unparsable):
         report("INVALID_ARGUMENT", start)
         _refuse_unparsable(context, request, method)  # aborts: raises

@@ -12,6 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from contextwm.conversations.events import EventHub
+from contextwm.observability.audit import AuditLog
 from contextwm.tls_files import ServerTls
 from contextwm.transport.access import CallAccess
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
@@ -38,12 +39,18 @@ class GrpcServer:
     built (ready)."""
 
     def __init__(
-        self, *, workers: int, max_message_bytes: int, observe: CallObserver | None = None
+        self,
+        *,
+        workers: int,
+        max_message_bytes: int,
+        observe: CallObserver | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         """Args:
         observe: told of every finished ContextService call (the metrics), if given.
+        audit: where key changes, refused calls and deletions are recorded, if given.
         """
-        self._interceptor = ErrorInterceptor(observe)
+        self._interceptor = ErrorInterceptor(observe, audit)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contextwm-rpc"),
             interceptors=[self._interceptor],
