@@ -39,6 +39,8 @@ import grpc
 import proto_inputs as pi
 import pytest
 from conftest import StartService
+from contextwm.access.keys import Keys
+from contextwm.domain.access import Role
 from contextwm.domain.usage import ModelSpec
 from contextwm_client import Client
 from contextwm_client.v1 import contextwm_pb2 as pb
@@ -473,10 +475,39 @@ def error_log() -> Iterator[_ErrorRecords]:
 # ---------------------------------------------------------------- the test
 
 
-# The suite's 300 s per test is for the short run; a long one gets time in proportion.
+class _Bearer(
+    grpc.UnaryUnaryClientInterceptor,  # type: ignore[type-arg]
+    grpc.UnaryStreamClientInterceptor,  # type: ignore[type-arg]
+    grpc.StreamUnaryClientInterceptor,  # type: ignore[type-arg]
+    grpc.StreamStreamClientInterceptor,  # type: ignore[type-arg]
+):
+    """Sends an API key with every call of a channel, as a client with api_key= does."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _with_key(self, details: Any) -> Any:
+        return details._replace(metadata=[*(details.metadata or ()), self._header])
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._with_key(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._with_key(details), request)
+
+    def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._with_key(details), requests)
+
+    def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._with_key(details), requests)
+
+
+# The suite's 300 s per test is for the short run; a long one gets time in proportion. Half
+# the examples run with API keys required (an admin key for every namespace), half without.
 @pytest.mark.timeout(300 + EXAMPLES // 20)
+@pytest.mark.parametrize("keys", [False, True], ids=["no-keys", "keys-required"])
 def test_bad_input_gets_documented_statuses_and_harms_nothing(
-    start_service: StartService, tmp_path: Path, error_log: _ErrorRecords
+    start_service: StartService, tmp_path: Path, error_log: _ErrorRecords, keys: bool
 ) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -486,8 +517,13 @@ def test_bad_input_gets_documented_statuses_and_harms_nothing(
         models={MODEL: ModelSpec(MODEL, context_limit=2000, reserved_reply_tokens=200)},
         workspace_root=str(workspace),
         workspace_allowed_roots=(str(tmp_path),),
+        require_api_keys=keys,
     )
+    token = None
     channel = grpc.insecure_channel(f"127.0.0.1:{service.port}")
+    if keys:
+        _, token = Keys(service.store, time.time).create("fuzz", Role.ADMIN, ["*"])
+        channel = grpc.intercept_channel(channel, _Bearer(token))
     stub = pb_grpc.ContextServiceStub(channel)
     for namespace in (*NAMESPACES, CANARY):
         for cid in CONVERSATIONS:
@@ -495,13 +531,13 @@ def test_bad_input_gets_documented_statuses_and_harms_nothing(
     # The snapshot must not catch the indexer half way.
     assert _wait_indexed(stub, CANARY, 120), "the seeded items were not embedded in 120 s"
     before = snapshot(stub, CANARY)
-    token = stub.ListItems(pb.ListItemsRequest(conversation_id=CONVERSATIONS[0], page_size=2))
+    page = stub.ListItems(pb.ListItemsRequest(conversation_id=CONVERSATIONS[0], page_size=2))
     world = pi.World(
         namespaces=("", *NAMESPACES),
         conversation_ids=CONVERSATIONS,
         seqs=tuple(range(1, 12)),
         checkpoints=("cp1",),
-        page_tokens=(token.next_page_token,),
+        page_tokens=(page.next_page_token,),
         files=("a.py", "README.md", str(workspace / "a.py")),
         workspace_roots=(str(workspace), str(tmp_path)),
         models=(MODEL,),
@@ -531,7 +567,7 @@ def test_bad_input_gets_documented_statuses_and_harms_nothing(
     if changed:
         failures.append(Failure(None, "", changed, "the canary namespace changed"))
     channel.close()
-    with Client(f"127.0.0.1:{service.port}") as client:
+    with Client(f"127.0.0.1:{service.port}", api_key=token) as client:
         client.append("after-fuzz", "The billing service listens on port 8443.", role="user")
         text = client.get_context("after-fuzz", "billing port", max_tokens=500).text
         if "8443" not in text:
@@ -546,7 +582,7 @@ def _fuzz(run: FuzzRun, world: pi.World) -> None:
         run.send(pi.Call(rpc, pi.oversize_payload(), "oversize", None))
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=EXAMPLES // 2,
         derandomize=SEED is None,
         database=None,
         deadline=None,
