@@ -312,7 +312,10 @@ class Service:
         retention_task = None
         if settings.retention_interval_seconds > 0:
             retention_task = RetentionTask(
-                retention, settings.retention_interval_seconds, store, listening.audit
+                retention,
+                settings.retention_interval_seconds,
+                store,
+                None if listening.audit is None else listening.audit.retention_run,
             )
             retention_task.start()
         window = settings.context_window

@@ -75,7 +75,7 @@ def test_reflection_lists_the_services_and_every_method_of_the_proto(
     listed = {m.name: m for m in reflection.service.methods}
     # The same methods as the proto file declares, in name and shape.
     declared = re.findall(
-        r"^\s*rpc (\w+)\((stream )?(\w+)\) returns \((stream )?(\w+)\);",
+        r"^\s*rpc (\w+)\((stream )?(\w+)\) returns \((stream )?(\w+)\)",
         PROTO.read_text(),
         flags=re.M,
     )

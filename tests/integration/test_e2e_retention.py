@@ -364,12 +364,14 @@ def test_inactive_conversations_go_whole(start_service: StartService, clock: Clo
 
 @pytest.mark.both_stores
 def test_the_background_run_applies_a_namespace_policy(
-    start_service: StartService, clock: Clock
+    start_service: StartService, clock: Clock, tmp_path: Path
 ) -> None:
+    audit = tmp_path / "audit.jsonl"
     service = start_service(
         clock=clock,
         retention=RetentionPolicies(namespaces={"team-a": Policy(max_age_seconds=30 * DAY)}),
         retention_interval_seconds=0.05,
+        audit_log=str(audit),
     )
     with (
         Client(f"127.0.0.1:{service.port}", namespace="team-a") as team,
@@ -384,6 +386,10 @@ def test_the_background_run_applies_a_namespace_policy(
         runs = counters.runs
         assert counters.wait_for(lambda c: c.runs > runs, timeout=30)  # it keeps running
         assert counters.items_removed == 10 and counters.failed_runs == 0
+    # The runs that removed them are in the audit trail, the runs that removed nothing not.
+    recorded = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert {(r["method"], r["key_id"]) for r in recorded} == {("retention", None)}
+    assert sum(r["items_removed"] for r in recorded) == 10 and len(recorded) < counters.runs
 
 
 def test_a_conversations_policy_overrides_its_namespaces_field_by_field(

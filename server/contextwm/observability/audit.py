@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
 
+from contextwm.retention.outcomes import RetentionReport
+
 # Calls whose every outcome is recorded: they change keys or remove what was stored.
 AUDITED_METHODS = frozenset(
     {"CreateKey", "RevokeKey", "RotateKey", "DeleteConversation", "ApplyRetention", "Forget"}
@@ -95,6 +97,15 @@ class AuditLog:
         stored, or when it was refused."""
         if method in AUDITED_METHODS or outcome in REFUSALS:
             self.record(method, outcome, subject=subject)
+
+    def retention_run(self, report: RetentionReport) -> None:
+        """A background retention run that removed something."""
+        self.record(
+            "retention",
+            "OK",
+            items_removed=report.items_removed,
+            conversations_removed=report.conversations_removed,
+        )
 
     def close(self) -> None:
         if self._owned:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from contextwm.domain.scope import Scope
-from contextwm.observability.audit import AuditLog
+from contextwm.retention.outcomes import RetentionReport
 from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.retention.apply import Retention
 
@@ -22,21 +23,21 @@ class RetentionTask:
         retention: Retention,
         interval_seconds: float,
         exclusive: ExclusiveWork,
-        audit: AuditLog | None = None,
+        on_run: Callable[[RetentionReport], None] | None = None,
     ) -> None:
         """Args:
         retention: what applies the policies.
         interval_seconds: the time from the end of one run to the start of the next (> 0).
         exclusive: where servers sharing the store agree that one of them runs it at a
             time (a run another server is doing is skipped).
-        audit: where each run that removed something is recorded, if given.
+        on_run: told of each run that removed something (the audit trail), if given.
         """
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be above 0, got {interval_seconds!r}")
         self._retention = retention
         self._interval = interval_seconds
         self._exclusive = exclusive
-        self._audit = audit
+        self._on_run = on_run
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-retention", daemon=True)
 
@@ -55,13 +56,8 @@ class RetentionTask:
                         report = self._retention.apply(
                             Scope(), dry_run=False, stop=self._stop.is_set, keep_going=True
                         )
-                        if self._audit is not None and report.conversations:
-                            self._audit.record(
-                                "retention",
-                                "OK",
-                                items_removed=report.items_removed,
-                                conversations_removed=report.conversations_removed,
-                            )
+                        if self._on_run is not None and report.conversations:
+                            self._on_run(report)
             except Exception:
                 # A full disk, a damaged row: the store stays as the last unit of work left it.
                 log.exception("retention run failed; the next one starts in %s s", self._interval)
