@@ -17,7 +17,7 @@ from contextwm.domain.history import (
 )
 from contextwm.domain.items import FileRef, ItemFilter, ItemState
 from contextwm.domain.workspace_files import SessionState
-from contextwm.ports.erasure_store import ErasedRows, ErasureWrite, Footprint, MarkerText
+from contextwm.ports.erasure_store import ErasedRows, ErasureWrite, Footprint, ItemText, MarkerText
 from stores import MODEL, T0, A, RoleStore, W, add, listed, make_item, new_conversation, search
 from stores import unit_vectors as vectors
 
@@ -168,9 +168,10 @@ def test_erase_rewrites_and_drops_stored_events(store: RoleStore) -> None:
 
 def test_item_texts_pages_every_item_in_seq_order(store: RoleStore) -> None:
     key = new_conversation(store)
-    add(store, key, [make_item(s, f"text {s}") for s in range(1, 6)])
-    assert store.item_texts(key, 0, 2) == [(1, "text 1"), (2, "text 2")]
-    assert store.item_texts(key, 2, 10) == [(3, "text 3"), (4, "text 4"), (5, "text 5")]
+    read = FileRef("notes/a.txt", "read")
+    add(store, key, [make_item(s, f"text {s}", file=read if s == 2 else None) for s in range(1, 6)])
+    assert store.item_texts(key, 0, 2) == [ItemText(1, "text 1"), ItemText(2, "text 2", read.path)]
+    assert [t.seq for t in store.item_texts(key, 2, 10)] == [3, 4, 5]
     assert store.item_texts(key, 5, 10) == []
 
 

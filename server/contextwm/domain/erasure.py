@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from contextwm.domain.errors import InvalidArgument
@@ -166,18 +166,3 @@ class ErasureReceipt:
     conversations: tuple[ErasedConversation, ...]
     counts: ErasureCounts
     digest: str
-
-
-@dataclass(frozen=True, slots=True)
-class Erased:
-    """The payload of an erasure event: the seqs a conversation lost."""
-
-    seqs: tuple[int, ...]
-
-
-def erased_seqs(receipt: ErasureReceipt, conversation_id: str) -> Sequence[int]:
-    """The seqs a receipt says one conversation lost."""
-    for c in receipt.conversations:
-        if c.conversation_id == conversation_id:
-            return [s for r in c.seqs for s in range(r.first, r.last + 1)]
-    return []

@@ -13,6 +13,15 @@ from contextwm.domain.workspace_files import SessionState
 
 
 @dataclass(frozen=True, slots=True)
+class ItemText:
+    """An item's text and the file it was read from, if any (the server caches files)."""
+
+    seq: int
+    content: str
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MarkerText:
     """A compaction marker item's new text (its stored vector goes: it is embedded again)."""
 
@@ -92,9 +101,9 @@ class ErasureStore(Protocol):
         aside (contextwm's own text, rewritten rather than removed), in seq order."""
         ...
 
-    def item_texts(self, key: int, after_seq: int, limit: int) -> list[tuple[int, str]]:
-        """(seq, content) of the conversation's items after after_seq, up to limit of them, in
-        seq order: every item, markers included."""
+    def item_texts(self, key: int, after_seq: int, limit: int) -> list[ItemText]:
+        """The conversation's items after after_seq, up to limit of them, in seq order: every
+        item, markers included."""
         ...
 
     def footprint(self, key: int) -> Footprint:

@@ -8,7 +8,13 @@ import json
 from collections.abc import Sequence
 
 from contextwm.adapters.history_rows import checkpoint_json, encode_payload, fact_json, seqs_json
-from contextwm.adapters.postgres.codecs import filter_sql, stored_item, text_in, text_out
+from contextwm.adapters.postgres.codecs import (
+    filter_sql,
+    optional_out,
+    stored_item,
+    text_in,
+    text_out,
+)
 from contextwm.adapters.postgres.database import Database
 from contextwm.adapters.postgres.events import ERASURE_CHANNEL, write_events
 from contextwm.adapters.postgres.lexical import item_terms
@@ -16,7 +22,13 @@ from contextwm.adapters.session_rows import session_json
 from contextwm.adapters.store_rows import ITEM_COLUMNS
 from contextwm.domain.history import Event
 from contextwm.domain.items import Item, ItemFilter
-from contextwm.ports.erasure_store import ErasedRows, ErasureStore, ErasureWrite, Footprint
+from contextwm.ports.erasure_store import (
+    ErasedRows,
+    ErasureStore,
+    ErasureWrite,
+    Footprint,
+    ItemText,
+)
 
 
 class ErasureTables(Database, ErasureStore):
@@ -32,13 +44,14 @@ class ErasureTables(Database, ErasureStore):
             ).fetchall()
         return [item for item in map(stored_item, rows) if flt.matches(item)]
 
-    def item_texts(self, key: int, after_seq: int, limit: int) -> list[tuple[int, str]]:
+    def item_texts(self, key: int, after_seq: int, limit: int) -> list[ItemText]:
         with self._read() as db:
             rows = db.execute(
-                "SELECT seq, content FROM items WHERE conv = %s AND seq > %s ORDER BY seq LIMIT %s",
+                "SELECT seq, content, file_path FROM items WHERE conv = %s AND seq > %s"
+                " ORDER BY seq LIMIT %s",
                 (key, after_seq, limit),
             ).fetchall()
-        return [(r[0], text_out(r[1])) for r in rows]
+        return [ItemText(r[0], text_out(r[1]), optional_out(r[2])) for r in rows]
 
     def footprint(self, key: int) -> Footprint:
         with self._read() as db:

@@ -18,7 +18,13 @@ from contextwm.adapters.sqlite.events import write_events
 from contextwm.adapters.store_rows import ITEM_COLUMNS, item_of
 from contextwm.domain.history import Event
 from contextwm.domain.items import Item, ItemFilter
-from contextwm.ports.erasure_store import ErasedRows, ErasureStore, ErasureWrite, Footprint
+from contextwm.ports.erasure_store import (
+    ErasedRows,
+    ErasureStore,
+    ErasureWrite,
+    Footprint,
+    ItemText,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +75,17 @@ class ErasureTables(Database, ErasureStore):
         # The SQL filter is exact; matching again costs little and keeps it so.
         return [item for item in map(item_of, rows) if flt.matches(item)]
 
-    def item_texts(self, key: int, after_seq: int, limit: int) -> list[tuple[int, str]]:
+    def item_texts(self, key: int, after_seq: int, limit: int) -> list[ItemText]:
         rows = (
             self._reader()
             .execute(
-                "SELECT seq, content FROM items WHERE conv = ? AND seq > ? ORDER BY seq LIMIT ?",
+                "SELECT seq, content, file_path FROM items WHERE conv = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?",
                 (key, after_seq, limit),
             )
             .fetchall()
         )
-        return [(r[0], r[1]) for r in rows]
+        return [ItemText(*r) for r in rows]
 
     def footprint(self, key: int) -> Footprint:
         db = self._reader()
@@ -92,8 +99,8 @@ class ErasureTables(Database, ErasureStore):
         postings = 0
         after = 0
         while page := self.item_texts(key, after, 4096):
-            postings += self._postings_of([text for _, text in page])
-            after = page[-1][0]
+            postings += self._postings_of([t.content for t in page])
+            after = page[-1].seq
         return Footprint(
             items=items,
             tokens=tokens,
