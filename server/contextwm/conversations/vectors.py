@@ -83,12 +83,16 @@ class Vectors:
                 # The store is what a reload reads: the vectors are not lost, only late in
                 # the memory of a runtime loaded before they were stored.
                 with self.store.hold(key):
-                    self.store.put_vectors(self.model_name, rows, vectors)
+                    stored = self.store.put_vectors(self.model_name, rows, vectors)
+                seqs, vectors = _kept(key, seqs, vectors, stored)
                 self.stored(rt, seqs, vectors)
                 return
             try:
                 with self.runtimes.held(rt):
-                    self.store.put_vectors(self.model_name, rows, vectors)
+                    stored = self.store.put_vectors(self.model_name, rows, vectors)
+                    # Items erased (or deleted) since they were read for embedding: their
+                    # vectors go nowhere, in memory or in any index.
+                    seqs, vectors = _kept(key, seqs, vectors, stored)
                     outside = [s for s in seqs if rt.window.get(s) is None]
                     # Outside the window means archived or compacted, unless reverted.
                     reverted = (
@@ -109,6 +113,7 @@ class Vectors:
             if archived_ids and rt.index is not None:
                 rt.index.add(archived_ids, np.stack(archived_vecs))
                 rt.index_dirty = True
+            # Only what was stored was counted pending: a reload after an erasure recounted.
             rt.pending = max(0, rt.pending - len(seqs))
             if rt.pending == 0:
                 rt.indexed.notify_all()
@@ -242,3 +247,13 @@ class Vectors:
             self.index_files.save(rt.key, snapshot)
             written += 1
         return written
+
+
+def _kept(
+    key: int, seqs: Sequence[int], vectors: Vector, stored: set[tuple[int, int]]
+) -> tuple[Sequence[int], Vector]:
+    """The seqs (and their vectors) of the rows the store kept."""
+    if len(stored) == len(seqs):
+        return seqs, vectors
+    keep = [n for n, s in enumerate(seqs) if (key, s) in stored]
+    return [seqs[n] for n in keep], vectors[keep]
