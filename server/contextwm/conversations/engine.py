@@ -118,6 +118,8 @@ class ContextEngine:
         self.vectors = Vectors(
             store, self.runtimes, index_files, model, wait_seconds=index_wait_seconds
         )
+        # What another server sharing the store erased leaves this one's files and memory.
+        store.follow_erasures(self.vectors.erased_elsewhere)
         self.appends = Appends(
             store,
             self.runtimes,

@@ -93,6 +93,24 @@ class NamespaceIndex:
 
         return self._change(namespace, drop)
 
+    def reread(self, namespace: str, key: int) -> None:
+        """Items of the conversation were erased, perhaps by another server sharing the store,
+        which tells no one which: its ids are dropped and its stored vectors read again (a
+        namespace not built yet reads the store when it is)."""
+        with self._lock:
+            if namespace not in self._built and namespace not in self._queued:
+                return
+        found = self._store.vectors_since(namespace, self._model, {key: 0})
+        ids = (np.int64(key) << _SEQ_BITS) | found.seqs
+
+        def redo(index: VectorIndex) -> int:
+            held = index.ids()
+            gone = index.remove(held[(held >> _SEQ_BITS) == key].tolist())
+            index.add(ids.tolist(), found.vectors)
+            return gone
+
+        self._change(namespace, redo)
+
     def _change(self, namespace: str, change: _Change) -> int:
         """Applies a change to the built index (returning what it returns), or queues it for
         the build under way (0)."""

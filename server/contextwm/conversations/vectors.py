@@ -226,6 +226,34 @@ class Vectors:
             rt.index.add([s for s, _ in embedded], np.stack([v for _, v in embedded]))
             rt.index_dirty = True
 
+    def erased_elsewhere(self, key: int) -> None:
+        """Items of the conversation were erased, by this server or another sharing the
+        store: what this server holds of their vectors goes. Its index file is deleted (a
+        later use rebuilds it from the store), its runtime reloaded if out of date, and its
+        namespace's index reads its vectors again. The server that erased has done all of
+        that already, and its runtime is current: it does nothing here. Called on the
+        store's feed thread."""
+        rt = self.runtimes.by_key(key)
+        if rt is not None:
+            with rt.lock:
+                if rt.deleted:
+                    return
+                if rt.version == self.store.version(key) and rt.index is not None:
+                    if rt.index_dirty:
+                        self.index_files.save(rt.key, rt.index.snapshot())
+                        rt.index_dirty = False
+                    return
+                self.runtimes.reload(rt)  # drops the index in memory
+                self.index_files.delete(key)
+                namespace = rt.record.namespace
+        else:
+            self.index_files.delete(key)
+            record = self.store.conversation_record(key)
+            if record is None:
+                return
+            namespace = record.namespace
+        self.namespaces.reread(namespace, key)
+
     def save_indexes(self, rested: float = 0.0) -> int:
         """Writes changed index files; returns how many were written.
 
