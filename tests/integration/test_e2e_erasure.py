@@ -19,6 +19,8 @@ from conftest import StartService
 from contextwm.adapters.faiss_index import FaissIndex
 from contextwm.adapters.fts5_terms import Fts5Terms
 from contextwm.app import Service
+from contextwm.datadir.checkup import check_data_dir
+from contextwm.datadir.layout import DataDir
 from contextwm_client import (
     Client,
     ConversationSettings,
@@ -265,8 +267,13 @@ def test_forget_leaves_no_trace_of_the_items_anywhere_a_caller_or_the_disk_can_l
             assert has_canary(text) == [], f"after a restart: {where}"
         assert has_canary(texts_of(watch_replay(client))) == []
         assert client.forget(MAIN, metadata=USER, namespace=NS).counts.items == 0
-        if store_kind == "sqlite":
-            assert grep(raw_bytes(data_dir)) == []
+    again.stop(grace=0)
+    if store_kind == "sqlite":
+        assert grep(raw_bytes(data_dir)) == []
+        # The offline check finds the store and its index files consistent: the erased
+        # items' seqs are counted as removed.
+        report = check_data_dir(DataDir(data_dir))
+        assert report.healthy, report.render()
 
 
 def _empty_forget() -> Any:
