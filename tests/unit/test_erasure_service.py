@@ -34,7 +34,9 @@ def embed_pending(engine: ContextEngine) -> None:
     """What the indexer does, at once."""
     while pending := engine.store.pending_vectors(MODEL.model_name, 100):
         vectors = MODEL.embed([p.text for p in pending])
-        engine.vectors.apply(pending[0].conversation_key, [p.seq for p in pending], vectors)
+        for key in {p.conversation_key for p in pending}:
+            rows = [n for n, p in enumerate(pending) if p.conversation_key == key]
+            engine.vectors.apply(key, [pending[n].seq for n in rows], vectors[rows])
 
 
 def namespace_ids(engine: ContextEngine) -> set[int]:

@@ -43,12 +43,19 @@ def replicas(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[ContextEngine, Conte
 def embed_pending(engine: ContextEngine) -> None:
     while pending := engine.store.pending_vectors(MODEL.model_name, 100):
         vectors = MODEL.embed([p.text for p in pending])
-        engine.vectors.apply(pending[0].conversation_key, [p.seq for p in pending], vectors)
+        for key in {p.conversation_key for p in pending}:
+            rows = [n for n, p in enumerate(pending) if p.conversation_key == key]
+            engine.vectors.apply(key, [pending[n].seq for n in rows], vectors[rows])
+
+
+def namespace_items(engine: ContextEngine) -> set[tuple[int, int]]:
+    """(conversation key, seq) of every item the replica's namespace index holds."""
+    query = MODEL.embed(["anything"])[0]
+    return {item for item, _ in engine.vectors.namespaces.nearest("default", query, 100)}
 
 
 def namespace_seqs(engine: ContextEngine) -> set[int]:
-    query = MODEL.embed(["anything"])[0]
-    return {seq for (_, seq), _ in engine.vectors.namespaces.nearest("default", query, 100)}
+    return {seq for _, seq in namespace_items(engine)}
 
 
 def eventually(done: Callable[[], bool]) -> bool:
@@ -97,3 +104,26 @@ def test_what_one_replica_erases_leaves_the_others_files_and_memory(
     assert not file_a.exists() or erased.isdisjoint(
         FaissIndexFiles(tmp_path / "a", MODEL.dimension).load(key).ids().tolist()  # type: ignore[union-attr]
     )
+
+
+def test_a_conversation_one_replica_deletes_leaves_the_others_files_and_memory(
+    replicas: tuple[ContextEngine, ContextEngine], tmp_path: Path
+) -> None:
+    a, b = replicas
+    a.create_conversation("default", "c", SettingsPatch(window_max_items=2))
+    a.append("default", "c", [NewItem("user", f"note {n}") for n in range(5)])
+    a.append("default", "kept", [NewItem("user", "another conversation")])
+    embed_pending(a)
+    rt = b.runtime("default", "c")
+    with rt.lock:
+        b.ensure_index(rt)
+    b.save_indexes()
+    file_b = tmp_path / "b" / f"{rt.key}.faiss"
+    assert file_b.exists()
+    kept = b.runtime("default", "kept").key
+    assert len(namespace_items(b)) == 6
+    Erasure(a).delete_conversation("default", "c")
+    assert eventually(lambda: not file_b.exists())
+    assert eventually(lambda: namespace_items(b) == {(kept, 1)})
+    assert rt.deleted
+    assert b.runtimes.by_key(rt.key) is None and b.runtimes.by_key(kept) is not None

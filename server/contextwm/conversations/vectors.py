@@ -227,32 +227,45 @@ class Vectors:
             rt.index_dirty = True
 
     def erased_elsewhere(self, key: int) -> None:
-        """Items of the conversation were erased, by this server or another sharing the
-        store: what this server holds of their vectors goes. Its index file is deleted (a
-        later use rebuilds it from the store), its runtime reloaded if out of date, and its
-        namespace's index reads its vectors again. The server that erased has done all of
-        that already, and its runtime is current: it does nothing here. Called on the
+        """Items of the conversation, or all of it, were erased, by this server or another
+        sharing the store: what this server holds of their vectors goes. Its index file is
+        deleted (a later use rebuilds it from the store), its runtime reloaded if out of date
+        (forgotten if the conversation is gone), and its namespace's index reads the
+        conversation's vectors again (or drops them). The server that erased has done all
+        of that already, and its runtime is current: nothing happens then. Called on the
         store's feed thread."""
         rt = self.runtimes.by_key(key)
+        namespace: str | None = None
+        gone = False
         if rt is not None:
             with rt.lock:
                 if rt.deleted:
-                    return
-                if rt.version == self.store.version(key) and rt.index is not None:
+                    return  # deleted here: its file and ids went with it
+                version = self.store.version(key)
+                if version == rt.version and rt.index is not None:
                     if rt.index_dirty:
                         self.index_files.save(rt.key, rt.index.snapshot())
                         rt.index_dirty = False
                     return
-                self.runtimes.reload(rt)  # drops the index in memory
-                self.index_files.delete(key)
                 namespace = rt.record.namespace
+                if version is None:
+                    gone = rt.deleted = True
+                    rt.index = None
+                    self.runtimes.forget(rt)
+                    rt.indexed.notify_all()
+                else:
+                    self.runtimes.reload(rt)  # drops the index in memory
         else:
-            self.index_files.delete(key)
             record = self.store.conversation_record(key)
-            if record is None:
-                return
-            namespace = record.namespace
-        self.namespaces.reread(namespace, key)
+            # A conversation gone and never loaded here: the namespace index drops it at its
+            # next catch-up, which finds it missing from the store's marks.
+            namespace = record.namespace if record is not None else None
+        self.index_files.delete(key)
+        if namespace is not None:
+            if gone:
+                self.namespaces.dropped(namespace, key)
+            else:
+                self.namespaces.reread(namespace, key)
 
     def save_indexes(self, rested: float = 0.0) -> int:
         """Writes changed index files; returns how many were written.
