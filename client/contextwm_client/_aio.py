@@ -30,6 +30,7 @@ from contextwm_client._convert import (
     from_proto_created_key,
     from_proto_edit_file_response,
     from_proto_enhanced_context,
+    from_proto_erasure_receipt,
     from_proto_file_chunk,
     from_proto_get_stats_response,
     from_proto_item,
@@ -69,6 +70,7 @@ from contextwm_client._types import (
     ConversationSettings,
     CreatedKey,
     EnhancedContext,
+    ErasureReceipt,
     FileChunk,
     FileEdit,
     FileRef,
@@ -429,7 +431,7 @@ class AsyncClient:
             namespace: Namespace; None uses the client's.
 
         Returns:
-            The number of items deleted.
+            The number of items deleted (erase_conversation returns the receipt).
 
         Raises:
             NotFoundError: No such conversation.
@@ -438,6 +440,65 @@ class AsyncClient:
         request = _requests.delete_conversation(self._ns(namespace), conversation_id)
         response = await self._invoke(self._stub.DeleteConversation, request)
         return response.deleted_items
+
+    async def erase_conversation(
+        self, conversation_id: str, *, namespace: str | None = None
+    ) -> ErasureReceipt:
+        """Deletes a conversation with all its items and vectors, as delete_conversation
+        does, and returns the receipt of what went.
+
+        Args:
+            conversation_id: The conversation.
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The receipt: the items deleted (as seq ranges), counts per place and the digest
+            of the deleted items.
+
+        Raises:
+            NotFoundError: No such conversation.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.delete_conversation(self._ns(namespace), conversation_id)
+        response = await self._invoke(self._stub.DeleteConversation, request)
+        return from_proto_erasure_receipt(response.receipt)
+
+    async def forget(
+        self,
+        conversation_id: str | None = None,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        namespace: str | None = None,
+    ) -> ErasureReceipt:
+        """Erases for good the items that match, in any state, with everything derived
+        from them: vectors, words in the indexes, facts, and compaction summaries that
+        quote them (see docs/security.md, "Erasure").
+
+        Args:
+            conversation_id: One conversation; None: every conversation of the namespace.
+            metadata: Items whose metadata has every one of these pairs, exactly.
+            since: Items with a timestamp at or after this (naive: UTC).
+            until: Items with a timestamp before this (naive: UTC).
+            namespace: Namespace; None uses the client's.
+
+        Returns:
+            The receipt: the conversations and seqs erased, counts per place, and the
+            digest of the erased items.
+
+        Raises:
+            ValueError: No criterion at all (checked before the call: to remove a whole
+                conversation, delete it).
+            NotFoundError: No such conversation.
+            InvalidArgumentError: since not before until, or a bad name.
+            ContextWMError: Any other failure of the call.
+        """
+        request = _requests.forget(
+            self._ns(namespace), conversation_id or "", metadata, since, until
+        )
+        response = await self._invoke(self._stub.Forget, request)
+        return from_proto_erasure_receipt(response)
 
     # ------------------------------------------------------------ items
 

@@ -106,6 +106,32 @@ def delete_conversation(namespace: str, conversation_id: str) -> pb.DeleteConver
     return pb.DeleteConversationRequest(namespace=namespace, conversation_id=conversation_id)
 
 
+def forget(
+    namespace: str,
+    conversation_id: str,
+    metadata: Mapping[str, str] | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> pb.ForgetRequest:
+    """Builds a ForgetRequest.
+
+    Raises:
+        ValueError: no criterion at all (delete_conversation removes a whole conversation).
+    """
+    if not metadata and since is None and until is None:
+        raise ValueError(
+            "forget needs metadata, since or until: to remove a whole conversation, delete it"
+        )
+    request = pb.ForgetRequest(
+        namespace=namespace, conversation_id=conversation_id, metadata=dict(metadata or {})
+    )
+    if since is not None:
+        request.since.CopyFrom(to_proto_timestamp(since))
+    if until is not None:
+        request.until.CopyFrom(to_proto_timestamp(until))
+    return request
+
+
 def append(namespace: str, conversation_id: str, item: NewItem) -> pb.AppendRequest:
     """Builds an AppendRequest."""
     return pb.AppendRequest(

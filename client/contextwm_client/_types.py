@@ -1003,7 +1003,7 @@ class Event:
             resume a watch.
         created_at: When it happened (UTC).
         kind: "usage", "eviction", "compaction", "truncation", "duplicate_read",
-            "checkpoint_created", "checkpoint_restored" or "gap".
+            "checkpoint_created", "checkpoint_restored", "erasure" or "gap".
         usage: The new usage (usage events).
         eviction_seqs: Items moved from the window to the archive (eviction events).
         compaction: The compaction (compaction events).
@@ -1011,6 +1011,7 @@ class Event:
         checkpoint: The checkpoint (checkpoint_created and checkpoint_restored events).
         reverted_items: Items a restore reverted (checkpoint_restored events).
         missed: Events dropped by retention before this one (gap events).
+        erased_seqs: Items an erasure removed for good (erasure events).
     """
 
     id: int
@@ -1023,6 +1024,91 @@ class Event:
     checkpoint: Checkpoint | None = None
     reverted_items: int = 0
     missed: int = 0
+    erased_seqs: tuple[int, ...] = ()
+
+
+# ---------------------------------------------------------------- erasure
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedConversation:
+    """The items one conversation lost to an erasure.
+
+    Attributes:
+        conversation_id: The conversation.
+        seqs: The seqs of its items that are gone, as (first, last) ranges, both included.
+        deleted: The whole conversation went (delete_conversation).
+    """
+
+    conversation_id: str
+    seqs: tuple[tuple[int, int], ...]
+    deleted: bool = False
+
+    @property
+    def items(self) -> int:
+        """How many items it lost."""
+        return sum(last - first + 1 for first, last in self.seqs)
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureCounts:
+    """What an erasure removed or rewrote, place by place (see the proto's ErasureCounts).
+
+    Attributes:
+        items: Item rows deleted.
+        tokens: Their tokens.
+        vectors: Stored vectors deleted (rewritten compaction markers' included).
+        postings: Lexical postings deleted, as (item, term) pairs.
+        index_entries: Ids removed from the server's vector index of the conversation.
+        namespace_index_entries: Ids removed from the server's namespace-wide index.
+        compactions: Compaction records rewritten (deleted, for a deleted conversation).
+        summaries: Summaries dropped because they quoted an erased item.
+        markers: Compaction marker items whose text was rewritten.
+        facts: Fact ledger rows deleted.
+        checkpoints: Checkpoints rewritten or deleted.
+        edits: Context edits rewritten or deleted.
+        events: Kept events rewritten or deleted.
+        sessions: Sessions changed or deleted.
+        chunk_cache_entries: Workspace files dropped from the server's chunk cache.
+    """
+
+    items: int = 0
+    tokens: int = 0
+    vectors: int = 0
+    postings: int = 0
+    index_entries: int = 0
+    namespace_index_entries: int = 0
+    compactions: int = 0
+    summaries: int = 0
+    markers: int = 0
+    facts: int = 0
+    checkpoints: int = 0
+    edits: int = 0
+    events: int = 0
+    sessions: int = 0
+    chunk_cache_entries: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureReceipt:
+    """What an erasure (forget, or a deleted conversation) removed.
+
+    Attributes:
+        namespace: The namespace.
+        erased_at: When (UTC).
+        conversations: The conversations that lost items.
+        counts: What went where.
+        digest: SHA-256 (hex) over the erased items in order of conversation id (compared
+            as UTF-8 bytes), then seq; each item adds namespace, conversation id, seq in
+            decimal and content, each as UTF-8 preceded by its length as 8 bytes big-endian.
+            Recompute it from an export taken before the erasure to check what went.
+    """
+
+    namespace: str
+    erased_at: datetime
+    conversations: tuple[ErasedConversation, ...]
+    counts: ErasureCounts
+    digest: str
 
 
 # ---------------------------------------------------------------- statistics

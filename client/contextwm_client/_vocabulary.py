@@ -66,6 +66,7 @@ EventKind: TypeAlias = Literal[
     "duplicate_read",
     "checkpoint_created",
     "checkpoint_restored",
+    "erasure",
     "gap",
 ]
 """What a watch event reports."""

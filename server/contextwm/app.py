@@ -27,6 +27,7 @@ from contextwm.datadir.layout import DataDir
 from contextwm.datadir.lock import DataDirLock
 from contextwm.datadir.replica import replica_name
 from contextwm.datadir.startup import refuse_unusable
+from contextwm.erasure.service import Erasure
 from contextwm.exposure import Exposure, refusal
 from contextwm.indexing.indexer import Indexer
 from contextwm.observability import Metrics
@@ -346,6 +347,7 @@ class Service:
             ToolSessions(sessions, window.tools),
             Transfers(engine),
             keys,
+            Erasure(engine, file_cache=files.cache, text_caches=[ShortCountCache()]),
         )
         guard = Guard(keys, required=settings.require_api_keys)
         key_streams = OpenStreams(guard)

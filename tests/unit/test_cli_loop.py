@@ -146,6 +146,7 @@ class FakeClient:
                 Event(1, T0, "usage", usage=USAGE),
                 Event(2, T0, "eviction", eviction_seqs=(1, 2, 3)),
                 Event(3, T0, "gap", missed=5),
+                Event(4, T0, "erasure", erased_seqs=(2, 5, 6)),
             ]
         )
 
@@ -296,11 +297,12 @@ def test_watch_prints_a_line_per_event_and_cancels(capsys: pytest.CaptureFixture
     assert client.calls == [("watch", ("c",), {"after_event_id": 7})]
     assert client.cancelled
     lines = out.splitlines()
-    assert [line.split("\t")[2] for line in lines] == ["usage", "eviction", "gap"]
+    assert [line.split("\t")[2] for line in lines] == ["usage", "eviction", "gap", "erasure"]
     assert lines[1].endswith("archived 1-3")
     assert lines[2].endswith("5 events missed (dropped by retention)")
+    assert lines[3].endswith("erased 2, 5-6")
     _, out = run(capsys, "watch", "c", "--json")
-    assert [json.loads(line)["id"] for line in out.splitlines()] == [1, 2, 3]
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [1, 2, 3, 4]
 
 
 def test_seq_ranges() -> None:

@@ -37,9 +37,8 @@ class BruteForceIndex:
         for i, v in zip(ids, vectors, strict=True):
             self._vectors[int(i)] = np.asarray(v, dtype=np.float32)
 
-    def remove(self, ids: Sequence[int]) -> None:
-        for i in ids:
-            self._vectors.pop(int(i), None)
+    def remove(self, ids: Sequence[int]) -> int:
+        return sum(self._vectors.pop(int(i), None) is not None for i in set(ids))
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.int64] | None = None
@@ -154,8 +153,10 @@ def test_removals(make_index: Backend) -> None:
     index.add(list(range(100)), vecs)
     stored = dict(zip(range(100), vecs, strict=True))
     gone = list(range(0, 100, 3))
-    index.remove(gone)
-    index.remove([])
+    # Ids it does not hold are ignored: the count is of the entries that went.
+    assert index.remove([*gone, 500]) == len(gone)
+    assert index.remove([]) == 0
+    assert index.remove(gone) == 0
     for i in gone:
         del stored[i]
     assert index.size == len(stored)

@@ -6,7 +6,7 @@ The wire contract of contextwm: a context window manager for LLM agents.
 
 Vocabulary (see README): a conversation is a stream of items; its window is the
 bounded active part; items evicted from the window go to the archive, where they
-stay stored and searchable. Nothing is deleted except by DeleteConversation and by
+stay stored and searchable. Nothing is deleted except by DeleteConversation, Forget and
 retention policies (ApplyRetention, and the server's periodic run of it).
 
 Client-supplied vocabularies (roles, importance flags, file reference kinds) are
@@ -1237,19 +1237,255 @@ class DeleteConversationResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     DELETED_ITEMS_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
     deleted_items: _builtins.int
+    @_builtins.property
+    def receipt(self) -> Global___ErasureReceipt:
+        """What went, as Forget's receipt says it."""
+
     def __init__(
         self,
         *,
         deleted_items: _builtins.int = ...,
+        receipt: Global___ErasureReceipt | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_items", b"deleted_items"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_items", b"deleted_items", "receipt", b"receipt"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteConversationResponse: _TypeAlias = DeleteConversationResponse  # noqa: Y015
+
+@_typing.final
+class ForgetRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    SINCE_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    conversation_id: _builtins.str
+    """Empty: every conversation of the namespace."""
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Items whose metadata has each of these key/value pairs, exactly."""
+
+    @_builtins.property
+    def since(self) -> _timestamp_pb2.Timestamp:
+        """Items with a timestamp at or after since, and before until."""
+
+    @_builtins.property
+    def until(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        since: _timestamp_pb2.Timestamp | None = ...,
+        until: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["since", b"since", "until", b"until"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "metadata", b"metadata", "namespace", b"namespace", "since", b"since", "until", b"until"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetRequest: _TypeAlias = ForgetRequest  # noqa: Y015
+
+@_typing.final
+class SeqRange(_message.Message):
+    """Seqs first..last, both included."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_FIELD_NUMBER: _builtins.int
+    LAST_FIELD_NUMBER: _builtins.int
+    first: _builtins.int
+    last: _builtins.int
+    def __init__(
+        self,
+        *,
+        first: _builtins.int = ...,
+        last: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first", b"first", "last", b"last"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeqRange: _TypeAlias = SeqRange  # noqa: Y015
+
+@_typing.final
+class ErasedConversation(_message.Message):
+    """The items one conversation lost."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    SEQS_FIELD_NUMBER: _builtins.int
+    DELETED_FIELD_NUMBER: _builtins.int
+    conversation_id: _builtins.str
+    deleted: _builtins.bool
+    """The conversation went whole (DeleteConversation)."""
+    @_builtins.property
+    def seqs(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeqRange]: ...
+    def __init__(
+        self,
+        *,
+        conversation_id: _builtins.str = ...,
+        seqs: _abc.Iterable[Global___SeqRange] | None = ...,
+        deleted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "deleted", b"deleted", "seqs", b"seqs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ErasedConversation: _TypeAlias = ErasedConversation  # noqa: Y015
+
+@_typing.final
+class ErasureCounts(_message.Message):
+    """What an erasure removed or rewrote, place by place, on the store and on the server that
+    answered (other servers sharing a PostgreSQL store drop their copies when they hear of it).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    VECTORS_FIELD_NUMBER: _builtins.int
+    POSTINGS_FIELD_NUMBER: _builtins.int
+    INDEX_ENTRIES_FIELD_NUMBER: _builtins.int
+    NAMESPACE_INDEX_ENTRIES_FIELD_NUMBER: _builtins.int
+    COMPACTIONS_FIELD_NUMBER: _builtins.int
+    SUMMARIES_FIELD_NUMBER: _builtins.int
+    MARKERS_FIELD_NUMBER: _builtins.int
+    FACTS_FIELD_NUMBER: _builtins.int
+    CHECKPOINTS_FIELD_NUMBER: _builtins.int
+    EDITS_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    SESSIONS_FIELD_NUMBER: _builtins.int
+    CHUNK_CACHE_ENTRIES_FIELD_NUMBER: _builtins.int
+    items: _builtins.int
+    """Item rows deleted, and their tokens."""
+    tokens: _builtins.int
+    vectors: _builtins.int
+    """Stored vectors deleted (the items', and those of rewritten compaction markers, which are
+    embedded again from their new text).
+    """
+    postings: _builtins.int
+    """Lexical postings deleted: (item, term) pairs of the erased items."""
+    index_entries: _builtins.int
+    """Ids removed from this server's vector index of the conversation, and of its namespace."""
+    namespace_index_entries: _builtins.int
+    compactions: _builtins.int
+    """Compaction records rewritten (deleted, for DeleteConversation); summaries among them
+    dropped because they quoted an erased item; marker items whose text was rewritten.
+    """
+    summaries: _builtins.int
+    markers: _builtins.int
+    facts: _builtins.int
+    """Fact ledger rows deleted."""
+    checkpoints: _builtins.int
+    """Checkpoints, context edits, kept events and sessions rewritten or deleted."""
+    edits: _builtins.int
+    events: _builtins.int
+    sessions: _builtins.int
+    chunk_cache_entries: _builtins.int
+    """Workspace files dropped from this server's chunk cache."""
+    def __init__(
+        self,
+        *,
+        items: _builtins.int = ...,
+        tokens: _builtins.int = ...,
+        vectors: _builtins.int = ...,
+        postings: _builtins.int = ...,
+        index_entries: _builtins.int = ...,
+        namespace_index_entries: _builtins.int = ...,
+        compactions: _builtins.int = ...,
+        summaries: _builtins.int = ...,
+        markers: _builtins.int = ...,
+        facts: _builtins.int = ...,
+        checkpoints: _builtins.int = ...,
+        edits: _builtins.int = ...,
+        events: _builtins.int = ...,
+        sessions: _builtins.int = ...,
+        chunk_cache_entries: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoints", b"checkpoints", "chunk_cache_entries", b"chunk_cache_entries", "compactions", b"compactions", "edits", b"edits", "events", b"events", "facts", b"facts", "index_entries", b"index_entries", "items", b"items", "markers", b"markers", "namespace_index_entries", b"namespace_index_entries", "postings", b"postings", "sessions", b"sessions", "summaries", b"summaries", "tokens", b"tokens", "vectors", b"vectors"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ErasureCounts: _TypeAlias = ErasureCounts  # noqa: Y015
+
+@_typing.final
+class ErasureReceipt(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    ERASED_AT_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_FIELD_NUMBER: _builtins.int
+    COUNTS_FIELD_NUMBER: _builtins.int
+    DIGEST_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    digest: _builtins.str
+    """SHA-256, as hex, over the erased items in order of conversation id (compared as UTF-8
+    bytes), then seq; each item adds namespace, conversation id, seq in decimal and content,
+    each as its UTF-8 bytes preceded by their length as an 8-byte big-endian integer. An
+    auditor recomputes it from an export taken before (docs/security.md).
+    """
+    @_builtins.property
+    def erased_at(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def conversations(self) -> _containers.RepeatedCompositeFieldContainer[Global___ErasedConversation]:
+        """Every conversation that lost items, by conversation id."""
+
+    @_builtins.property
+    def counts(self) -> Global___ErasureCounts: ...
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        erased_at: _timestamp_pb2.Timestamp | None = ...,
+        conversations: _abc.Iterable[Global___ErasedConversation] | None = ...,
+        counts: Global___ErasureCounts | None = ...,
+        digest: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["counts", b"counts", "erased_at", b"erased_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversations", b"conversations", "counts", b"counts", "digest", b"digest", "erased_at", b"erased_at", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ErasureReceipt: _TypeAlias = ErasureReceipt  # noqa: Y015
 
 @_typing.final
 class AppendRequest(_message.Message):
@@ -2803,6 +3039,28 @@ class CheckpointEvent(_message.Message):
 Global___CheckpointEvent: _TypeAlias = CheckpointEvent  # noqa: Y015
 
 @_typing.final
+class Erasure(_message.Message):
+    """The items an erasure took from the conversation."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEQS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def seqs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        seqs: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seqs", b"seqs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Erasure: _TypeAlias = Erasure  # noqa: Y015
+
+@_typing.final
 class Event(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -2815,11 +3073,13 @@ class Event(_message.Message):
     EDIT_FIELD_NUMBER: _builtins.int
     CHECKPOINT_FIELD_NUMBER: _builtins.int
     MISSED_FIELD_NUMBER: _builtins.int
+    ERASURE_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     """Increasing per conversation, from 1."""
     kind: _builtins.str
     """usage, eviction, compaction, truncation, duplicate_read, checkpoint_created,
-    checkpoint_restored, or gap (events after after_event_id were dropped by retention).
+    checkpoint_restored, erasure, or gap (events after after_event_id were dropped by
+    retention).
     """
     missed: _builtins.int
     """gap: how many events were dropped before this one."""
@@ -2835,6 +3095,8 @@ class Event(_message.Message):
     def edit(self) -> Global___ContextEdit: ...
     @_builtins.property
     def checkpoint(self) -> Global___CheckpointEvent: ...
+    @_builtins.property
+    def erasure(self) -> Global___Erasure: ...
     def __init__(
         self,
         *,
@@ -2847,12 +3109,13 @@ class Event(_message.Message):
         edit: Global___ContextEdit | None = ...,
         checkpoint: Global___CheckpointEvent | None = ...,
         missed: _builtins.int = ...,
+        erasure: Global___Erasure | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["checkpoint", b"checkpoint", "compaction", b"compaction", "created_at", b"created_at", "edit", b"edit", "eviction", b"eviction", "missed", b"missed", "payload", b"payload", "usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["checkpoint", b"checkpoint", "compaction", b"compaction", "created_at", b"created_at", "edit", b"edit", "erasure", b"erasure", "eviction", b"eviction", "missed", b"missed", "payload", b"payload", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint", b"checkpoint", "compaction", b"compaction", "created_at", b"created_at", "edit", b"edit", "eviction", b"eviction", "id", b"id", "kind", b"kind", "missed", b"missed", "payload", b"payload", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint", b"checkpoint", "compaction", b"compaction", "created_at", b"created_at", "edit", b"edit", "erasure", b"erasure", "eviction", b"eviction", "id", b"id", "kind", b"kind", "missed", b"missed", "payload", b"payload", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["usage", "eviction", "compaction", "edit", "checkpoint", "missed"]  # noqa: Y015
+    _WhichOneofReturnType_payload: _TypeAlias = _typing.Literal["usage", "eviction", "compaction", "edit", "checkpoint", "missed", "erasure"]  # noqa: Y015
     _WhichOneofArgType_payload: _TypeAlias = _typing.Literal["payload", b"payload"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_payload) -> _WhichOneofReturnType_payload | None: ...
 

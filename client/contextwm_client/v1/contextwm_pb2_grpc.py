@@ -61,6 +61,11 @@ class ContextServiceStub:
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.DeleteConversationRequest.SerializeToString,
                 response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.DeleteConversationResponse.FromString,
                 _registered_method=True)
+        self.Forget = channel.unary_unary(
+                '/contextwm.v1.ContextService/Forget',
+                request_serializer=contextwm_dot_v1_dot_contextwm__pb2.ForgetRequest.SerializeToString,
+                response_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ErasureReceipt.FromString,
+                _registered_method=True)
         self.Append = channel.unary_unary(
                 '/contextwm.v1.ContextService/Append',
                 request_serializer=contextwm_dot_v1_dot_contextwm__pb2.AppendRequest.SerializeToString,
@@ -261,7 +266,20 @@ class ContextServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteConversation(self, request, context):
-        """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND.
+        """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND. The
+        answer carries a receipt of what went, as Forget's does.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Forget(self, request, context):
+        """Erases for good the items of one conversation (or of every conversation of the
+        namespace) that match a filter, in any state, with everything derived from them: their
+        vectors and words in every index, the facts they stated, summaries that quote them (see
+        docs/security.md, "Erasure"). Returns a receipt: what went where, and a digest of the
+        erased items. INVALID_ARGUMENT for a filter without criteria (DeleteConversation removes
+        a whole conversation); NOT_FOUND for a conversation that does not exist.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -580,6 +598,11 @@ def add_ContextServiceServicer_to_server(servicer, server):
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.DeleteConversationRequest.FromString,
                     response_serializer=contextwm_dot_v1_dot_contextwm__pb2.DeleteConversationResponse.SerializeToString,
             ),
+            'Forget': grpc.unary_unary_rpc_method_handler(
+                    servicer.Forget,
+                    request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.ForgetRequest.FromString,
+                    response_serializer=contextwm_dot_v1_dot_contextwm__pb2.ErasureReceipt.SerializeToString,
+            ),
             'Append': grpc.unary_unary_rpc_method_handler(
                     servicer.Append,
                     request_deserializer=contextwm_dot_v1_dot_contextwm__pb2.AppendRequest.FromString,
@@ -882,6 +905,33 @@ class ContextService:
             '/contextwm.v1.ContextService/DeleteConversation',
             contextwm_dot_v1_dot_contextwm__pb2.DeleteConversationRequest.SerializeToString,
             contextwm_dot_v1_dot_contextwm__pb2.DeleteConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Forget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextwm.v1.ContextService/Forget',
+            contextwm_dot_v1_dot_contextwm__pb2.ForgetRequest.SerializeToString,
+            contextwm_dot_v1_dot_contextwm__pb2.ErasureReceipt.FromString,
             options,
             channel_credentials,
             insecure,

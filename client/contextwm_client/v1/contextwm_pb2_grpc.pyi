@@ -6,7 +6,7 @@ The wire contract of contextwm: a context window manager for LLM agents.
 
 Vocabulary (see README): a conversation is a stream of items; its window is the
 bounded active part; items evicted from the window go to the archive, where they
-stay stored and searchable. Nothing is deleted except by DeleteConversation and by
+stay stored and searchable. Nothing is deleted except by DeleteConversation, Forget and
 retention policies (ApplyRetention, and the server's periodic run of it).
 
 Client-supplied vocabularies (roles, importance flags, file reference kinds) are
@@ -55,7 +55,17 @@ class ContextServiceStub:
     UpdateConversation: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.UpdateConversationRequest, _contextwm_pb2.Conversation]
     """Changes the settings that are set in the request; the rest stay as they were."""
     DeleteConversation: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.DeleteConversationRequest, _contextwm_pb2.DeleteConversationResponse]
-    """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND."""
+    """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND. The
+    answer carries a receipt of what went, as Forget's does.
+    """
+    Forget: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ForgetRequest, _contextwm_pb2.ErasureReceipt]
+    """Erases for good the items of one conversation (or of every conversation of the
+    namespace) that match a filter, in any state, with everything derived from them: their
+    vectors and words in every index, the facts they stated, summaries that quote them (see
+    docs/security.md, "Erasure"). Returns a receipt: what went where, and a digest of the
+    erased items. INVALID_ARGUMENT for a filter without criteria (DeleteConversation removes
+    a whole conversation); NOT_FOUND for a conversation that does not exist.
+    """
     Append: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.AppendRequest, _contextwm_pb2.AppendResponse]
     """Appends one item; creates the conversation with defaults if it does not exist."""
     AppendBatch: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.AppendBatchRequest, _contextwm_pb2.AppendBatchResponse]
@@ -209,7 +219,17 @@ class ContextServiceAsyncStub(ContextServiceStub):
     UpdateConversation: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.UpdateConversationRequest, _contextwm_pb2.Conversation]  # type: ignore[assignment]
     """Changes the settings that are set in the request; the rest stay as they were."""
     DeleteConversation: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.DeleteConversationRequest, _contextwm_pb2.DeleteConversationResponse]  # type: ignore[assignment]
-    """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND."""
+    """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND. The
+    answer carries a receipt of what went, as Forget's does.
+    """
+    Forget: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ForgetRequest, _contextwm_pb2.ErasureReceipt]  # type: ignore[assignment]
+    """Erases for good the items of one conversation (or of every conversation of the
+    namespace) that match a filter, in any state, with everything derived from them: their
+    vectors and words in every index, the facts they stated, summaries that quote them (see
+    docs/security.md, "Erasure"). Returns a receipt: what went where, and a digest of the
+    erased items. INVALID_ARGUMENT for a filter without criteria (DeleteConversation removes
+    a whole conversation); NOT_FOUND for a conversation that does not exist.
+    """
     Append: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.AppendRequest, _contextwm_pb2.AppendResponse]  # type: ignore[assignment]
     """Appends one item; creates the conversation with defaults if it does not exist."""
     AppendBatch: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.AppendBatchRequest, _contextwm_pb2.AppendBatchResponse]  # type: ignore[assignment]
@@ -390,7 +410,23 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _contextwm_pb2.DeleteConversationRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_contextwm_pb2.DeleteConversationResponse, _abc.Awaitable[_contextwm_pb2.DeleteConversationResponse]]:
-        """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND."""
+        """Deletes a conversation with all its items and vectors. Later calls get NOT_FOUND. The
+        answer carries a receipt of what went, as Forget's does.
+        """
+
+    @_abc_1.abstractmethod
+    def Forget(
+        self,
+        request: _contextwm_pb2.ForgetRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_contextwm_pb2.ErasureReceipt, _abc.Awaitable[_contextwm_pb2.ErasureReceipt]]:
+        """Erases for good the items of one conversation (or of every conversation of the
+        namespace) that match a filter, in any state, with everything derived from them: their
+        vectors and words in every index, the facts they stated, summaries that quote them (see
+        docs/security.md, "Erasure"). Returns a receipt: what went where, and a digest of the
+        erased items. INVALID_ARGUMENT for a filter without criteria (DeleteConversation removes
+        a whole conversation); NOT_FOUND for a conversation that does not exist.
+        """
 
     @_abc_1.abstractmethod
     def Append(

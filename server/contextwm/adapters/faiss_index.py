@@ -88,10 +88,10 @@ class FaissIndex:
             np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
         )
 
-    def remove(self, ids: Sequence[int]) -> None:
+    def remove(self, ids: Sequence[int]) -> int:
         if len(ids) == 0:
-            return
-        self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+            return 0
+        return int(self._index.remove_ids(np.asarray(ids, dtype=np.int64)))
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.int64] | None = None

@@ -16,6 +16,7 @@ from contextwm.domain.history import (
     CompactionRecord,
     ContextEdit,
     EditKind,
+    Erased,
     EventKind,
     EventPayload,
     StateRun,
@@ -144,6 +145,8 @@ def encode_payload(payload: EventPayload) -> Any:
         return c
     if isinstance(payload, ContextEdit):
         return edit_json(payload)
+    if isinstance(payload, Erased):
+        return {"seqs": list(payload.seqs)}
     if isinstance(payload, CheckpointChange):
         return {
             "checkpoint": checkpoint_json(payload.checkpoint),
@@ -170,4 +173,6 @@ def decode_payload(kind: EventKind, data: Any) -> EventPayload:
         return edit_of(data)
     if kind in (EventKind.CHECKPOINT_CREATED, EventKind.CHECKPOINT_RESTORED):
         return CheckpointChange(checkpoint_of(data["checkpoint"]), data["reverted"])
+    if kind is EventKind.ERASURE:
+        return Erased(tuple(data["seqs"]))
     return int(data)

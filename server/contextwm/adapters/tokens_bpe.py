@@ -73,6 +73,10 @@ class ShortCountCache:
     def misses(self) -> int:
         return BpeTokenCounter._count_short.cache_info().misses
 
+    def clear(self) -> None:
+        """Forgets the cached texts (an erasure's may be among them)."""
+        BpeTokenCounter._count_short.cache_clear()
+
 
 @functools.cache
 def token_counter(encoding: str) -> BpeTokenCounter:

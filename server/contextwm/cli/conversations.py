@@ -1,4 +1,5 @@
-"""The conversation commands: append, pin and unpin, create, update, get, list, delete, items."""
+"""The conversation commands: append, pin and unpin, create, update, get, list, delete (with its
+receipt, if asked), items."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 from contextwm_client import Client, ConversationSettings, RetentionPolicy, ScoringWeights
 
-from contextwm.cli import render
+from contextwm.cli import erasure, render
 
 
 def append(client: Client, args: argparse.Namespace) -> int:
@@ -111,8 +112,10 @@ def list_conversations(client: Client, args: argparse.Namespace) -> int:
 
 
 def delete(client: Client, args: argparse.Namespace) -> int:
-    deleted = client.delete_conversation(args.conversation)
-    print(f"deleted {args.conversation} ({deleted} items)")
+    receipt = client.erase_conversation(args.conversation)
+    print(f"deleted {args.conversation} ({receipt.counts.items} items)")
+    if args.receipt:
+        erasure.print_receipt(receipt)
     return 0
 
 

@@ -25,6 +25,7 @@ from contextwm.cli import (
     agent_loop,
     connection,
     conversations,
+    erasure,
     mcp_command,
     reembed,
     retention,
@@ -217,6 +218,32 @@ def build_parser(
 
     sub = command("delete", conversations.delete, "delete a conversation and all its items")
     sub.add_argument("conversation")
+    sub.add_argument("--receipt", action="store_true", help="print the receipt of what went")
+
+    sub = command(
+        "forget",
+        erasure.forget,
+        "erase for good the items that match (metadata, time), with everything derived from"
+        " them, and print the receipt",
+    )
+    sub.add_argument(
+        "conversation", nargs="?", help="one conversation; omitted: every one of the namespace"
+    )
+    sub.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="K=V",
+        help="items whose metadata has this pair (repeat: all must match)",
+    )
+    sub.add_argument(
+        "--since", type=timestamp, metavar="ISO", help="items at or after this time (naive = UTC)"
+    )
+    sub.add_argument(
+        "--until", type=timestamp, metavar="ISO", help="items before this time (naive = UTC)"
+    )
+    sub.add_argument("--json", action="store_true", help="print the receipt as JSON")
 
     sub = command("items", conversations.items, "list a conversation's items")
     sub.add_argument("conversation")

@@ -232,6 +232,8 @@ def event_line(event: Event) -> str:
             detail += f": {event.reverted_items} items reverted"
     elif event.eviction_seqs:
         detail = f"archived {seq_ranges(event.eviction_seqs)}"
+    elif event.erased_seqs:
+        detail = f"erased {seq_ranges(event.erased_seqs)}"
     elif event.kind == "gap":
         detail = f"{event.missed} events missed (dropped by retention)"
     else:

@@ -64,6 +64,15 @@ class ConversationInfo:
     pending_embeddings: int
 
 
+@dataclass(frozen=True, slots=True)
+class RemovedConversation:
+    """What deleting a conversation took: its items, and the ids this server's namespace
+    index held of it (0 when that index was not built)."""
+
+    items: int
+    namespace_index_entries: int
+
+
 class ContextEngine:
     """Thread-safe. Build it, then `start()` the indexer that embeds appended items."""
 
@@ -109,6 +118,8 @@ class ContextEngine:
         self.vectors = Vectors(
             store, self.runtimes, index_files, model, wait_seconds=index_wait_seconds
         )
+        # What another server sharing the store erased leaves this one's files and memory.
+        store.follow_erasures(self.vectors.erased_elsewhere)
         self.appends = Appends(
             store,
             self.runtimes,
@@ -270,18 +281,34 @@ class ContextEngine:
             return _info(rt)
 
     def delete_conversation(self, namespace: str, conversation_id: str) -> int:
+        """Deletes a conversation with everything of it; returns how many items it had.
+
+        Raises:
+            NotFound: no such conversation.
+        """
         with self.change(namespace, conversation_id) as change:
-            rt = change.rt
-            deleted = change.commit(lambda _: self.store.delete_conversation(rt.key))
-            rt.deleted = True
-            rt.index = None
-            self.index_files.delete(rt.key)
-            self.vectors.namespaces.dropped(rt.record.namespace, rt.key)
-            rt.indexed.notify_all()
+            deleted = self.remove_conversation(change).items
+        self.removed(change.rt)
+        return deleted
+
+    def remove_conversation(self, change: Change) -> RemovedConversation:
+        """Deletes the conversation of a change from the store, its index file and this
+        server's namespace index (for callers that read it first within the same change);
+        call `removed` once the change has ended."""
+        rt = change.rt
+        items = change.commit(lambda _: self.store.delete_conversation(rt.key))
+        rt.deleted = True
+        rt.index = None
+        self.index_files.delete(rt.key)
+        entries = self.vectors.namespaces.dropped(rt.record.namespace, rt.key)
+        rt.indexed.notify_all()
+        return RemovedConversation(items, entries)
+
+    def removed(self, rt: ConversationRuntime) -> None:
+        """After remove_conversation's change: its watchers are told, its runtime goes."""
         self.events.close(rt.key)
         self.runtimes.forget(rt)
         self.on_delete()
-        return deleted
 
     # ------------------------------------------------------------ items
 

@@ -22,7 +22,8 @@ from contextwm.ports.vector_index import VectorIndex
 _SEQ_BITS = 32
 _SEQ_MASK = (1 << _SEQ_BITS) - 1
 
-_Change = Callable[[VectorIndex], None]
+# A change returns how many ids it removed.
+_Change = Callable[[VectorIndex], int]
 
 
 def pack(key: int, seqs: Sequence[int] | npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -67,36 +68,60 @@ class NamespaceIndex:
         ids = pack(key, seqs)
         matrix = np.ascontiguousarray(vectors, dtype=np.float32)
 
-        def add(index: VectorIndex) -> None:
+        def add(index: VectorIndex) -> int:
             # An item a build read and then queued too is held twice: search drops the copy.
             index.add(ids.tolist(), matrix)
+            return 0
 
         self._change(namespace, add)
 
-    def removed(self, namespace: str, key: int, seqs: Sequence[int]) -> None:
-        """These items were deleted from the store."""
+    def removed(self, namespace: str, key: int, seqs: Sequence[int]) -> int:
+        """These items were deleted from the store (or their vectors were). Returns how many
+        ids the index held (0 when it is not built yet)."""
         if len(seqs) == 0:
-            return
+            return 0
         ids = pack(key, seqs).tolist()
-        self._change(namespace, lambda index: index.remove(ids))
+        return self._change(namespace, lambda index: index.remove(ids))
 
-    def dropped(self, namespace: str, key: int) -> None:
-        """The conversation was deleted with all its items."""
+    def dropped(self, namespace: str, key: int) -> int:
+        """The conversation was deleted with all its items. Returns how many ids the index
+        held of it (0 when it is not built yet)."""
 
-        def drop(index: VectorIndex) -> None:
+        def drop(index: VectorIndex) -> int:
             ids = index.ids()
-            index.remove(ids[(ids >> _SEQ_BITS) == key].tolist())
+            return index.remove(ids[(ids >> _SEQ_BITS) == key].tolist())
 
-        self._change(namespace, drop)
+        return self._change(namespace, drop)
 
-    def _change(self, namespace: str, change: _Change) -> None:
+    def reread(self, namespace: str, key: int) -> None:
+        """Items of the conversation were erased, perhaps by another server sharing the store,
+        which tells no one which: its ids are dropped and its stored vectors read again (a
+        namespace not built yet reads the store when it is)."""
+        with self._lock:
+            if namespace not in self._built and namespace not in self._queued:
+                return
+        found = self._store.vectors_since(namespace, self._model, {key: 0})
+        ids = (np.int64(key) << _SEQ_BITS) | found.seqs
+
+        def redo(index: VectorIndex) -> int:
+            held = index.ids()
+            gone = index.remove(held[(held >> _SEQ_BITS) == key].tolist())
+            index.add(ids.tolist(), found.vectors)
+            return gone
+
+        self._change(namespace, redo)
+
+    def _change(self, namespace: str, change: _Change) -> int:
+        """Applies a change to the built index (returning what it returns), or queues it for
+        the build under way (0)."""
         with self._lock:
             index = self._built.get(namespace)
             if index is not None:
-                change(index)
-            elif namespace in self._queued:
+                return change(index)
+            if namespace in self._queued:
                 self._queued[namespace].append(change)
             # Neither: the build, when it comes, reads the store as it is then.
+            return 0
 
     # ---- NearestVectors
 

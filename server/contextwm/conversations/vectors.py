@@ -83,12 +83,16 @@ class Vectors:
                 # The store is what a reload reads: the vectors are not lost, only late in
                 # the memory of a runtime loaded before they were stored.
                 with self.store.hold(key):
-                    self.store.put_vectors(self.model_name, rows, vectors)
+                    stored = self.store.put_vectors(self.model_name, rows, vectors)
+                seqs, vectors = _kept(key, seqs, vectors, stored)
                 self.stored(rt, seqs, vectors)
                 return
             try:
                 with self.runtimes.held(rt):
-                    self.store.put_vectors(self.model_name, rows, vectors)
+                    stored = self.store.put_vectors(self.model_name, rows, vectors)
+                    # Items erased (or deleted) since they were read for embedding: their
+                    # vectors go nowhere, in memory or in any index.
+                    seqs, vectors = _kept(key, seqs, vectors, stored)
                     outside = [s for s in seqs if rt.window.get(s) is None]
                     # Outside the window means archived or compacted, unless reverted.
                     reverted = (
@@ -109,6 +113,7 @@ class Vectors:
             if archived_ids and rt.index is not None:
                 rt.index.add(archived_ids, np.stack(archived_vecs))
                 rt.index_dirty = True
+            # Only what was stored was counted pending: a reload after an erasure recounted.
             rt.pending = max(0, rt.pending - len(seqs))
             if rt.pending == 0:
                 rt.indexed.notify_all()
@@ -221,6 +226,47 @@ class Vectors:
             rt.index.add([s for s, _ in embedded], np.stack([v for _, v in embedded]))
             rt.index_dirty = True
 
+    def erased_elsewhere(self, key: int) -> None:
+        """Items of the conversation, or all of it, were erased, by this server or another
+        sharing the store: what this server holds of their vectors goes. Its index file is
+        deleted (a later use rebuilds it from the store), its runtime reloaded if out of date
+        (forgotten if the conversation is gone), and its namespace's index reads the
+        conversation's vectors again (or drops them). The server that erased has done all
+        of that already, and its runtime is current: nothing happens then. Called on the
+        store's feed thread."""
+        rt = self.runtimes.by_key(key)
+        namespace: str | None = None
+        gone = False
+        if rt is not None:
+            with rt.lock:
+                if rt.deleted:
+                    return  # deleted here: its file and ids went with it
+                version = self.store.version(key)
+                if version == rt.version and rt.index is not None:
+                    if rt.index_dirty:
+                        self.index_files.save(rt.key, rt.index.snapshot())
+                        rt.index_dirty = False
+                    return
+                namespace = rt.record.namespace
+                if version is None:
+                    gone = rt.deleted = True
+                    rt.index = None
+                    self.runtimes.forget(rt)
+                    rt.indexed.notify_all()
+                else:
+                    self.runtimes.reload(rt)  # drops the index in memory
+        else:
+            record = self.store.conversation_record(key)
+            # A conversation gone and never loaded here: the namespace index drops it at its
+            # next catch-up, which finds it missing from the store's marks.
+            namespace = record.namespace if record is not None else None
+        self.index_files.delete(key)
+        if namespace is not None:
+            if gone:
+                self.namespaces.dropped(namespace, key)
+            else:
+                self.namespaces.reread(namespace, key)
+
     def save_indexes(self, rested: float = 0.0) -> int:
         """Writes changed index files; returns how many were written.
 
@@ -242,3 +288,13 @@ class Vectors:
             self.index_files.save(rt.key, snapshot)
             written += 1
         return written
+
+
+def _kept(
+    key: int, seqs: Sequence[int], vectors: Vector, stored: set[tuple[int, int]]
+) -> tuple[Sequence[int], Vector]:
+    """The seqs (and their vectors) of the rows the store kept."""
+    if len(stored) == len(seqs):
+        return seqs, vectors
+    keep = [n for n, s in enumerate(seqs) if (key, s) in stored]
+    return [seqs[n] for n in keep], vectors[keep]

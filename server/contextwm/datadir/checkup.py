@@ -146,24 +146,25 @@ def _check_conversation(c: ConversationFigures, report: Report, verbose: bool) -
         report.problem(subject, f"items in unknown states {unknown}")
     if c.items:
         assert c.first_seq is not None and c.top_seq is not None
-        # Retention removes archived items, never the newest: with those it removed, the
-        # items still fill 1..top.
-        if c.first_seq < 1 or c.items + c.removed != c.top_seq:
-            removed = f" and the {c.removed} retention removed" if c.removed else ""
-            report.problem(
-                subject,
-                f"its {c.items} items{removed} have seqs {c.first_seq}..{c.top_seq}: items"
-                " are missing",
-            )
+        # Every seq up to the last one is an item's or counted removed: retention removes
+        # archived items, an erasure any (the newest too), and both count what they removed.
+        accounted = c.items + c.removed
         if c.top_seq > c.last_seq:
             report.problem(
                 subject,
                 f"an item has seq {c.top_seq}, past the last seq {c.last_seq} the conversation"
                 " records: its next append would fail",
             )
-        elif c.last_seq > c.top_seq:
+        elif c.last_seq > c.top_seq and accounted == c.top_seq:
             report.problem(subject, f"the last seq is {c.last_seq} but the newest item {c.top_seq}")
-    elif c.last_seq:
+        elif c.first_seq < 1 or accounted != c.last_seq:
+            removed = f" and the {c.removed} removed" if c.removed else ""
+            report.problem(
+                subject,
+                f"its {c.items} items{removed} have seqs {c.first_seq}..{c.top_seq}: items"
+                " are missing",
+            )
+    elif c.last_seq != c.removed:
         report.problem(subject, f"the last seq is {c.last_seq} but it has no items")
     window = c.states.get(int(ItemState.WINDOW), 0)
     if c.settings is not None:

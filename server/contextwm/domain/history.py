@@ -84,6 +84,7 @@ class EventKind(enum.StrEnum):
     DUPLICATE_READ = "duplicate_read"
     CHECKPOINT_CREATED = "checkpoint_created"
     CHECKPOINT_RESTORED = "checkpoint_restored"
+    ERASURE = "erasure"
     # Never stored: tells a watcher that retention dropped events it asked for.
     GAP = "gap"
 
@@ -94,7 +95,16 @@ class CheckpointChange:
     reverted_items: int = 0
 
 
-EventPayload = Usage | tuple[int, ...] | CompactionRecord | ContextEdit | CheckpointChange | int
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What an erasure took from a conversation: the seqs of its items that are gone."""
+
+    seqs: tuple[int, ...]
+
+
+EventPayload = (
+    Usage | tuple[int, ...] | CompactionRecord | ContextEdit | CheckpointChange | Erased | int
+)
 
 
 @dataclass(frozen=True, slots=True)

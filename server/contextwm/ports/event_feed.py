@@ -21,3 +21,11 @@ class EventFeed(Protocol):
         follows from the store. After a callback raised, missed() is called again later, until
         it returns."""
         ...
+
+    def follow_erasures(self, erased: Callable[[int], None]) -> None:
+        """Until the store closes, calls erased(key) on a thread of the store's when items of
+        conversation `key` were erased, or the conversation deleted (by any server sharing the
+        store, this one included):
+        the caller drops what its memory and index files hold of them. Erasures announced
+        while the store's connection was down are not repeated (docs/security.md)."""
+        ...

@@ -9,6 +9,7 @@ from contextwm.ports.checkpoint_store import CheckpointStore
 from contextwm.ports.conversation_locks import ConversationLocks
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.conversation_transfer import ConversationTransfer
+from contextwm.ports.erasure_store import ErasureStore
 from contextwm.ports.event_feed import EventFeed
 from contextwm.ports.event_store import EventStore
 from contextwm.ports.exclusive_work import ExclusiveWork
@@ -40,6 +41,7 @@ class Store(
     EventFeed,
     StatsStore,
     RetentionStore,
+    ErasureStore,
     ReembedStore,
     SessionStore,
     ConversationTransfer,

@@ -19,7 +19,9 @@ class VectorIndex(Protocol):
 
     def add(self, ids: Sequence[int], vectors: Vectors) -> None: ...
 
-    def remove(self, ids: Sequence[int]) -> None: ...
+    def remove(self, ids: Sequence[int]) -> int:
+        """Removes these ids (those not held are ignored); returns how many entries went."""
+        ...
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.int64] | None = None

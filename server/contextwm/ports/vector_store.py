@@ -33,8 +33,12 @@ class VectorStore(Protocol):
         """One conversation's items without a vector for model, newest first."""
         ...
 
-    def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
-        """Stores one vector per (conversation key, seq); rows of deleted items are skipped."""
+    def put_vectors(
+        self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors
+    ) -> set[tuple[int, int]]:
+        """Stores one vector per (conversation key, seq); rows of deleted items are skipped.
+        Returns the rows stored: a vector computed from an item erased meanwhile must not
+        reach any index."""
         ...
 
     def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]: ...

@@ -196,6 +196,8 @@ class Reembedder:
     def _put(self, rt: ConversationRuntime, batch: list[PendingVector], vectors: Vectors) -> None:
         """Stores a batch's vectors (rt.lock held); they count no longer as pending."""
         with self._engine.runtimes.held(rt):
-            self._store.put_vectors(self._model, [(rt.key, p.seq) for p in batch], vectors)
-        self._engine.vectors.stored(rt, [p.seq for p in batch], vectors)
-        rt.pending = max(0, rt.pending - len(batch))
+            stored = self._store.put_vectors(self._model, [(rt.key, p.seq) for p in batch], vectors)
+        # Items erased since the batch was read: their vectors reach no index.
+        kept = [n for n, p in enumerate(batch) if (rt.key, p.seq) in stored]
+        self._engine.vectors.stored(rt, [batch[n].seq for n in kept], vectors[kept])
+        rt.pending = max(0, rt.pending - len(kept))

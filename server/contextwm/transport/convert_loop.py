@@ -12,6 +12,7 @@ from contextwm.domain.history import (
     CheckpointChange,
     CompactionRecord,
     ContextEdit,
+    Erased,
     Event,
     EventKind,
 )
@@ -148,6 +149,8 @@ def to_proto_event(e: Event) -> pb.Event:
         )
     elif isinstance(p, tuple):
         msg.eviction.CopyFrom(pb.Eviction(seqs=p))
+    elif isinstance(p, Erased):
+        msg.erasure.CopyFrom(pb.Erasure(seqs=p.seqs))
     elif e.kind is EventKind.GAP:
         msg.missed = p
     return msg

@@ -13,6 +13,7 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.conversations.imports import Imports
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ROLES
+from contextwm.erasure.service import Erasure
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retrieval.requests import ContextRequest, SearchRequest
@@ -21,6 +22,7 @@ from contextwm.tool_availability.service import ToolSessions
 from contextwm.transfer.service import Transfers
 from contextwm.transport import convert, convert_loop
 from contextwm.transport.convert_budgets import from_proto_category_options
+from contextwm.transport.servicer_erasure import ErasureRpcs
 from contextwm.transport.servicer_files import FileRpcs
 from contextwm.transport.servicer_import import ImportRpcs
 from contextwm.transport.servicer_keys import KeyRpcs
@@ -34,6 +36,7 @@ from contextwm.workspace_files.service import WorkspaceFiles
 
 class ContextServicer(
     AgentLoopRpcs,
+    ErasureRpcs,
     FileRpcs,
     ImportRpcs,
     KeyRpcs,
@@ -58,8 +61,10 @@ class ContextServicer(
         tools: ToolSessions,
         transfers: Transfers,
         keys: Keys,
+        erasure: Erasure,
     ) -> None:
         self._engine = engine
+        self._erasure = erasure
         self._keys = keys
         self._files = files
         self._tools = tools
@@ -107,12 +112,6 @@ class ContextServicer(
             convert.from_proto_settings_patch(request.settings),
         )
         return convert.to_proto_conversation(info)
-
-    def DeleteConversation(
-        self, request: pb.DeleteConversationRequest, context: grpc.ServicerContext
-    ) -> pb.DeleteConversationResponse:
-        deleted = self._engine.delete_conversation(request.namespace, request.conversation_id)
-        return pb.DeleteConversationResponse(deleted_items=deleted)
 
     def Append(self, request: pb.AppendRequest, context: grpc.ServicerContext) -> pb.AppendResponse:
         if not request.HasField("item"):

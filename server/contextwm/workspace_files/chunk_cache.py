@@ -222,9 +222,10 @@ class ChunkCache:
                 self._evict()
         return plan
 
-    def invalidate(self, root: Path, path: str) -> None:
-        """Forgets a file (after an edit, say); path as FileText.path has it."""
-        self._drop((str(root), posixpath.normpath(path)))
+    def invalidate(self, root: Path, path: str) -> bool:
+        """Forgets a file (after an edit or an erasure, say); path as FileText.path has it.
+        Returns whether the cache held it."""
+        return self._drop((str(root), posixpath.normpath(path)))
 
     # Read by the metrics at scrape time, without the lock (each is one int).
     @property
@@ -284,11 +285,12 @@ class ChunkCache:
             self._evict()
             return entry.file
 
-    def _drop(self, key: tuple[str, str]) -> None:
+    def _drop(self, key: tuple[str, str]) -> bool:
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old.bytes
+        return old is not None
 
     def _evict(self) -> None:
         """Drops least recently used entries until the bound holds; the lock is held."""

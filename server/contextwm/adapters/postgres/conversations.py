@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 
 from contextwm.adapters.postgres.database import Database
+from contextwm.adapters.postgres.events import ERASURE_CHANNEL
 from contextwm.adapters.store_rows import CONVERSATION_COLUMNS, record_of, settings_to_json
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.errors import AlreadyExists
@@ -82,6 +83,9 @@ class ConversationTables(Database, ConversationStore):
             # The items (and their vectors) go with it: ON DELETE CASCADE.
             row = db.execute("SELECT count(*) FROM items WHERE conv = %s", (key,)).fetchone()
             db.execute("DELETE FROM conversations WHERE id = %s", (key,))
+            # Delivered when this commits: the other servers drop the conversation's index
+            # file and their memory of its vectors (see feed.py).
+            db.execute("SELECT pg_notify(%s, %s)", (ERASURE_CHANNEL, str(key)))
         assert row is not None
         return int(row[0])
 

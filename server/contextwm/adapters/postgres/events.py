@@ -15,6 +15,10 @@ from contextwm.ports.event_store import EventStore
 # The channel on which every write of events is announced to the servers sharing the
 # database (see feed.py), as "<conversation key> <last event number>".
 CHANNEL = "contextwm_events"
+# The channel on which an erasure or a deleted conversation is announced, as "<conversation
+# key>": the servers sharing the database drop what their memory and index files hold of the
+# conversation's vectors.
+ERASURE_CHANNEL = "contextwm_erasures"
 
 
 def write_events(

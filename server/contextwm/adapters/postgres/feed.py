@@ -13,7 +13,7 @@ from collections.abc import Callable
 import psycopg
 
 from contextwm.adapters.postgres.database import Database, first_line
-from contextwm.adapters.postgres.events import CHANNEL
+from contextwm.adapters.postgres.events import CHANNEL, ERASURE_CHANNEL
 from contextwm.domain.errors import Unavailable
 from contextwm.ports.event_feed import EventFeed
 
@@ -44,6 +44,25 @@ class EventFeedListener(Database, EventFeed):
         self._closing.append(stop)
         listener.start()
 
+    def follow_erasures(self, erased: Callable[[int], None]) -> None:
+        listener = Listener(
+            self._dsn,
+            self._where,
+            lambda key, _: erased(key),
+            lambda: None,  # an erasure missed meanwhile is not told again
+            channel=ERASURE_CHANNEL,
+            parse=_parse_key,
+        )
+
+        def stop() -> None:
+            listener.stopping.set()
+            with contextlib.suppress(Unavailable), self._read() as db:
+                db.execute("SELECT pg_notify(%s, '')", (ERASURE_CHANNEL,))
+            listener.stop()
+
+        self._closing.append(stop)
+        listener.start()
+
 
 class Listener:
     """A daemon thread on a connection of its own (autocommit, LISTEN CHANNEL) that hands the
@@ -56,11 +75,21 @@ class Listener:
         where: str,
         committed: Callable[[int, int], None],
         missed: Callable[[], None],
+        *,
+        channel: str = CHANNEL,
+        parse: Callable[[str], tuple[int, int] | None] | None = None,
     ) -> None:
+        """Args:
+        channel: the channel to listen on.
+        parse: (conversation key, number) from an announcement; None when it is malformed
+            or a wake-up. Default: "<key> <last event number>".
+        """
         self._dsn = dsn
         self._where = where
         self._committed = committed
         self._missed = missed
+        self._channel = channel
+        self._parse = parse or _parse
         self.stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="contextwm-event-feed", daemon=True)
         self._behind = False
@@ -79,7 +108,7 @@ class Listener:
                 with psycopg.connect(
                     self._dsn, autocommit=True, connect_timeout=CONNECT_SECONDS
                 ) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {self._channel}")
                     if down:
                         log.info("listening for events at %s again", self._where)
                     down = False
@@ -103,7 +132,7 @@ class Listener:
             # Returns with the first batch of news, or after WAKE_SECONDS without any.
             latest: dict[int, int] = {}
             for note in conn.notifies(timeout=WAKE_SECONDS, stop_after=1):
-                parsed = _parse(note.payload)
+                parsed = self._parse(note.payload)
                 if parsed is not None:
                     key, last = parsed
                     latest[key] = max(last, latest.get(key, 0))
@@ -133,3 +162,13 @@ def _parse(payload: str) -> tuple[int, int] | None:
         log.warning("ignored a malformed event announcement %r", payload)
         return None
     return int(parts[0]), int(parts[1])
+
+
+def _parse_key(payload: str) -> tuple[int, int] | None:
+    """(conversation key, 0) from an erasure's announcement; None if malformed."""
+    if not payload:
+        return None  # a wake-up
+    if not payload.isdigit():
+        log.warning("ignored a malformed erasure announcement %r", payload)
+        return None
+    return int(payload), 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextwm.adapters.postgres.checkpoints import CheckpointTables
 from contextwm.adapters.postgres.claims import ClaimTables
 from contextwm.adapters.postgres.conversations import ConversationTables
+from contextwm.adapters.postgres.erasure import ErasureTables
 from contextwm.adapters.postgres.events import EventTables
 from contextwm.adapters.postgres.exclusive import ExclusiveWorkLocks
 from contextwm.adapters.postgres.feed import EventFeedListener
@@ -38,6 +39,7 @@ class PostgresStore(
     EventFeedListener,
     StatsTables,
     RetentionTables,
+    ErasureTables,
     ReembedTables,
     SessionTables,
     TransferTables,

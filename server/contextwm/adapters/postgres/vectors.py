@@ -22,10 +22,11 @@ def write_vectors(
     model: str,
     rows: Sequence[tuple[int, int]],
     vectors: Sequence[npt.NDArray[np.float32]] | Vectors,
-) -> None:
-    """Stores one vector per (conversation key, seq); rows of deleted items are skipped."""
+) -> set[tuple[int, int]]:
+    """Stores one vector per (conversation key, seq); rows of deleted items are skipped.
+    Returns the rows stored."""
     if not len(rows):
-        return
+        return set()
     keys = [key for key, _ in rows]
     seqs = [seq for _, seq in rows]
     blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
@@ -37,11 +38,11 @@ def write_vectors(
         " ON CONFLICT (item) DO UPDATE SET model = excluded.model, vec = excluded.vec,"
         " written = nextval('vector_writes') RETURNING item, conv, written),"
         " ended AS (DELETE FROM claims WHERE item IN (SELECT item FROM written))"
-        " SELECT conv, written FROM written",
+        " SELECT w.conv, w.written, i.seq FROM written w JOIN items i ON i.id = w.item",
         (model, keys, seqs, blobs),
     ).fetchall()
     last: dict[int, int] = {}
-    for key, number in written:
+    for key, number, _ in written:
         last[key] = max(last.get(key, 0), number)
     # A conversation's first vectors name its model. Vectors written into one whose vectors
     # come from another model (a re-embed under way) leave it as it is: finish_reembed marks
@@ -52,6 +53,7 @@ def write_vectors(
         " FROM unnest(%s::bigint[], %s::bigint[]) AS w (conv, written) WHERE id = w.conv",
         (model, list(last), list(last.values())),
     )
+    return {(key, seq) for key, _, seq in written}
 
 
 class VectorTables(Database, VectorStore):
@@ -79,9 +81,11 @@ class VectorTables(Database, VectorStore):
             ).fetchall()
         return [PendingVector(r[0], r[1], r[2], text_out(r[3])) for r in rows]
 
-    def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
+    def put_vectors(
+        self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors
+    ) -> set[tuple[int, int]]:
         with self._transaction() as db:
-            write_vectors(db, model, rows, vectors)
+            return write_vectors(db, model, rows, vectors)
 
     def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]:
         """The archived (or compacted) items' seqs and stored vectors, in seq order."""

@@ -118,6 +118,10 @@ class Database(StoreLifecycle):
         conn.execute(f"PRAGMA synchronous={self._synchronous}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=10000")
+        # Freed cells and pages are overwritten with zeros, so that a deleted item's text
+        # (an erasure's, a retention's) does not stay readable in the file's free space.
+        # It costs a write of the freed bytes, which deletions alone make.
+        conn.execute("PRAGMA secure_delete=ON")
         # A checkpointed WAL is reused from its start but never shrinks by itself: after a
         # burst of appends it is truncated back to this size.
         conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")

@@ -16,3 +16,6 @@ class NoEventFeed(Database, EventFeed):
         self, committed: Callable[[int, int], None], missed: Callable[[], None]
     ) -> None:
         return None
+
+    def follow_erasures(self, erased: Callable[[int], None]) -> None:
+        return None  # this server erased it, and dropped its copies as it did

@@ -6,6 +6,7 @@ from __future__ import annotations
 from contextwm.adapters.sqlite.checkpoints import CheckpointTables
 from contextwm.adapters.sqlite.claims import ClaimTables
 from contextwm.adapters.sqlite.conversations import ConversationTables
+from contextwm.adapters.sqlite.erasure import ErasureTables
 from contextwm.adapters.sqlite.events import EventTables
 from contextwm.adapters.sqlite.exclusive import ExclusiveWorkAlone
 from contextwm.adapters.sqlite.feed import NoEventFeed
@@ -38,6 +39,7 @@ class SqliteStore(
     NoEventFeed,
     StatsTables,
     RetentionTables,
+    ErasureTables,
     ReembedTables,
     SessionTables,
     TransferTables,

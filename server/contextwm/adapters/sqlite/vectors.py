@@ -24,9 +24,11 @@ class VectorTables(Database, VectorStore):
         # Newest first along the (conv, seq) index: what readers wait for is the newest.
         return pending_rows(self._reader(), model, "i.conv = ?", "i.seq DESC", key, limit)
 
-    def put_vectors(self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors) -> None:
+    def put_vectors(
+        self, model: str, rows: Sequence[tuple[int, int]], vectors: Vectors
+    ) -> set[tuple[int, int]]:
         with self._transaction() as db:
-            write_vectors(db, model, rows, vectors)
+            return write_vectors(db, model, rows, vectors)
 
     def archived_vectors(self, key: int, model: str) -> tuple[npt.NDArray[np.int64], Vectors]:
         return archived_vectors(self._reader(), key, model)
@@ -78,8 +80,21 @@ def write_vectors(
     model: str,
     rows: Sequence[tuple[int, int]],
     vectors: Sequence[npt.NDArray[np.float32]] | Vectors,
-) -> None:
-    """Stores one vector per (conversation key, seq); rows of deleted items are skipped."""
+) -> set[tuple[int, int]]:
+    """Stores one vector per (conversation key, seq); rows of deleted items are skipped.
+    Returns the rows stored."""
+    stored: set[tuple[int, int]] = set()
+    wanted: dict[int, list[int]] = {}
+    for key, seq in rows:
+        wanted.setdefault(key, []).append(int(seq))
+    for key, seqs in wanted.items():
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found = db.execute(
+                f"SELECT seq FROM items WHERE conv = ? AND seq IN ({marks})", (key, *chunk)
+            )
+            stored.update((key, seq) for (seq,) in found)
     db.executemany(
         "INSERT OR REPLACE INTO vectors (item, model, vec)"
         " SELECT id, ?, ? FROM items WHERE conv = ? AND seq = ?",
@@ -95,6 +110,7 @@ def write_vectors(
         "UPDATE conversations SET embed_model = ? WHERE id = ? AND embed_model IS NULL",
         [(model, key) for key in sorted({key for key, _ in rows})],
     )
+    return stored
 
 
 def archived_vectors(
