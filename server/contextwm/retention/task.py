@@ -8,9 +8,9 @@ import threading
 from collections.abc import Callable
 
 from contextwm.domain.scope import Scope
-from contextwm.retention.outcomes import RetentionReport
 from contextwm.ports.exclusive_work import ExclusiveWork
 from contextwm.retention.apply import Retention
+from contextwm.retention.outcomes import RetentionReport
 
 log = logging.getLogger(__name__)
 
