@@ -530,6 +530,8 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
         raise SettingsError(
             f"retention_interval_seconds must be 0 (no background run) or more, got {interval!r}"
         )
+    if settings.limits.max_items_per_namespace < 0:
+        raise SettingsError("limits.max_items_per_namespace must be 0 (no quota) or more")
     rate = settings.key_requests_per_second
     if not (math.isfinite(rate) and rate >= 0):
         raise SettingsError(f"key_requests_per_second must be 0 (no quota) or more, got {rate!r}")

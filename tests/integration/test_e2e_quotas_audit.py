@@ -1,7 +1,8 @@
-"""Quotas per API key and the audit trail through real gRPC: a key over its request rate gets
+"""Quotas and the audit trail through real gRPC: a key over its request rate gets
 RESOURCE_EXHAUSTED with a retry-after while another key goes on; a request over the size
-quota is refused; the audit file holds one JSON line per key change, refused call and
-deletion, and never a token or any content; per-key metrics by key id."""
+quota is refused; a namespace holds no more items than its quota; the audit file holds one
+JSON line per key change, refused call and deletion, and never a token or any content;
+per-key metrics by key id."""
 
 from __future__ import annotations
 
@@ -12,8 +13,15 @@ from typing import Any
 
 import pytest
 from contextwm.access.keys import Keys
+from contextwm.conversations.validation import Limits
 from contextwm.domain.access import Role
-from contextwm_client import Client, ResourceExhaustedError, UnauthenticatedError
+from contextwm_client import (
+    Client,
+    ImportItem,
+    NewItem,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+)
 from metrics_scrape import Scrape
 
 CANARY = "the launch code is zebra-quartz-1187"
@@ -104,3 +112,20 @@ def test_quotas_audit_and_key_metrics(tmp_path: Path, start_service: Any) -> Non
         scrape.value("contextwm_key_requests_total", key_id=busy_key.key_id, code="OK")
         == admitted + 1
     )
+
+
+def test_a_namespace_holds_no_more_items_than_its_quota(start_service: Any) -> None:
+    service = start_service(limits=Limits(max_items_per_namespace=5))
+    with Client(f"127.0.0.1:{service.port}", namespace="small") as c:
+        c.append_batch("a", [NewItem(f"item {n}") for n in range(3)])
+        with pytest.raises(ResourceExhaustedError, match=r"holds 3 items, and 3 more would pass"):
+            c.append_batch("b", [NewItem(f"more {n}") for n in range(3)])
+        assert c.append("b", "the fourth").seq == 1
+        result = c.import_items(ImportItem("b", NewItem(f"imported {n}")) for n in range(3))
+        assert (result.appended, result.failed) == (1, 2)
+        assert {f.code for f in result.failures} == {"RESOURCE_EXHAUSTED"}
+        c.append("a", "another namespace is not counted", namespace="big")
+        with pytest.raises(ResourceExhaustedError, match="quota of 5"):
+            c.append("a", "one too many")
+        c.delete_conversation("b")
+        assert c.append("a", "room again").seq == 4

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextwm.conversations.activity import BusyMeter
+from contextwm.conversations.namespace_room import NamespaceRoom
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
 from contextwm.conversations.tally import Tally
@@ -87,8 +88,10 @@ class Appends:
         models: Models,
         clock: Callable[[], float],
         workspace_of: Callable[[ConversationSettings], Workspace | None],
+        room: NamespaceRoom,
     ) -> None:
         self.store = store
+        self.room = room
         self.runtimes = runtimes
         self.work = work
         self.vectors = vectors
@@ -156,6 +159,7 @@ class Appends:
                 tokens = counter.count(it.content)
                 check_item_tokens(tokens, self.limits, n if len(items) > 1 else None)
                 counted.append((it, tokens))
+        self.room.check(rt.record.namespace, len(counted))
         staged = Staged()
         new = iter(self.stage(change, counted, staged))
         results: list[AppendedItem] = []

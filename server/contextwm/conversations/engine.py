@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from contextwm.conversations.appends import AppendOutcome, Appends
 from contextwm.conversations.events import EventHub
+from contextwm.conversations.namespace_room import NamespaceRoom
 from contextwm.conversations.removals import RemovalCounters, Removals
 from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.conversations.runtimes import Runtimes
@@ -130,6 +131,7 @@ class ContextEngine:
             models=self.models,
             clock=clock,
             workspace_of=self.workspace_of,
+            room=NamespaceRoom(store, self.limits.max_items_per_namespace),
         )
         self.stats = Stats(store, index_files, model, self.limits)
         # Readers waiting for vectors, whom the indexer serves first.

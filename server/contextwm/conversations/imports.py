@@ -18,7 +18,7 @@ from contextwm.conversations.validation import (
     check_new_conversation_id,
     namespace_of,
 )
-from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound
+from contextwm.domain.errors import ContextWMError, InvalidArgument, NotFound, ResourceExhausted
 from contextwm.domain.items import NewItem
 from contextwm.ports.conversation_store import ConversationStore
 from contextwm.ports.embedder import Embedder, Vectors
@@ -199,6 +199,15 @@ class Imports:
         """Appends one conversation's items of a chunk one at a time, in one commit."""
         fresh = [e for e in group if not e.stored]
         duplicates = len(group) - len(fresh)
+        left = self.appends.room.left(conversation[0])
+        if left is not None and left < len(fresh):
+            # The items past the namespace's quota fail as their Appends would; the rest go.
+            try:
+                self.appends.room.check(conversation[0], left + 1)
+            except ResourceExhausted as e:
+                for entry in fresh[left:]:
+                    summary.fail(entry.index, entry.source, e)
+            fresh, vectors = fresh[:left], vectors[:left]
         if fresh:
             appends = self.appends
             keys = [e.item.idempotency_key for e in fresh if e.item.idempotency_key]

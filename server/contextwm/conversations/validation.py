@@ -35,6 +35,8 @@ class Limits:
     max_budget_tokens: int = 2_000_000
     max_page_size: int = 1000
     max_top_k: int = 1000
+    # Items one namespace may hold, every state counted; 0: any number.
+    max_items_per_namespace: int = 0
     # Each Watch stream holds a server worker thread: keep some free for other calls.
     max_watchers: int = 8
 

@@ -64,6 +64,8 @@ class Transfers:
                 whose rows would not read back.
             AlreadyExists: for a conversation whose namespace holds one of that id that
                 differs from it (one that is the same is counted as unchanged).
+            ResourceExhausted: a conversation would take its namespace past its quota of
+                items (limits.max_items_per_namespace).
             Each error says how many conversations were restored before it: those stay.
         """
         reader = DumpReader(DUMP_TABLES, namespace_of(namespace) if namespace else None)
@@ -97,6 +99,9 @@ class Transfers:
             dump = dataclasses.replace(
                 dump, conversation={**dump.conversation, "embed_model": None}, vectors=None
             )
+            if self._store.get_conversation(dump.namespace, dump.conversation_id) is None:
+                items = len(dump.tables.get("items", ()))
+                self._engine.appends.room.check(dump.namespace, items)
             try:
                 self._store.load_conversation(dump)
             except AlreadyExists:
