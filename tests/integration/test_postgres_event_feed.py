@@ -124,7 +124,9 @@ def test_only_committed_events_are_announced(
     while len(heard) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
-    assert heard == [(key, 1), (key, 2)]
+    # Announcements heard in one batch come as each conversation's latest (the hub reads the
+    # store for the numbers between): 1 may come alone or with 2; 3, rolled back, never.
+    assert heard in ([(key, 1), (key, 2)], [(key, 2)])
 
 
 def test_the_feed_reconnects_after_the_database_restarts_and_catches_up() -> None:
