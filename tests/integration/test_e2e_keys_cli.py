@@ -242,3 +242,19 @@ def test_keys_are_managed_through_a_server_with_an_admin_key(
     assert names == ["root", "ci"]
     bad = create((*server, "--api-key", admin), "x", "admin", "bad scope!")
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
+def test_offline_changes_go_to_the_audit_log_given(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    where = (*in_dir(tmp_path / "data"), "--audit-log", str(audit))
+    token, key_id = token_of(create(where, "ops", "admin", "*"))
+    assert cwm("keys", "revoke", *where, key_id).returncode == 0
+    assert cwm("keys", "list", *where).returncode == 0  # a read: not recorded
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(r["method"], r["outcome"], r["target_key"], r["key_id"]) for r in lines] == [
+        ("keys create", "OK", key_id, None),
+        ("keys revoke", "OK", key_id, None),
+    ]
+    assert token not in audit.read_text()
+    bad = cwm("keys", "list", *in_dir(tmp_path / "data"), "--audit-log", str(tmp_path))
+    assert bad.returncode == 2 and "cannot open it for appending" in bad.stderr
