@@ -29,13 +29,14 @@ _ROLES = {
 }
 
 
+# Each method's least role, read from the proto's access option once.
+_METHOD_ROLES = {m.name: _ROLES.get(m.GetOptions().Extensions[pb.access]) for m in _SERVICE.methods}
+
+
 def method_role(method: str) -> Role | None:
     """The least role a ContextService method ("Append") needs, from the proto's access
     option; None for a method that declares none (refused: keys fail closed)."""
-    found = _SERVICE.methods_by_name.get(method)
-    if found is None:
-        return None
-    return _ROLES.get(found.GetOptions().Extensions[pb.access])
+    return _METHOD_ROLES.get(method)
 
 
 def namespaces_of(request: Any) -> list[str] | None:

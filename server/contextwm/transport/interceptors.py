@@ -151,8 +151,9 @@ def _abort(context: grpc.ServicerContext, exc: BaseException, method: str) -> No
 
 
 class ErrorInterceptor(grpc.ServerInterceptor):  # type: ignore[type-arg]
-    """Maps ContextWMError to its status and anything else to INTERNAL, and reports each call
-    with its duration and outcome: a debug log line, and to the observer if any."""
+    """Maps ContextWMError to its status and anything else to INTERNAL, admits each call
+    through `access` (API keys), and reports each call with its duration and outcome: a
+    debug log line, the observer and the audit trail if any."""
 
     def __init__(self, observe: CallObserver | None = None, audit: AuditLog | None = None) -> None:
         self._observe = observe
