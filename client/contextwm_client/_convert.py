@@ -588,6 +588,7 @@ def from_proto_conversation(message: pb.Conversation) -> Conversation:
         else None,
         last_seq=message.last_seq,
         pending_embeddings=message.pending_embeddings,
+        last_event_id=message.last_event_id,
     )
 
 

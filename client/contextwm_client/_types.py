@@ -343,6 +343,8 @@ class Conversation:
         last_item_at: Timestamp of the newest item (UTC), None when empty.
         last_seq: Seq of the newest item, 0 when empty.
         pending_embeddings: Items dense search does not see yet.
+        last_event_id: The newest event's id (0: none yet); `watch(after_event_id=...)`
+            from it streams only what happens next.
     """
 
     namespace: str
@@ -356,6 +358,7 @@ class Conversation:
     last_item_at: datetime | None
     last_seq: int
     pending_embeddings: int
+    last_event_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)

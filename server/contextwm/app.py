@@ -30,6 +30,7 @@ from contextwm.datadir.startup import refuse_unusable
 from contextwm.erasure.service import Erasure
 from contextwm.exposure import Exposure, refusal
 from contextwm.indexing.indexer import Indexer
+from contextwm.inspector.listening import InspectorListening, check_address
 from contextwm.observability import Metrics
 from contextwm.observability.audit import AuditLog
 from contextwm.ports.embedder import Embedder
@@ -154,11 +155,17 @@ class Service:
     # Response streams under API keys, ended when their key stops working.
     key_streams: OpenStreams | None = None
     audit: AuditLog | None = None  # when settings.audit_log is set
+    inspector: InspectorListening | None = None  # when settings.inspector_port is set
 
     @property
     def metrics_port(self) -> int | None:
         """The port serving /metrics (the one bound when metrics_port was 0); None when off."""
         return self.metrics.port if self.metrics is not None else None
+
+    @property
+    def inspector_port(self) -> int | None:
+        """The inspector's port (the one bound when inspector_port was 0); None when off."""
+        return self.inspector.port if self.inspector is not None else None
 
     @classmethod
     def start(
@@ -194,16 +201,19 @@ class Service:
                 was written to it.
             StoreUnavailable: PostgreSQL cannot be reached.
             OSError: the address cannot be bound.
-            SettingsError: the TLS settings cannot be used, or the address is not loopback
-                and lacks API keys and TLS (see `listening_tls`); nothing was created.
+            SettingsError: the TLS settings cannot be used, or the address (or the
+                inspector's) is not loopback and lacks API keys and TLS (see `listening_tls`
+                and `inspector.listening.check_address`); nothing was created.
         """
         tls = listening_tls(settings)
+        check_address(settings)
         audit = open_audit_log(settings)
         data = DataDir(settings.data_dir)
         data.root.mkdir(parents=True, exist_ok=True)
         lock = DataDirLock.take(data)
         metrics = None
         store = None
+        inspector = None
         try:
             # First, before anything listens or the model loads: a refusal comes at once.
             if not settings.store:
@@ -221,8 +231,12 @@ class Service:
                 f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
             )
             port = server.bind(address, tls)
+            if settings.inspector_port is not None:
+                inspector = InspectorListening(settings, server)
             server.start()
         except BaseException:
+            if inspector is not None:
+                inspector.stop()
             if metrics is not None:
                 metrics.stop()
             if store is not None:
@@ -239,7 +253,7 @@ class Service:
             security,
             settings.data_dir,
         )
-        return Listening(settings, data, store, lock, server, port, metrics, audit)
+        return Listening(settings, data, store, lock, server, port, metrics, audit, inspector)
 
     @classmethod
     def _build(
@@ -358,6 +372,13 @@ class Service:
             settings.key_max_request_bytes,
         )
         listening.server.serve(servicer, engine.events, CallAccess(guard, key_streams, quotas))
+        if listening.inspector is not None:
+            listening.inspector.serve(
+                keys,
+                lambda: [
+                    (a.record.namespace, a.last_active) for a in store.conversation_activity(None)
+                ],
+            )
         store_probe = None
         if settings.store:
             store_probe = StoreProbe(store, listening.server.set_ready)
@@ -380,6 +401,7 @@ class Service:
             store_probe,
             key_streams,
             listening.audit,
+            listening.inspector,
         )
 
     def stop(self, grace: float | None = None) -> None:
@@ -388,6 +410,8 @@ class Service:
         be watched), and lets go of the data directory."""
         # First: a re-embed may run for long, and would hold the grace period to the end.
         self.reembedder.stop()
+        if self.inspector is not None:
+            self.inspector.stop()
         if self.store_probe is not None:
             self.store_probe.stop()
         self.server.stop(self.settings.grace_seconds if grace is None else grace)
@@ -420,6 +444,7 @@ class Listening:
     port: int
     metrics: Metrics | None = None
     audit: AuditLog | None = None
+    inspector: InspectorListening | None = None
 
     def load(
         self,
@@ -446,6 +471,8 @@ class Listening:
     def abandon(self) -> None:
         """Stops listening, closes the store and lets go of the data directory, without
         serving."""
+        if self.inspector is not None:
+            self.inspector.stop()
         self.server.stop(0)
         if self.metrics is not None:
             self.metrics.stop()

@@ -81,3 +81,27 @@ def refusal(exposure: Exposure) -> str | None:
         f"refusing to listen on {where} without TLS: API keys and conversations would cross"
         f" the network in plain text; set tls_cert_file and tls_key_file, {trusted}"
     )
+
+
+def inspector_refusal(exposure: Exposure) -> str | None:
+    """Why the web inspector must not be served where exposure says; None when it may.
+
+    Off loopback it needs API keys whatever else is set (it shows conversations to whoever
+    opens it, and a key is how it knows which), and TLS unless insecure is set."""
+    if is_loopback(exposure.host):
+        return None
+    host = exposure.host
+    where = f"[{host}]:{exposure.port}" if ":" in host else f"{host}:{exposure.port}"
+    if not exposure.api_keys:
+        return (
+            f"refusing to serve the inspector on {where} without API keys: it would show every"
+            " conversation to whoever opens it; set require_api_keys, or keep it on loopback"
+            " (inspector_host = 127.0.0.1)"
+        )
+    if not exposure.tls and not exposure.insecure:
+        return (
+            f"refusing to serve the inspector on {where} without TLS: API keys and"
+            " conversations would cross the network in plain text; set tls_cert_file and"
+            " tls_key_file, or pass --insecure on a network you trust"
+        )
+    return None

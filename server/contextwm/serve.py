@@ -31,6 +31,8 @@ FLAGS = {
     "workspace_root": "--workspace",
     "metrics_host": "--metrics-host",
     "metrics_port": "--metrics-port",
+    "inspector_host": "--inspector-host",
+    "inspector_port": "--inspector",
     "tls_cert_file": "--tls-cert",
     "tls_key_file": "--tls-key",
     "tls_client_ca_file": "--tls-client-ca",
@@ -71,6 +73,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve Prometheus metrics at http://HOST:PORT/metrics; 0 picks a port (default off)",
     )
     parser.add_argument("--metrics-host", help="address of the metrics port (default 127.0.0.1)")
+    parser.add_argument(
+        "--inspector",
+        type=int,
+        metavar="PORT",
+        help="serve the read-only web inspector at http://HOST:PORT/; 0 picks a port (default off)",
+    )
+    parser.add_argument("--inspector-host", help="address of the inspector (default 127.0.0.1)")
     parser.add_argument(
         "--tls-cert", metavar="PEM", help="serve TLS with this certificate chain (with --tls-key)"
     )
@@ -132,8 +141,8 @@ def run_serve(args: argparse.Namespace) -> int:
         # The message is the whole story, for a person: no traceback.
         print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
         return REFUSED
-    except StoreUnavailable as exc:
-        # Worth retrying (the database may be starting): not REFUSED.
+    except (StoreUnavailable, OSError) as exc:
+        # Worth retrying (the database may be starting, a port be freed): not REFUSED.
         print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
         return 1
     # Tests and supervisors read this line to learn the bound port; readiness is the health

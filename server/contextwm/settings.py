@@ -118,6 +118,10 @@ class ServerSettings:
     # Prometheus metrics over HTTP at /metrics; off unless a port is given (0 picks one).
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = None
+    # The read-only web inspector; off unless a port is given (0 picks one). Off loopback it
+    # needs require_api_keys, and TLS (served with the server's certificate) or insecure.
+    inspector_host: str = "127.0.0.1"
+    inspector_port: int | None = None
     # How often the background run applies the retention policies (0: never), and the
     # policies: [retention.default] and [retention.namespaces."<name>"].
     retention_interval_seconds: float = 600.0
@@ -152,7 +156,7 @@ class SettingsError(ValueError):
 
 
 # The type of a setting that is unset (None) by default, where it is not a string.
-_UNSET_TYPES: dict[str, type] = {"metrics_port": int}
+_UNSET_TYPES: dict[str, type] = {"metrics_port": int, "inspector_port": int}
 
 
 def _coerce(name: str, value: Any, target: Any, source: str) -> Any:
@@ -525,6 +529,8 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
         raise SettingsError("indexer_busy_duty must be more than 0 and at most 1")
     if settings.metrics_port is not None and not 0 <= settings.metrics_port <= 65535:
         raise SettingsError("metrics_port must be between 0 and 65535 (0 picks a free port)")
+    if settings.inspector_port is not None and not 0 <= settings.inspector_port <= 65535:
+        raise SettingsError("inspector_port must be between 0 and 65535 (0 picks a free port)")
     interval = settings.retention_interval_seconds
     if not (math.isfinite(interval) and interval >= 0):
         raise SettingsError(

@@ -1040,6 +1040,7 @@ class Conversation(_message.Message):
     LAST_ITEM_AT_FIELD_NUMBER: _builtins.int
     LAST_SEQ_FIELD_NUMBER: _builtins.int
     PENDING_EMBEDDINGS_FIELD_NUMBER: _builtins.int
+    LAST_EVENT_ID_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     conversation_id: _builtins.str
     archived_items: _builtins.int
@@ -1048,6 +1049,10 @@ class Conversation(_message.Message):
     last_seq: _builtins.int
     pending_embeddings: _builtins.int
     """Items whose embedding is not written yet (dense search does not see them yet)."""
+    last_event_id: _builtins.int
+    """The id of the conversation's newest event (0: none yet): Watch with this as
+    after_event_id streams only what happens from now on.
+    """
     @_builtins.property
     def settings(self) -> Global___ConversationSettings:
         """Effective settings, every field set."""
@@ -1074,10 +1079,11 @@ class Conversation(_message.Message):
         last_item_at: _timestamp_pb2.Timestamp | None = ...,
         last_seq: _builtins.int = ...,
         pending_embeddings: _builtins.int = ...,
+        last_event_id: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "last_item_at", b"last_item_at", "settings", b"settings", "window", b"window"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["archived_items", b"archived_items", "conversation_id", b"conversation_id", "created_at", b"created_at", "last_item_at", b"last_item_at", "last_seq", b"last_seq", "namespace", b"namespace", "pending_embeddings", b"pending_embeddings", "settings", b"settings", "state", b"state", "total_items", b"total_items", "window", b"window"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archived_items", b"archived_items", "conversation_id", b"conversation_id", "created_at", b"created_at", "last_event_id", b"last_event_id", "last_item_at", b"last_item_at", "last_seq", b"last_seq", "namespace", b"namespace", "pending_embeddings", b"pending_embeddings", "settings", b"settings", "state", b"state", "total_items", b"total_items", "window", b"window"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

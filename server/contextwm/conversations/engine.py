@@ -63,6 +63,7 @@ class ConversationInfo:
     last_item_at: float | None
     last_seq: int
     pending_embeddings: int
+    last_event: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,4 +355,5 @@ def _info(rt: ConversationRuntime) -> ConversationInfo:
         last_item_at=rt.last_ts,
         last_seq=rt.last_seq,
         pending_embeddings=rt.pending,
+        last_event=rt.last_event,
     )

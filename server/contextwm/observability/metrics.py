@@ -39,7 +39,10 @@ class Metrics:
         registry = CollectorRegistry()
         # Memory, CPU and open files of the process: what a sidecar running for weeks leaks.
         ProcessCollector(registry=registry)
-        httpd, thread = start_http_server(port, host, registry)
+        try:
+            httpd, thread = start_http_server(port, host, registry)
+        except OSError as exc:
+            raise OSError(f"metrics cannot listen on {host}:{port}: {exc.strerror}") from None
         metrics = cls(registry, httpd, thread)
         log.info("contextwm metrics on http://%s:%d/metrics", host, metrics.port)
         return metrics

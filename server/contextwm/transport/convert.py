@@ -259,6 +259,7 @@ def to_proto_conversation(info: ConversationInfo) -> pb.Conversation:
         created_at=to_proto_timestamp(info.record.created_at),
         last_seq=info.last_seq,
         pending_embeddings=info.pending_embeddings,
+        last_event_id=info.last_event,
     )
     if info.last_item_at is not None:
         msg.last_item_at.CopyFrom(to_proto_timestamp(info.last_item_at))

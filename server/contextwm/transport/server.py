@@ -93,17 +93,23 @@ class GrpcServer:
         Raises:
             OSError: The address cannot be bound.
         """
-        if tls is None:
-            port = self._server.add_insecure_port(address)
-        else:
-            credentials = grpc.ssl_server_credentials(
-                [(tls.private_key, tls.certificate_chain)],
-                root_certificates=tls.client_ca,
-                require_client_auth=tls.mutual,
-            )
-            port = self._server.add_secure_port(address, credentials)
+        try:
+            if tls is None:
+                port = self._server.add_insecure_port(address)
+            else:
+                credentials = grpc.ssl_server_credentials(
+                    [(tls.private_key, tls.certificate_chain)],
+                    root_certificates=tls.client_ca,
+                    require_client_auth=tls.mutual,
+                )
+                port = self._server.add_secure_port(address, credentials)
+        except RuntimeError:  # how grpcio says it could not bind
+            port = 0
         if port == 0 and not address.startswith("unix:"):
-            raise OSError(f"cannot bind {address}")
+            raise OSError(
+                f"cannot listen on {address}: the port is in use, or the address is not"
+                " this machine's"
+            )
         return port
 
     def start(self) -> None:

@@ -1,0 +1,315 @@
+"""What each page of the inspector shows, gathered from read calls: the namespaces a key may
+see, a namespace's conversations, a stretch of a conversation's timeline with its marks, and
+its usage over time."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from contextwm_client.v1 import contextwm_pb2 as pb
+
+from contextwm.domain.access import ApiKey
+from contextwm.inspector.plain import plain
+from contextwm.inspector.reads import Reads
+
+# Conversations per page of a namespace's list (each costs a usage read).
+CONVERSATIONS_PER_PAGE = 25
+# Items per stretch of the timeline: what one screen moves, however long the conversation.
+TIMELINE_ITEMS = 200
+# Points of the usage chart at most; a longer life is thinned, keeping every drop.
+USAGE_POINTS = 1500
+# Pages of the active context read to mark masked and replaced items of one stretch.
+ACTIVE_PAGES = 4
+
+ActivityOf = Callable[[], list[tuple[str, float]]]
+
+
+@dataclass
+class Caller:
+    """Who a page is for: their token (None: no key) and its key (None: keys are off and
+    none was given)."""
+
+    token: str | None
+    key: ApiKey | None
+
+
+class Pages:
+    """The data of each page, read with the caller's key."""
+
+    def __init__(self, reads: Reads, activity: ActivityOf) -> None:
+        """Args:
+        reads: calls to the server.
+        activity: every conversation's namespace and last activity (Unix seconds).
+        """
+        self._reads = reads
+        self._activity = activity
+
+    def namespaces(self, caller: Caller) -> list[dict[str, Any]]:
+        """The namespaces the caller's key covers (every one without a key), with their
+        conversation count and last activity, most recently active first."""
+        seen: dict[str, list[float]] = {}
+        for namespace, last_active in self._activity():
+            if caller.key is None or caller.key.covers(namespace):
+                seen.setdefault(namespace, []).append(last_active)
+        rows = [
+            {"namespace": ns, "conversations": len(times), "last_active": max(times)}
+            for ns, times in seen.items()
+        ]
+        return sorted(rows, key=lambda r: -r["last_active"])
+
+    def conversations(
+        self, caller: Caller, namespace: str, match: str, page: int
+    ) -> dict[str, Any]:
+        """A namespace's conversations whose id contains match (any case), most recently
+        active first, one page of them with items by state, window fill and usage."""
+        every = self._all(caller, "ListConversations", "conversations", namespace=namespace)
+        needle = match.casefold()
+        chosen = [c for c in every if needle in c.conversation_id.casefold()]
+        chosen.sort(key=lambda c: -_last_activity(c))
+        pages = max(1, -(-len(chosen) // CONVERSATIONS_PER_PAGE))
+        page = min(max(page, 1), pages)
+        shown = chosen[(page - 1) * CONVERSATIONS_PER_PAGE : page * CONVERSATIONS_PER_PAGE]
+        stats = {
+            s.conversation_id: s.stats
+            for s in self._all(caller, "GetStats", "conversations", namespace=namespace)
+        }
+        rows = []
+        for conversation in shown:
+            active = self._call(
+                caller,
+                "GetActiveContext",
+                pb.GetActiveContextRequest(
+                    namespace=namespace,
+                    conversation_id=conversation.conversation_id,
+                    page_size=1,
+                ),
+            )
+            row = plain(conversation)
+            row["last_activity"] = _last_activity(conversation)
+            row["usage"] = plain(active.usage)
+            stored = stats.get(conversation.conversation_id)
+            row["stats"] = plain(stored) if stored is not None else None
+            rows.append(row)
+        return {"conversations": rows, "total": len(chosen), "page": page, "pages": pages}
+
+    def conversation(self, caller: Caller, namespace: str, conversation_id: str) -> dict[str, Any]:
+        """A conversation's settings, window, usage and checkpoints."""
+        found = self._call(
+            caller,
+            "GetConversation",
+            pb.GetConversationRequest(namespace=namespace, conversation_id=conversation_id),
+        )
+        active = self._call(
+            caller,
+            "GetActiveContext",
+            pb.GetActiveContextRequest(
+                namespace=namespace, conversation_id=conversation_id, page_size=1
+            ),
+        )
+        checkpoints = self._call(
+            caller,
+            "ListCheckpoints",
+            pb.ListCheckpointsRequest(namespace=namespace, conversation_id=conversation_id),
+        )
+        return {
+            "conversation": plain(found),
+            "usage": plain(active.usage),
+            "checkpoints": [plain(c) for c in checkpoints.checkpoints],
+        }
+
+    def timeline(
+        self, caller: Caller, namespace: str, conversation_id: str, after: int, limit: int
+    ) -> dict[str, Any]:
+        """The items after seq `after` (at most limit, up to TIMELINE_ITEMS), with what
+        happened to each: its state, whether it was masked, replaced by a later read or
+        truncated, and the checkpoints and truncations between them."""
+        limit = min(max(limit, 1), TIMELINE_ITEMS)
+        ids: dict[str, Any] = {"namespace": namespace, "conversation_id": conversation_id}
+        listed = self._call(
+            caller,
+            "ListItems",
+            pb.ListItemsRequest(**ids, page_size=limit, page_token=str(after) if after else ""),
+        )
+        items = [plain(i) for i in listed.items]
+        found = self._call(caller, "GetConversation", pb.GetConversationRequest(**ids))
+        edits = self._all(caller, "ListContextEdits", "edits", **ids)
+        checkpoints = self._call(caller, "ListCheckpoints", pb.ListCheckpointsRequest(**ids))
+        marks: dict[int, list[str]] = {}
+        events: list[dict[str, Any]] = []
+        for edit in edits:
+            undone = edit.HasField("undone_at")
+            if edit.kind == "duplicate_read":
+                for seq in edit.seqs:
+                    marks.setdefault(seq, []).append(
+                        f"duplicate read: superseded by #{edit.related_seq}"
+                        + (" (undone)" if undone else "")
+                    )
+            elif edit.kind == "truncation":
+                for seq in edit.seqs:
+                    marks.setdefault(seq, []).append("truncated" + (" (undone)" if undone else ""))
+                if edit.seqs:
+                    events.append(
+                        {
+                            "kind": "truncation",
+                            "after_seq": max(edit.seqs),
+                            "items": len(edit.seqs),
+                            "tokens": edit.tokens_saved,
+                            "time": plain(edit)["created_at"],
+                            "undone": undone,
+                        }
+                    )
+        for checkpoint in checkpoints.checkpoints:
+            events.append(
+                {"kind": "checkpoint", "after_seq": checkpoint.last_seq, **plain(checkpoint)}
+            )
+        if items:
+            low, high = items[0]["seq"], items[-1]["seq"]
+            notices = sum(
+                1 for e in edits if e.kind == "truncation" and not e.HasField("undone_at")
+            )
+            for seq in self._masked(caller, ids, found.last_seq, notices, low, high):
+                marks.setdefault(seq, []).append("masked: output replaced by a placeholder")
+            events = [e for e in events if low <= e["after_seq"] <= high]
+        for item in items:
+            item["marks"] = marks.get(item["seq"], [])
+        return {
+            "items": items,
+            "events": events,
+            "last_seq": found.last_seq,
+            "total_items": found.total_items,
+            "next_after": int(listed.next_page_token) if listed.next_page_token else None,
+        }
+
+    def usage(self, caller: Caller, namespace: str, conversation_id: str) -> dict[str, Any]:
+        """The usage now, and the active context's tokens after each item over the
+        conversation's life: compactions, truncations and replaced reads are drops."""
+        ids: dict[str, Any] = {"namespace": namespace, "conversation_id": conversation_id}
+        active = self._call(
+            caller, "GetActiveContext", pb.GetActiveContextRequest(**ids, page_size=1)
+        )
+        items = self._all(caller, "ListItems", "items", **ids)
+        edits = [
+            e
+            for e in self._all(caller, "ListContextEdits", "edits", **ids)
+            if not e.HasField("undone_at")
+        ]
+        times = [_seconds(i.timestamp) for i in items]
+        seqs = [i.seq for i in items]
+        drops: dict[int, list[tuple[str, int]]] = {}
+        for edit in edits:
+            if edit.kind == "duplicate_read":
+                at, what = edit.related_seq, "replaced read"
+            elif edit.kind == "truncation":
+                what = "truncation"
+                # Dropped when it was made: after the newest item then, at the earliest
+                # after the last item it removed.
+                index = bisect.bisect_right(times, _seconds(edit.created_at)) - 1
+                at = max(seqs[index] if index >= 0 else 0, max(edit.seqs, default=0))
+            else:
+                continue
+            drops.setdefault(at, []).append((what, edit.tokens_saved))
+        points: list[dict[str, Any]] = []
+        level = 0
+        for item in items:
+            if item.state == pb.ITEM_STATE_REVERTED:
+                continue
+            events = []
+            if item.kind == "compaction" and not item.compaction.undone:
+                level = item.compaction.tokens_after
+                events.append(f"compaction #{item.compaction.number}")
+            else:
+                level += item.token_count
+            for what, saved in drops.get(item.seq, ()):
+                level = max(0, level - saved)
+                events.append(f"{what}: {saved:,} tokens saved")
+            event = "; ".join(events)
+            points.append(
+                {"seq": item.seq, "time": _seconds(item.timestamp), "tokens": level, "event": event}
+            )
+        return {"usage": plain(active.usage), "points": thinned(points, USAGE_POINTS)}
+
+    def context(self, caller: Caller, request: pb.GetContextRequest) -> dict[str, Any]:
+        """Exactly what GetContext returns for the request."""
+        return plain(self._call(caller, "GetContext", request))
+
+    def search(self, caller: Caller, request: pb.SearchRequest) -> dict[str, Any]:
+        """Exactly what Search returns for the request."""
+        return plain(self._call(caller, "Search", request))
+
+    def _masked(
+        self, caller: Caller, ids: dict[str, Any], last_seq: int, notices: int, low: int, high: int
+    ) -> set[int]:
+        """The items among low..high whose output the active context masks."""
+        first = self._call(
+            caller, "GetActiveContext", pb.GetActiveContextRequest(**ids, page_size=1)
+        )
+        total = first.total_entries
+        if not total or high < _first_seq(first):
+            return set()
+        # Rows are in seq order: one per item still in the active context, plus a notice per
+        # truncation. So at most this many rows hold a seq of low or more.
+        start = max(0, total - (last_seq - low + 1) - notices)
+        out: set[int] = set()
+        token = str(start)
+        for _ in range(ACTIVE_PAGES):
+            page = self._call(
+                caller,
+                "GetActiveContext",
+                pb.GetActiveContextRequest(
+                    **ids, page_size=max(high - low + 1 + notices, 500), page_token=token
+                ),
+            )
+            out.update(
+                e.seq for e in page.entries if low <= e.seq <= high and e.treatment == "masked"
+            )
+            if max((e.seq for e in page.entries), default=high) >= high or not page.next_page_token:
+                return out
+            token = page.next_page_token
+        return out
+
+    def _call(self, caller: Caller, method: str, request: Any) -> Any:
+        return self._reads.call(method, request, caller.token)
+
+    def _all(self, caller: Caller, method: str, field: str, **fields: Any) -> list[Any]:
+        """Every page of a paged read, in order."""
+        out: list[Any] = []
+        token = ""
+        request_type = getattr(pb, f"{method}Request")
+        while True:
+            page = self._call(
+                caller, method, request_type(**fields, page_size=1000, page_token=token)
+            )
+            out.extend(getattr(page, field))
+            token = page.next_page_token
+            if not token:
+                return out
+
+
+def _first_seq(active: pb.ActiveContext) -> int:
+    return active.entries[0].seq if active.entries else 0
+
+
+def _last_activity(conversation: pb.Conversation) -> float:
+    if conversation.HasField("last_item_at"):
+        return _seconds(conversation.last_item_at)
+    return _seconds(conversation.created_at)
+
+
+def _seconds(stamp: Any) -> float:
+    return float(stamp.seconds + stamp.nanos / 1e9)
+
+
+def thinned(points: list[dict[str, Any]], most: int) -> list[dict[str, Any]]:
+    """At most about `most` points, evenly spaced, keeping every point with an event and the
+    one before it (so a drop stays a drop)."""
+    if len(points) <= most:
+        return points
+    step = len(points) / most
+    keep = {round(k * step) for k in range(most)} | {len(points) - 1}
+    for index, point in enumerate(points):
+        if point["event"]:
+            keep.update((index - 1, index))
+    return [points[i] for i in sorted(keep) if 0 <= i < len(points)]

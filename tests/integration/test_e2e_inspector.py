@@ -1,0 +1,304 @@
+"""The web inspector in a real headless Chromium, against a real server (the real model, a
+SQLite file) holding a compacted, checkpointed, truncated conversation: what a person
+debugging an agent sees, and that it is what the gRPC calls return. Each view's screenshot
+is saved (into docs/screenshots with INSPECTOR_SCREENSHOTS=docs/screenshots)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import rich_conversation
+from browser import chromium, screenshot, wait
+from contextwm.adapters.embedder_fake import HashingEmbedder
+from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.app import Service
+from contextwm.settings import ServerSettings
+from contextwm_client import Client, ConversationSettings, ImportItem, NewItem
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+BIG_ITEMS = 100_000
+
+
+@dataclasses.dataclass
+class Inspected:
+    service: Service
+    client: Client
+    url: str
+    shots: Path
+
+
+@pytest.fixture(scope="module")
+def inspected(
+    tmp_path_factory: pytest.TempPathFactory, embedder: SentenceTransformerEmbedder
+) -> Iterator[Inspected]:
+    """A server with the inspector on, holding the rich conversation (archived, compacted,
+    truncated, a checkpoint and a duplicate read), one with a model limit, and one with a
+    restored checkpoint."""
+    data = tmp_path_factory.mktemp("inspected")
+    settings = ServerSettings(
+        port=0, data_dir=data, grace_seconds=1.0, indexer_process=False, inspector_port=0
+    )
+    service = Service.start(settings, embedder=embedder)
+    client = Client(f"127.0.0.1:{service.port}")
+    rich_conversation.build(client, "rich")
+    client.create_conversation("limited", settings=ConversationSettings(context_limit=4000))
+    client.append("limited", "The staging database listens on port 6543.")
+    client.create_conversation("restored")
+    client.append("restored", "Keep this one.")
+    client.create_checkpoint("restored", "start")
+    client.append("restored", "This one is reverted by the restore.")
+    client.restore_checkpoint("restored", "start")
+    try:
+        yield Inspected(
+            service,
+            client,
+            f"http://127.0.0.1:{service.inspector_port}/",
+            tmp_path_factory.mktemp("screenshots"),
+        )
+    finally:
+        client.close()
+        service.stop(grace=0)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    with chromium() as driver:
+        yield driver
+
+
+def open_page(browser: WebDriver, url: str, ready: str) -> None:
+    """Navigates to url and waits for the element with CSS selector ready."""
+    browser.get("about:blank")
+    browser.get(url)
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ready))
+
+
+def test_the_conversations_page_lists_each_by_activity_with_a_filter(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default", "#conversations tr.conversation")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#conversations tr.conversation")
+    ids = [r.get_attribute("data-id") for r in rows]
+    # Most recently active first: the order they were last appended to.
+    assert ids == ["restored", "limited", "rich"]
+    usage = inspected.client.get_usage("limited")
+    assert f"{usage.used_tokens:,} / {usage.usable_tokens:,} (" in rows[1].text
+    assert "no model limit" in rows[2].text and "compacted" in rows[2].text
+    screenshot(browser, "conversations", inspected.shots)
+    box = browser.find_element(By.ID, "conversation-filter")
+    box.send_keys("RICH")
+    wait(
+        browser,
+        lambda d: (
+            [
+                r.get_attribute("data-id")
+                for r in d.find_elements(By.CSS_SELECTOR, "#conversations tr.conversation")
+            ]
+            == ["rich"]
+        ),
+    )
+
+
+def test_the_timeline_marks_states_and_the_compaction_expands_to_its_summary(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/rich", "#timeline[data-rendered]")
+    items = {i.seq: i for i in inspected.client.iter_items("rich")}
+    rows = browser.find_elements(By.CSS_SELECTOR, "#timeline .item")
+    assert [int(r.get_attribute("data-seq") or 0) for r in rows] == sorted(items)
+    for row in rows:
+        state = items[int(row.get_attribute("data-seq") or 0)].state
+        assert row.get_attribute("data-state") == state
+        opacity = float(row.value_of_css_property("opacity"))
+        # Items out of the active context are dimmed; the window's are not.
+        assert (opacity < 1) == (state in ("archived", "compacted")), (state, opacity)
+    # The second read of src/app.py superseded the first; the truncation and checkpoint show.
+    first_read = browser.find_element(By.ID, "seq-10")
+    assert "duplicate read: superseded by #11" in first_read.text
+    truncated = [
+        s for s, i in items.items() if "truncated" in browser.find_element(By.ID, f"seq-{s}").text
+    ]
+    assert truncated, "the truncated items are marked"
+    assert browser.find_elements(By.CSS_SELECTOR, ".event.truncation")
+    checkpoint = browser.find_element(By.CSS_SELECTOR, ".event.checkpoint")
+    assert "before-compaction" in checkpoint.text
+
+    compaction = next(i.compaction for i in items.values() if i.compaction is not None)
+    marker = browser.find_element(By.CSS_SELECTOR, ".event.compaction")
+    title = marker.find_element(By.TAG_NAME, "summary")
+    freed = compaction.tokens_before - compaction.tokens_after
+    assert title.text == (
+        f"Context compacted #1: {compaction.items_archived:,} items archived,"
+        f" {freed:,} tokens freed"
+    )
+    summary = marker.find_element(By.CSS_SELECTOR, "pre.summary")
+    assert not summary.is_displayed()
+    title.click()
+    wait(browser, lambda d: summary.is_displayed())
+    assert summary.text == "We set up the deploy port and talked about scheduling."
+    assert marker.find_element(By.CSS_SELECTOR, "pre.ledger").is_displayed()
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", marker)
+    screenshot(browser, "timeline", inspected.shots)
+
+
+def test_reverted_items_are_struck_through(inspected: Inspected, browser: WebDriver) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/restored", "#timeline[data-rendered]")
+    reverted = browser.find_element(By.CSS_SELECTOR, ".item.reverted .content")
+    assert reverted.text == "This one is reverted by the restore."
+    assert "line-through" in reverted.value_of_css_property("text-decoration")
+    kept = browser.find_element(By.CSS_SELECTOR, ".item.window .content")
+    assert "line-through" not in kept.value_of_css_property("text-decoration")
+
+
+def test_the_usage_bar_moves_when_an_item_is_appended(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/limited/usage", "#usage-chart")
+    meter = browser.find_element(By.ID, "usage-bar")
+    fill = meter.find_element(By.CLASS_NAME, "fill")
+    before = int(meter.get_attribute("aria-valuenow") or 0)
+    width = fill.size["width"]
+    usage = inspected.client.get_usage("limited")
+    assert before == usage.used_tokens
+    appended = inspected.client.append("limited", "A long tool log line. " * 120, role="tool")
+    wait(browser, lambda d: int(meter.get_attribute("aria-valuenow") or 0) > before)
+    after = inspected.client.get_usage("limited")
+    wait(browser, lambda d: int(meter.get_attribute("aria-valuenow") or 0) == after.used_tokens)
+    assert after.used_tokens >= before + appended.token_count - 5
+    wait(browser, lambda d: fill.size["width"] > width)
+    assert str(after.used_tokens) in (
+        browser.find_element(By.ID, "usage-text").text.replace(",", "")
+    )
+    screenshot(browser, "usage", inspected.shots)
+
+
+def test_the_usage_chart_shows_the_compaction_as_a_drop(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/rich/usage", "#usage-chart")
+    drops = browser.find_elements(By.CSS_SELECTOR, "#drops tr")[1:]
+    compaction = next(i for i in inspected.client.iter_items("rich") if i.kind == "compaction")
+    assert compaction.compaction is not None
+    texts = [d.text for d in drops]
+    marker = f"#{compaction.seq} compaction #1 {compaction.compaction.tokens_after:,}"
+    assert marker in texts, texts
+    screenshot(browser, "usage", inspected.shots)
+
+
+def test_why_this_context_returns_what_get_context_returns(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/rich/why", "#why-form")
+    form = browser.find_element(By.ID, "options-a")
+    form.find_element(By.NAME, "query").send_keys("Which port do we deploy to?")
+    budget = form.find_element(By.NAME, "budget")
+    budget.clear()
+    budget.send_keys("300")
+    browser.find_element(By.ID, "compare").click()
+    other = browser.find_element(By.ID, "options-b")
+    other.find_element(By.NAME, "query").send_keys("Which port do we deploy to?")
+    Select(other.find_element(By.NAME, "mode")).select_by_value("lexical")
+    other.find_element(By.NAME, "categories").click()
+    browser.find_element(By.ID, "ask").click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#results[data-done]"))
+
+    expected = inspected.client.get_context("rich", "Which port do we deploy to?", max_tokens=300)
+    shown = browser.find_element(By.ID, "result-a")
+    assert int(shown.get_attribute("data-total") or 0) == expected.tokens.total <= 300
+    for section, scored in (("history", expected.history), ("recent", expected.recent)):
+        rows = shown.find_elements(By.CSS_SELECTOR, f".scored.{section}")
+        assert [int(r.get_attribute("data-seq") or 0) for r in rows] == [s.item.seq for s in scored]
+        assert [int(r.get_attribute("data-tokens") or 0) for r in rows] == [
+            s.item.token_count for s in scored
+        ]
+        # Each score is drawn as its parts.
+        for row in rows:
+            assert row.find_elements(By.CSS_SELECTOR, ".parts span")
+    assert 1 in [s.item.seq for s in expected.history + expected.recent], "the deploy port"
+
+    lexical = inspected.client.get_context(
+        "rich", "Which port do we deploy to?", max_tokens=1000, mode="lexical", categories=True
+    )
+    side_b = browser.find_element(By.ID, "result-b")
+    assert int(side_b.get_attribute("data-total") or 0) == lexical.tokens.total <= 1000
+    allocation = side_b.find_elements(By.CSS_SELECTOR, "#allocation-b .bar")
+    assert lexical.allocation is not None
+    assert len(allocation) == len(lexical.allocation.categories) == 4
+    screenshot(browser, "why-this-context", inspected.shots)
+
+
+def test_a_search_hit_jumps_to_its_place_in_the_timeline(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default/search?q=sourdough%20starter", "#hits table")
+    hits = inspected.client.search("sourdough starter", top_k=20, include_window=True)
+    links = browser.find_elements(By.CSS_SELECTOR, "#hits a.hit-link")
+    assert [link.text for link in links] == [f"#{h.item.seq}" for h in hits.hits]
+    screenshot(browser, "search", inspected.shots)
+    target = hits.hits[0].item.seq
+    links[0].click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f"#seq-{target}.here"))
+    assert "/c/rich" in browser.current_url
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server holding a 100,000-item conversation (imported; hashing vectors, since this
+    is about the page, not retrieval); the inspector's URL."""
+    settings = ServerSettings(
+        port=0,
+        data_dir=tmp_path_factory.mktemp("big"),
+        grace_seconds=1.0,
+        indexer_process=False,
+        inspector_port=0,
+    )
+    service = Service.start(settings, embedder=HashingEmbedder())
+    with Client(f"127.0.0.1:{service.port}") as client:
+        done = client.import_items(
+            (
+                ImportItem(
+                    "big",
+                    NewItem(
+                        content=f"turn {k}: the build on host {k % 97} took {k % 13} minutes",
+                        role="user" if k % 2 == 0 else "assistant",
+                    ),
+                )
+                for k in range(BIG_ITEMS)
+            ),
+            chunk_size=1000,
+        )
+        assert done.appended == BIG_ITEMS
+    try:
+        yield f"http://127.0.0.1:{service.inspector_port}/"
+    finally:
+        service.stop(grace=0)
+
+
+def test_a_100000_item_conversations_first_screen_renders_within_a_second(
+    big: str, browser: WebDriver
+) -> None:
+    browser.get("about:blank")
+    started = time.monotonic()
+    browser.get(big + "#/n/default/c/big")
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline[data-rendered]"))
+    waited = time.monotonic() - started
+    # From the start of navigation to the timeline on screen, as the page measured it.
+    rendered_ms = browser.execute_script("return window.inspectorTimings.timelineSinceLoad")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#timeline .item")
+    print(f"first screen of {BIG_ITEMS:,} items: {rendered_ms:.0f} ms in the page, {waited:.2f} s")
+    assert rendered_ms < 1000
+    assert 0 < len(rows) <= 200
+    assert rows[0].get_attribute("data-seq") == "1"
+    # Later stretches page in the same way: the newest one too.
+    browser.find_element(By.LINK_TEXT, "latest").click()
+    wait(
+        browser,
+        lambda d: d.find_elements(By.CSS_SELECTOR, f"#seq-{BIG_ITEMS}"),
+    )
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline .item")) <= 200
