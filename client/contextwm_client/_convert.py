@@ -350,6 +350,7 @@ def from_proto_scored_item(message: pb.ScoredItem) -> ScoredItem:
         parts=from_proto_score_parts(message.parts),
         neighbor_of=message.neighbor_of or None,
         replaced=message.replaced,
+        category=_CATEGORY_NAMES.get(message.category),
     )
 
 

@@ -139,6 +139,9 @@ class ScoredItem:
         neighbor_of: Seq of the hit this item was brought along with, or None for a hit.
         replaced: The content here is a one-line notice: a later whole copy of the item's
             file superseded it (the stored item is unchanged).
+        category: With categories asked for, the category the item was kept in ("context"
+            for history hits; "system", "dialog" or "system_output" for window items);
+            None otherwise.
     """
 
     item: Item
@@ -146,6 +149,7 @@ class ScoredItem:
     parts: ScoreParts
     neighbor_of: int | None
     replaced: bool = False
+    category: Category | None = None
 
     @property
     def content(self) -> str:

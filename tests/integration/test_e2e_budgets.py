@@ -147,6 +147,10 @@ def test_a_request_naming_categories_gets_sections_and_an_allocation_report(
     assert "tool: $ pytest -x" in text and "## Project docs: AGENTS.md" in text
     assert ctx.tokens.total <= 2000 and ctx.tokens.system > 0
     assert {s.role for s in ctx.recent} == {"system", "user", "assistant", "tool"}
+    # Each item says which category kept it.
+    by_role = {"system": "system", "user": "dialog", "assistant": "dialog", "tool": "system_output"}
+    assert [s.category for s in ctx.recent] == [by_role[s.role] for s in ctx.recent]
+    assert {s.category for s in ctx.history} <= {"context"}
 
 
 def test_a_request_naming_no_categories_behaves_as_before(client: Client) -> None:
@@ -165,6 +169,7 @@ def test_a_request_naming_no_categories_behaves_as_before(client: Client) -> Non
     )
     after = client.get_context("c", "widget", max_tokens=500)
     assert before.allocation is None and after.allocation is None
+    assert {s.category for s in after.recent + after.history} == {None}
     assert after.text == before.text and "# Relevant Context" not in after.text
     assert after.text.startswith("# Recent Context")
 

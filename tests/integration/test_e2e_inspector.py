@@ -230,6 +230,13 @@ def test_why_this_context_returns_what_get_context_returns(
     allocation = side_b.find_elements(By.CSS_SELECTOR, "#allocation-b .bar")
     assert lexical.allocation is not None
     assert len(allocation) == len(lexical.allocation.categories) == 4
+    # Each item with the category that kept it.
+    shown_categories = [
+        (int(r.get_attribute("data-seq") or 0), r.get_attribute("data-category"))
+        for r in side_b.find_elements(By.CSS_SELECTOR, ".scored")
+    ]
+    assert shown_categories == [(s.item.seq, s.category) for s in lexical.history + lexical.recent]
+    assert {c for _, c in shown_categories} >= {"context", "dialog"}
     screenshot(browser, "why-this-context", inspected.shots)
 
 

@@ -227,25 +227,16 @@ def test_an_unguarded_address_is_refused_before_anything_is_created(tmp_path: Pa
     with pytest.raises(SettingsError, match="without API keys: it would show every"):
         Service.listen(settings)
     assert not (tmp_path / "data").exists()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "contextwm",
-            "serve",
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--port",
-            "0",
-            "--inspector",
-            "0",
-            "--inspector-host",
-            "0.0.0.0",
-            "--require-api-keys",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=START_SECONDS,
+    result = serve(
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--port",
+        "0",
+        "--inspector",
+        "0",
+        "--inspector-host",
+        "0.0.0.0",
+        "--require-api-keys",
     )
     assert result.returncode == 2
     assert result.stdout.strip().startswith(
@@ -300,24 +291,15 @@ def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
             ("--inspector", "the inspector cannot listen"),
             ("--metrics-port", "metrics cannot listen"),
         ):
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "contextwm",
-                    "serve",
-                    "--data-dir",
-                    str(tmp_path / "d"),
-                    "--port",
-                    "0",
-                    "--embedder",
-                    "hashing",
-                    flag,
-                    port,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=START_SECONDS,
+            result = serve(
+                "--data-dir",
+                str(tmp_path / "d"),
+                "--port",
+                "0",
+                "--embedder",
+                "hashing",
+                flag,
+                port,
             )
             assert result.returncode == 1, result.stderr
             last = result.stderr.strip().splitlines()[-1]
@@ -328,6 +310,16 @@ def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
             assert "Traceback" not in result.stderr
     finally:
         taken.close()
+
+
+def serve(*args: str) -> subprocess.CompletedProcess[str]:
+    """`contextwm serve` with args, run to its exit."""
+    return subprocess.run(
+        [sys.executable, "-m", "contextwm", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=START_SECONDS,
+    )
 
 
 def wait_for(found: Any, seconds: float = START_SECONDS) -> Any:

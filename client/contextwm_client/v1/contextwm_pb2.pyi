@@ -1779,6 +1779,7 @@ class ScoredItem(_message.Message):
     PARTS_FIELD_NUMBER: _builtins.int
     NEIGHBOR_OF_FIELD_NUMBER: _builtins.int
     REPLACED_FIELD_NUMBER: _builtins.int
+    CATEGORY_FIELD_NUMBER: _builtins.int
     score: _builtins.float
     """Retrieval score for history hits, relevance score for window items."""
     neighbor_of: _builtins.int
@@ -1788,6 +1789,10 @@ class ScoredItem(_message.Message):
     replaced: _builtins.bool
     """The item's content here is a one-line notice: a later whole copy of its file
     superseded it (the stored item is unchanged).
+    """
+    category: Global___Category.ValueType
+    """Set when the request asked for categories: the category the item was kept in (CONTEXT
+    for history hits; SYSTEM, DIALOG or SYSTEM_OUTPUT by role for window items).
     """
     @_builtins.property
     def item(self) -> Global___Item: ...
@@ -1801,10 +1806,11 @@ class ScoredItem(_message.Message):
         parts: Global___ScoreParts | None = ...,
         neighbor_of: _builtins.int = ...,
         replaced: _builtins.bool = ...,
+        category: Global___Category.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["item", b"item", "parts", b"parts"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["item", b"item", "neighbor_of", b"neighbor_of", "parts", b"parts", "replaced", b"replaced", "score", b"score"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["category", b"category", "item", b"item", "neighbor_of", b"neighbor_of", "parts", b"parts", "replaced", b"replaced", "score", b"score"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

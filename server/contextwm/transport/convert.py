@@ -53,6 +53,7 @@ __all__ = [
     "to_proto_window",
 ]
 from contextwm.budgets.assembly import AllocationReport
+from contextwm.domain.categories import category_of_role
 from contextwm.domain.errors import InvalidArgument
 from contextwm.retrieval.requests import EnhancedContext
 from contextwm.retrieval.timehints import TimeHint
@@ -61,6 +62,7 @@ from contextwm.transport.convert_budgets import (
     from_proto_contributor_weights,
     to_proto_allocation,
     to_proto_budgets,
+    to_proto_category,
     to_proto_contributor_weights,
 )
 from contextwm.transport.convert_retention import (
@@ -311,9 +313,16 @@ def to_proto_tokens(t: TokenAccount) -> pb.TokenAccount:
 def to_proto_context(
     ctx: EnhancedContext, allocation: AllocationReport | None = None
 ) -> pb.EnhancedContext:
+    recent = [to_proto_scored(s) for s in ctx.recent]
+    history = [to_proto_scored(s) for s in ctx.history]
+    if allocation is not None:
+        for msg in recent:
+            msg.category = to_proto_category(category_of_role(msg.item.role))
+        for msg in history:
+            msg.category = pb.CATEGORY_CONTEXT
     return pb.EnhancedContext(
-        recent=[to_proto_scored(s) for s in ctx.recent],
-        history=[to_proto_scored(s) for s in ctx.history],
+        recent=recent,
+        history=history,
         text=ctx.text,
         query=ctx.query,
         query_from_focus=ctx.query_from_focus,

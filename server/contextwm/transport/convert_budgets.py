@@ -92,6 +92,10 @@ def to_proto_contributor_weights(
     ]
 
 
+def to_proto_category(category: Category) -> pb.Category.ValueType:
+    return _CATEGORY_TO_PROTO[category]
+
+
 def _category_report(r: CategoryReport) -> pb.CategoryAllocation:
     return pb.CategoryAllocation(
         category=_CATEGORY_TO_PROTO[r.category],

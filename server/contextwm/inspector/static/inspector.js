@@ -470,9 +470,10 @@ function scoredRow(ns, cid, scored, section) {
     seg.style.width = `${(100 * v) / Math.max(sum, 1e-9)}%`;
     partsBar.append(seg);
   }
-  return el("div", { class: `scored ${section}`, "data-seq": item.seq, "data-tokens": item.token_count },
+  const category = scored.category && scored.category !== "CATEGORY_UNSPECIFIED" ? short(scored.category) : "";
+  return el("div", { class: `scored ${section}`, "data-seq": item.seq, "data-tokens": item.token_count, "data-category": category },
     el("a", { href: `#/n/${enc(ns)}/c/${enc(cid)}?at=${item.seq}`, text: `#${item.seq}` }),
-    el("span", { text: item.role }),
+    el("span", { text: category ? `${item.role} · ${category}` : item.role }),
     el("span", { class: "quiet", text: `${number(item.token_count)} t` }),
     el("span", { text: Number(scored.score).toFixed(3) }),
     partsBar,
