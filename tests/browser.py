@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -63,8 +64,12 @@ def chromium() -> Iterator[webdriver.Chrome]:
 
 
 def wait(driver: webdriver.Chrome, until: Callable[[Any], T], seconds: float = 15.0) -> T:
-    """until(driver)'s first truthy value, tried until seconds pass."""
-    return WebDriverWait(driver, seconds, poll_frequency=0.05).until(until)
+    """until(driver)'s first truthy value, tried until seconds pass; an element the page
+    replaced meanwhile counts as not yet."""
+    waiting = WebDriverWait(
+        driver, seconds, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
+    )
+    return waiting.until(until)
 
 
 def screenshot(driver: webdriver.Chrome, name: str, fallback: Path) -> Path:

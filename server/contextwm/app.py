@@ -373,12 +373,7 @@ class Service:
         )
         listening.server.serve(servicer, engine.events, CallAccess(guard, key_streams, quotas))
         if listening.inspector is not None:
-            listening.inspector.serve(
-                keys,
-                lambda: [
-                    (a.record.namespace, a.last_active) for a in store.conversation_activity(None)
-                ],
-            )
+            listening.inspector.serve(keys, store)
         store_probe = None
         if settings.store:
             store_probe = StoreProbe(store, listening.server.set_ready)

@@ -38,8 +38,8 @@ def inspected(
     tmp_path_factory: pytest.TempPathFactory, embedder: SentenceTransformerEmbedder
 ) -> Iterator[Inspected]:
     """A server with the inspector on, holding the rich conversation (archived, compacted,
-    truncated, a checkpoint and a duplicate read), one with a model limit, and one with a
-    restored checkpoint."""
+    truncated, a checkpoint and a duplicate read), one with a model limit, one with a
+    restored checkpoint, and one whose old tool output the active context masks."""
     data = tmp_path_factory.mktemp("inspected")
     settings = ServerSettings(
         port=0, data_dir=data, grace_seconds=1.0, indexer_process=False, inspector_port=0
@@ -54,6 +54,14 @@ def inspected(
     client.create_checkpoint("restored", "start")
     client.append("restored", "This one is reverted by the restore.")
     client.restore_checkpoint("restored", "start")
+    client.create_conversation(
+        "masked", settings=ConversationSettings(mask_tool_outputs_after_turns=1)
+    )
+    client.append("masked", "Run the tests.")
+    client.append("masked", "$ pytest\n" + "ok\n" * 50, role="tool")
+    for k in range(3):
+        client.append("masked", f"User turn {k}.")
+        client.append("masked", f"Assistant turn {k}.", role="assistant")
     try:
         yield Inspected(
             service,
@@ -86,10 +94,10 @@ def test_the_conversations_page_lists_each_by_activity_with_a_filter(
     rows = browser.find_elements(By.CSS_SELECTOR, "#conversations tr.conversation")
     ids = [r.get_attribute("data-id") for r in rows]
     # Most recently active first: the order they were last appended to.
-    assert ids == ["restored", "limited", "rich"]
+    assert ids == ["masked", "restored", "limited", "rich"]
     usage = inspected.client.get_usage("limited")
-    assert f"{usage.used_tokens:,} / {usage.usable_tokens:,} (" in rows[1].text
-    assert "no model limit" in rows[2].text and "compacted" in rows[2].text
+    assert f"{usage.used_tokens:,} / {usage.usable_tokens:,} (" in rows[2].text
+    assert "no model limit" in rows[3].text and "3 archived · 11 compacted" in rows[3].text
     screenshot(browser, "conversations", inspected.shots)
     box = browser.find_element(By.ID, "conversation-filter")
     box.send_keys("RICH")
@@ -154,6 +162,15 @@ def test_reverted_items_are_struck_through(inspected: Inspected, browser: WebDri
     assert "line-through" in reverted.value_of_css_property("text-decoration")
     kept = browser.find_element(By.CSS_SELECTOR, ".item.window .content")
     assert "line-through" not in kept.value_of_css_property("text-decoration")
+
+
+def test_masked_tool_outputs_are_marked(inspected: Inspected, browser: WebDriver) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/masked", "#timeline[data-rendered]")
+    treatments = {e.seq: e.treatment for e in inspected.client.iter_active_context("masked")}
+    assert treatments[2] == "masked"
+    for seq, treatment in treatments.items():
+        row = browser.find_element(By.ID, f"seq-{seq}")
+        assert ("masked: output replaced by a placeholder" in row.text) == (treatment == "masked")
 
 
 def test_the_usage_bar_moves_when_an_item_is_appended(

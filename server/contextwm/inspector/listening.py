@@ -11,9 +11,10 @@ from pathlib import Path
 
 from contextwm.access.guard import Authenticator
 from contextwm.exposure import Exposure, inspector_refusal
-from contextwm.inspector.pages import ActivityOf, Pages
+from contextwm.inspector.pages import Pages
 from contextwm.inspector.reads import Reads
 from contextwm.inspector.web import Backend, Inspector
+from contextwm.ports.retention_store import RetentionStore
 from contextwm.settings import ServerSettings, SettingsError
 from contextwm.tls_files import tls_configured
 from contextwm.transport.server import GrpcServer
@@ -74,8 +75,16 @@ class InspectorListening:
     def port(self) -> int:
         return self.inspector.port
 
-    def serve(self, keys: Authenticator, activity: ActivityOf) -> None:
-        """Answers pages from now on, reading through the private socket."""
+    def serve(self, keys: Authenticator, store: RetentionStore) -> None:
+        """Answers pages from now on, reading through the private socket (and, for which
+        conversations there are and when each was last active, the store)."""
+
+        def activity(namespace: str | None) -> list[tuple[str, str, float]]:
+            return [
+                (a.record.namespace, a.record.conversation_id, a.last_active)
+                for a in store.conversation_activity(namespace)
+            ]
+
         reads = Reads(self.address)
         self.inspector.serve(Backend(Pages(reads, activity), reads, keys, self._required))
 

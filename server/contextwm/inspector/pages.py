@@ -11,6 +11,7 @@ from typing import Any
 
 from contextwm_client.v1 import contextwm_pb2 as pb
 
+from contextwm.conversations.validation import DEFAULT_NAMESPACE
 from contextwm.domain.access import ApiKey
 from contextwm.inspector.plain import plain
 from contextwm.inspector.reads import Reads
@@ -21,10 +22,12 @@ CONVERSATIONS_PER_PAGE = 25
 TIMELINE_ITEMS = 200
 # Points of the usage chart at most; a longer life is thinned, keeping every drop.
 USAGE_POINTS = 1500
-# Pages of the active context read to mark masked and replaced items of one stretch.
+# Pages of the active context read to mark the masked tool outputs of one stretch.
 ACTIVE_PAGES = 4
 
-ActivityOf = Callable[[], list[tuple[str, float]]]
+# The conversations of a namespace (None: of all) as (namespace, conversation id, when it was
+# last appended to, in Unix seconds), read from the store.
+ActivityOf = Callable[[str | None], list[tuple[str, str, float]]]
 
 
 @dataclass
@@ -42,7 +45,7 @@ class Pages:
     def __init__(self, reads: Reads, activity: ActivityOf) -> None:
         """Args:
         reads: calls to the server.
-        activity: every conversation's namespace and last activity (Unix seconds).
+        activity: the conversations and when each was last active.
         """
         self._reads = reads
         self._activity = activity
@@ -51,7 +54,7 @@ class Pages:
         """The namespaces the caller's key covers (every one without a key), with their
         conversation count and last activity, most recently active first."""
         seen: dict[str, list[float]] = {}
-        for namespace, last_active in self._activity():
+        for namespace, _, last_active in self._activity(None):
             if caller.key is None or caller.key.covers(namespace):
                 seen.setdefault(namespace, []).append(last_active)
         rows = [
@@ -65,33 +68,30 @@ class Pages:
     ) -> dict[str, Any]:
         """A namespace's conversations whose id contains match (any case), most recently
         active first, one page of them with items by state, window fill and usage."""
-        every = self._all(caller, "ListConversations", "conversations", namespace=namespace)
-        needle = match.casefold()
-        chosen = [c for c in every if needle in c.conversation_id.casefold()]
-        chosen.sort(key=lambda c: -_last_activity(c))
-        pages = max(1, -(-len(chosen) // CONVERSATIONS_PER_PAGE))
-        page = min(max(page, 1), pages)
-        shown = chosen[(page - 1) * CONVERSATIONS_PER_PAGE : page * CONVERSATIONS_PER_PAGE]
+        namespace = namespace or DEFAULT_NAMESPACE
+        # One snapshot of the store for every conversation (and the guard's check of the
+        # namespace); the window and usage, which load a conversation, for the page only.
         stats = {
             s.conversation_id: s.stats
             for s in self._all(caller, "GetStats", "conversations", namespace=namespace)
         }
+        active_at = {cid: at for _, cid, at in self._activity(namespace)}
+        needle = match.casefold()
+        chosen = [cid for cid in stats if needle in cid.casefold()]
+        chosen.sort(key=lambda cid: (-active_at.get(cid, 0.0), cid))
+        pages = max(1, -(-len(chosen) // CONVERSATIONS_PER_PAGE))
+        page = min(max(page, 1), pages)
         rows = []
-        for conversation in shown:
+        for cid in chosen[(page - 1) * CONVERSATIONS_PER_PAGE : page * CONVERSATIONS_PER_PAGE]:
+            ids = {"namespace": namespace, "conversation_id": cid}
+            found = self._call(caller, "GetConversation", pb.GetConversationRequest(**ids))
             active = self._call(
-                caller,
-                "GetActiveContext",
-                pb.GetActiveContextRequest(
-                    namespace=namespace,
-                    conversation_id=conversation.conversation_id,
-                    page_size=1,
-                ),
+                caller, "GetActiveContext", pb.GetActiveContextRequest(**ids, page_size=1)
             )
-            row = plain(conversation)
-            row["last_activity"] = _last_activity(conversation)
+            row = plain(found)
+            row["last_activity"] = active_at.get(cid)
             row["usage"] = plain(active.usage)
-            stored = stats.get(conversation.conversation_id)
-            row["stats"] = plain(stored) if stored is not None else None
+            row["stats"] = plain(stats[cid])
             rows.append(row)
         return {"conversations": rows, "total": len(chosen), "page": page, "pages": pages}
 
@@ -180,6 +180,7 @@ class Pages:
             "events": events,
             "last_seq": found.last_seq,
             "total_items": found.total_items,
+            # An item page token is the seq it resumes after.
             "next_after": int(listed.next_page_token) if listed.next_page_token else None,
         }
 
@@ -290,12 +291,6 @@ class Pages:
 
 def _first_seq(active: pb.ActiveContext) -> int:
     return active.entries[0].seq if active.entries else 0
-
-
-def _last_activity(conversation: pb.Conversation) -> float:
-    if conversation.HasField("last_item_at"):
-        return _seconds(conversation.last_item_at)
-    return _seconds(conversation.created_at)
 
 
 def _seconds(stamp: Any) -> float:
