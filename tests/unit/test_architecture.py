@@ -284,12 +284,30 @@ def test_no_package_reaches_into_another_ones_private_names() -> None:
 
 
 def test_only_transport_imports_grpc() -> None:
-    others = [
-        p for p in modules(SERVER) if p.relative_to(SERVER).parts[0] not in ("transport", "cli")
-    ]
+    # The inspector is a web front whose one way to the data is a gRPC client of the
+    # service's own ContextService, so that every read is admitted as a client's would be.
+    fronts = ("transport", "cli", "inspector")
+    others = [p for p in modules(SERVER) if p.relative_to(SERVER).parts[0] not in fronts]
     assert violations(others, ("grpc", "grpc_health", "grpc_reflection")) == []
     # ...and the transport really is where it happens.
     assert violations(modules(SERVER / "transport"), ("grpc",))
+
+
+def test_the_inspector_reads_through_the_service_only() -> None:
+    # Its pages read through gRPC calls to the server's own ContextService (see above); of the
+    # service's parts it uses the keys (who signed in), the listing of conversations, the
+    # address rules and the settings, never the engine, retrieval, a model or a store.
+    found = {f: r for f, r in reached("inspector").items() if r}
+    allowed = {"access", "conversations", "domain", "exposure", "ports", "settings"}
+    allowed |= {"tls_files", "transport"}
+    assert {p for r in found.values() for p in r} <= allowed
+    assert (
+        violations(
+            modules(SERVER / "inspector"),
+            ("contextwm.conversations.engine", "contextwm.adapters", "sqlite3", "faiss", "torch"),
+        )
+        == []
+    )
 
 
 def test_the_mcp_server_is_a_client_of_the_service_only() -> None:
