@@ -279,6 +279,7 @@ def test_off_loopback_it_serves_https_with_the_servers_certificate(
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/session", timeout=5)
     finally:
         assert server.terminate() == 0
+    assert "Traceback" not in server.log()
 
 
 def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:

@@ -79,10 +79,9 @@ class Inspector:
         self.host = host
         self.tls = tls is not None
         try:
-            self._http = ThreadingHTTPServer((host, port), _handler_for(self))
+            self._http = _Server((host, port), _handler_for(self))
         except OSError as exc:
             raise OSError(f"the inspector cannot listen on {host}:{port}: {exc.strerror}") from None
-        self._http.daemon_threads = True
         if tls is not None:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             context.load_cert_chain(*tls)
@@ -111,6 +110,15 @@ class Inspector:
         self._http.server_close()
         if self.backend is not None:
             self.backend.reads.close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A browser that went away, or plain HTTP sent to the HTTPS port: not worth a
+        # traceback on the server's stderr.
+        log.debug("inspector: a connection from %s failed", client_address, exc_info=True)
 
 
 class Refused(Exception):
