@@ -81,6 +81,7 @@ def test_the_inspector_is_off_by_default(service: Service) -> None:
     assert service.inspector_port is None
 
 
+@pytest.mark.both_stores
 def test_a_key_sees_only_its_namespaces_and_reads_only_within_them(
     start_service: StartService,
 ) -> None:
