@@ -128,6 +128,27 @@ def test_a_reconnecting_watcher_misses_nothing(client: Client) -> None:
         again.close()
 
 
+def test_watching_from_the_last_event_id_streams_only_what_happens_next(
+    client: Client,
+) -> None:
+    assert client.create_conversation("n").last_event_id == 0
+    for k in range(3):
+        client.append("n", f"before {k}", role="user")
+    last = client.get_conversation("n").last_event_id
+    everything = Listener(client, "n")
+    listener = Listener(client, "n", after=last)
+    try:
+        # Everything kept ends at last_event_id: no event is left out, none is invented.
+        assert everything.take(last)[-1].id == last
+        client.append("n", "after", role="user")
+        first = listener.take(1)[0]
+        assert first.id == last + 1 and first.kind == "usage"
+        assert client.list_conversations().entries[0].last_event_id == first.id
+    finally:
+        everything.close()
+        listener.close()
+
+
 def test_events_past_retention_are_reported_as_a_gap(start_service: StartService) -> None:
     service = start_service(event_retention_seconds=0.0)
     with Client(f"127.0.0.1:{service.port}") as client:

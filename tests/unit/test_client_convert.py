@@ -1238,10 +1238,16 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             parts=roundtrip.to_proto_score_parts(make_scored().parts),
             neighbor_of=3,
             replaced=True,
+            category=pb.CATEGORY_DIALOG,
         ),
         convert.from_proto_scored_item,
         ScoredItem(
-            item=make_item(), score=0.5, parts=make_scored().parts, neighbor_of=3, replaced=True
+            item=make_item(),
+            score=0.5,
+            parts=make_scored().parts,
+            neighbor_of=3,
+            replaced=True,
+            category="dialog",
         ),
     ),
     (
@@ -1486,6 +1492,7 @@ def test_unset_agent_loop_fields_read_back_as_none_or_default() -> None:
     item = convert.from_proto_item(pb.Item())
     assert (item.kind, item.compaction) == ("message", None)  # an older server sends no kind
     assert convert.from_proto_scored_item(pb.ScoredItem()).replaced is False
+    assert convert.from_proto_scored_item(pb.ScoredItem()).category is None
     entry = convert.from_proto_active_entry(pb.ActiveEntry())
     assert (entry.timestamp, entry.file) == (None, None)
     assert convert.from_proto_context_edit(pb.ContextEdit()).undone_at is None
