@@ -104,7 +104,9 @@ def pages(client: Client, base: str, cid: str, size: int, row: Row) -> None:
                 client.get_conversation(cid),
                 client.list_context_edits(cid),
                 client.list_checkpoints(cid),
+                # The masked marks: the active context's size, then its rows about the screen.
                 client.get_active_context(cid, page_size=1),
+                client.get_active_context(cid, page_size=500, page_token=token),
             )
 
         return ours, baseline
@@ -114,8 +116,20 @@ def pages(client: Client, base: str, cid: str, size: int, row: Row) -> None:
     row(
         f"usage chart ({size:,})",
         lambda: fetch(f"{base}/api/usage?conversation={cid}"),
-        lambda: (list(client.iter_items(cid)), client.get_usage(cid)),
+        lambda: (all_items(client, cid), client.list_context_edits(cid), client.get_usage(cid)),
     )
+
+
+def all_items(client: Client, cid: str) -> list[object]:
+    """Every item, a thousand to a call, as the usage chart reads them."""
+    items: list[object] = []
+    token = ""
+    while True:
+        page = client.list_items(cid, page_size=1000, page_token=token)
+        items.extend(page.entries)
+        if not page.next_page_token:
+            return items
+        token = page.next_page_token
 
 
 def main() -> int:
