@@ -13,7 +13,8 @@ from contextwm.access.guard import Authenticator
 from contextwm.exposure import Exposure, inspector_refusal
 from contextwm.inspector.pages import Pages
 from contextwm.inspector.reads import Reads
-from contextwm.inspector.web import Backend, Inspector
+from contextwm.inspector.routes import Backend
+from contextwm.inspector.web import Inspector
 from contextwm.ports.retention_store import RetentionStore
 from contextwm.settings import ServerSettings, SettingsError
 from contextwm.tls_files import tls_configured

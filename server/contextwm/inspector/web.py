@@ -1,29 +1,23 @@
-"""The inspector's HTTP server: the page and its assets, a JSON read per view, and a
-conversation's events as server-sent events. It binds when the service starts listening and
-answers once the service is ready; threads serve requests, and an event stream holds one."""
+"""The inspector's HTTP server: the page and its assets, and each API path's answer (see
+`routes`). It binds when the service starts listening and answers once the service is ready;
+threads serve requests, and an event stream holds one."""
 
 from __future__ import annotations
 
 import json
 import logging
-import queue
 import ssl
 import threading
-from dataclasses import dataclass
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from contextwm_client.v1 import contextwm_pb2 as pb
-
-from contextwm.access.guard import Authenticator
 from contextwm.domain.errors import Unauthenticated
 from contextwm.exposure import is_loopback
-from contextwm.inspector.pages import TIMELINE_ITEMS, Caller, Pages
-from contextwm.inspector.plain import plain
-from contextwm.inspector.reads import ReadFailed, Reads, request_of
+from contextwm.inspector.pages import Caller
+from contextwm.inspector.reads import ReadFailed
+from contextwm.inspector.routes import ROUTES, Backend, Refused, Stream
 from contextwm.inspector.sessions import Sessions
 
 log = logging.getLogger(__name__)
@@ -31,15 +25,11 @@ log = logging.getLogger(__name__)
 COOKIE = "contextwm_inspector"
 # The largest request body a page sends (a context request with its options).
 MAX_BODY_BYTES = 64 * 1024
-# An idle event stream sends a comment this often, so that a dead browser is noticed.
-HEARTBEAT_SECONDS = 15.0
 _ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "inspector.css": "text/css; charset=utf-8",
     "inspector.js": "text/javascript; charset=utf-8",
 }
-# The gRPC status names a page already knows, for the inspector's own refusals.
-_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 413: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
 _HEADERS = {
     # Everything is this server's own: no CDN, no inline script, never framed.
     "Content-Security-Policy": (
@@ -50,16 +40,6 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-@dataclass
-class Backend:
-    """What the inspector reads with, once the service is built."""
-
-    pages: Pages
-    reads: Reads
-    keys: Authenticator
-    keys_required: bool
 
 
 class Inspector:
@@ -121,15 +101,6 @@ class _Server(ThreadingHTTPServer):
         log.debug("inspector: a connection from %s failed", client_address, exc_info=True)
 
 
-class Refused(Exception):
-    """A request answered with an error status and a message for a person."""
-
-    def __init__(self, status: int, message: str, code: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code or _CODES.get(status, HTTPStatus(status).phrase.upper().replace(" ", "_"))
-
-
 def _handler_for(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         owner = inspector
@@ -162,19 +133,19 @@ class _Handler(BaseHTTPRequestHandler):
             backend = self.owner.backend
             if backend is None:
                 raise Refused(503, "the server is still loading; try again in a moment")
-            route = _ROUTES.get((verb, url.path))
+            route = ROUTES.get((verb, url.path))
             if route is None:
                 raise Refused(404, f"no {verb} {url.path} here")
             route(self, backend, query)
         except Refused as exc:
-            self._json({"error": str(exc), "code": exc.code}, exc.status)
+            self.answer({"error": str(exc), "code": exc.code}, exc.status)
         except ReadFailed as exc:
-            self._json({"error": exc.message, "code": exc.code}, exc.http_status)
+            self.answer({"error": exc.message, "code": exc.code}, exc.http_status)
         except (BrokenPipeError, ConnectionResetError):
             pass
         except Exception:
             log.exception("inspector: %s %s failed", verb, url.path)
-            self._json({"error": "the inspector failed; the server log says why"}, 500)
+            self.answer({"error": "the inspector failed; the server log says why"}, 500)
 
     def _check_host(self) -> None:
         # On loopback without keys, a page elsewhere could rebind its own name to 127.0.0.1
@@ -201,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
         Raises:
             Refused: 401 when a key is needed and there is none, or it stopped working.
         """
-        session = self._cookie()
+        session = self.cookie()
         token = self.owner.sessions.token(session) if session else None
         if token is None:
             if backend.keys_required:
@@ -213,7 +184,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.owner.sessions.close(session or "")
             raise Refused(401, str(exc), "UNAUTHENTICATED") from None
 
-    def _cookie(self) -> str | None:
+    def cookie(self) -> str | None:
         for part in (self.headers.get("Cookie") or "").split(";"):
             name, _, value = part.strip().partition("=")
             if name == COOKIE and value:
@@ -246,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(400, "the request body must be a JSON object")
         return data
 
-    def _json(self, value: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+    def answer(self, value: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
         self._send(status, "application/json; charset=utf-8", body, headers)
 
@@ -261,21 +232,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def events(self, backend: Backend, caller: Caller, request: pb.WatchRequest) -> None:
-        """Streams a conversation's events as server-sent events until the browser goes,
-        the stream ends, or the key stops working."""
-        call = backend.reads.watch(request, caller.token)
-        waiting: queue.Queue[pb.Event | ReadFailed | None] = queue.Queue()
+    @property
+    def sessions(self) -> Sessions:
+        return self.owner.sessions
 
-        def pump() -> None:
-            try:
-                for event in call:
-                    waiting.put(event)
-                waiting.put(None)
-            except ReadFailed as exc:
-                waiting.put(exc)
+    def header(self, name: str) -> str:
+        return str(self.headers.get(name) or "")
 
-        threading.Thread(target=pump, name="contextwm-inspector-watch", daemon=True).start()
+    def open_stream(self) -> Stream:
+        """Answers 200 with an event stream, whose body the caller writes until it ends."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         for name, value in _HEADERS.items():
@@ -283,167 +248,4 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        try:
-            while True:
-                try:
-                    event = waiting.get(timeout=HEARTBEAT_SECONDS)
-                except queue.Empty:
-                    self.wfile.write(b": still here\n\n")
-                    self.wfile.flush()
-                    continue
-                if event is None:
-                    return
-                if isinstance(event, ReadFailed):
-                    data = json.dumps({"error": event.message, "code": event.code})
-                    self.wfile.write(f"event: failed\ndata: {data}\n\n".encode())
-                    self.wfile.flush()
-                    return
-                data = json.dumps(plain(event), ensure_ascii=False, allow_nan=False)
-                self.wfile.write(f"id: {event.id}\nevent: {event.kind}\ndata: {data}\n\n".encode())
-                self.wfile.flush()
-        finally:
-            call.cancel()
-
-
-# ---------------------------------------------------------------- routes
-
-
-def _text(query: dict[str, str], name: str, *, required: bool = False) -> str:
-    value = query.get(name, "")
-    if required and not value:
-        raise Refused(400, f"the {name} parameter is required")
-    return value
-
-
-def _number(query: dict[str, str], name: str, default: int) -> int:
-    value = query.get(name, "")
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise Refused(400, f"{name} must be a whole number, not {value!r}") from None
-
-
-def _session(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    try:
-        caller = h.caller(b)
-    except Refused:
-        caller = None
-    key = None if caller is None or caller.key is None else caller.key
-    h._json(
-        {
-            "keys_required": b.keys_required,
-            "signed_in": caller is not None and caller.token is not None,
-            "key": None
-            if key is None
-            else {
-                "key_id": key.key_id,
-                "name": key.name,
-                "role": key.role.name.lower(),
-                "namespaces": list(key.namespaces),
-            },
-        }
-    )
-
-
-def _sign_in(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    token = str(h.body().get("key", "")).strip()
-    if not token:
-        raise Refused(400, "give an API key (cwm_...)")
-    try:
-        key = b.keys.authenticate(token)
-    except Unauthenticated as exc:
-        raise Refused(401, str(exc), "UNAUTHENTICATED") from None
-    session = h.owner.sessions.open(token)
-    h._json(
-        {"key_id": key.key_id, "namespaces": list(key.namespaces)},
-        headers={"Set-Cookie": h.set_cookie(session, 8 * 3600)},
-    )
-
-
-def _sign_out(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    session = h._cookie()
-    if session:
-        h.owner.sessions.close(session)
-    h._json({}, headers={"Set-Cookie": h.set_cookie("", 0)})
-
-
-def _namespaces(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    h._json({"namespaces": b.pages.namespaces(h.caller(b))})
-
-
-def _conversations(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    caller = h.caller(b)
-    h._json(
-        b.pages.conversations(
-            caller, _text(q, "namespace"), _text(q, "filter"), _number(q, "page", 1)
-        )
-    )
-
-
-def _conversation(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    caller = h.caller(b)
-    h._json(
-        b.pages.conversation(caller, _text(q, "namespace"), _text(q, "conversation", required=True))
-    )
-
-
-def _timeline(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    caller = h.caller(b)
-    h._json(
-        b.pages.timeline(
-            caller,
-            _text(q, "namespace"),
-            _text(q, "conversation", required=True),
-            max(0, _number(q, "after", 0)),
-            _number(q, "limit", TIMELINE_ITEMS),
-        )
-    )
-
-
-def _usage(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    caller = h.caller(b)
-    h._json(b.pages.usage(caller, _text(q, "namespace"), _text(q, "conversation", required=True)))
-
-
-def _context(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    caller = h.caller(b)
-    request = request_of("GetContext", h.body())
-    h._json(b.pages.context(caller, request))  # type: ignore[arg-type]
-
-
-def _search(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    caller = h.caller(b)
-    request = request_of("Search", h.body())
-    h._json(b.pages.search(caller, request))  # type: ignore[arg-type]
-
-
-def _events(h: _Handler, b: Backend, q: dict[str, str]) -> None:
-    caller = h.caller(b)
-    request = pb.WatchRequest(
-        namespace=_text(q, "namespace"),
-        conversation_id=_text(q, "conversation", required=True),
-        # A browser that reconnects says where it got to.
-        after_event_id=max(
-            0,
-            _number({"after": h.headers.get("Last-Event-ID", "")}, "after", 0)
-            or _number(q, "after", 0),
-        ),
-    )
-    h.events(b, caller, request)
-
-
-_ROUTES = {
-    ("GET", "/api/session"): _session,
-    ("POST", "/api/sign-in"): _sign_in,
-    ("POST", "/api/sign-out"): _sign_out,
-    ("GET", "/api/namespaces"): _namespaces,
-    ("GET", "/api/conversations"): _conversations,
-    ("GET", "/api/conversation"): _conversation,
-    ("GET", "/api/timeline"): _timeline,
-    ("GET", "/api/usage"): _usage,
-    ("GET", "/api/events"): _events,
-    ("POST", "/api/context"): _context,
-    ("POST", "/api/search"): _search,
-}
+        return self.wfile
