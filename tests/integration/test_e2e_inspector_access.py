@@ -189,7 +189,7 @@ def test_the_pages_load_nothing_from_elsewhere_and_forbid_inline_script(
         # The one URL is SVG's namespace, a name and never fetched.
         urls = set(re.findall(r"https?://[^\s\"'`)]+", text)) - {"http://www.w3.org/2000/svg"}
         assert not urls, (asset.name, urls)
-    assert '<script src="/static/inspector.js"' in page and "<script>" not in page
+    assert '<script type="module" src="/static/inspector.js">' in page and "<script>" not in page
 
 
 def test_a_person_signs_in_with_a_key_in_the_browser(

@@ -10,6 +10,7 @@ import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from pathlib import PurePath
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,10 +26,17 @@ log = logging.getLogger(__name__)
 COOKIE = "contextwm_inspector"
 # The largest request body a page sends (a context request with its options).
 MAX_BODY_BYTES = 64 * 1024
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+}
+_STATIC = resources.files("contextwm.inspector") / "static"
+# Every file the page may load, by name: what ships in static/, nothing else.
 _ASSETS = {
-    "index.html": "text/html; charset=utf-8",
-    "inspector.css": "text/css; charset=utf-8",
-    "inspector.js": "text/javascript; charset=utf-8",
+    f.name: _TYPES[PurePath(f.name).suffix]
+    for f in _STATIC.iterdir()
+    if PurePath(f.name).suffix in _TYPES
 }
 _HEADERS = {
     # Everything is this server's own: no CDN, no inline script, never framed.
@@ -161,7 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         name = "index.html" if path in ("/", "/index.html") else path.removeprefix("/static/")
         if name not in _ASSETS or (path != "/" and not path.startswith(("/static/", "/index"))):
             raise Refused(404, f"no {path} here")
-        body = (resources.files("contextwm.inspector") / "static" / name).read_bytes()
+        body = (_STATIC / name).read_bytes()
         self._send(200, _ASSETS[name], body)
 
     # ---------------------------------------------------------------- who is asking
