@@ -79,7 +79,8 @@ def browser() -> Iterator[WebDriver]:
     with chromium() as driver:
         yield driver
         # No script error and no failed load on any page the tests opened.
-        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        logged = driver.get_log("browser")  # type: ignore[no-untyped-call]
+        assert [e for e in logged if e["level"] == "SEVERE"] == []
 
 
 def open_page(browser: WebDriver, url: str, ready: str) -> None:
