@@ -130,6 +130,8 @@ def test_the_timeline_marks_states_and_the_compaction_expands_to_its_summary(
         # Items out of the active context are dimmed; the window's are not.
         assert (opacity < 1) == (state in ("archived", "compacted")), (state, opacity)
     # The second read of src/app.py superseded the first; the truncation and checkpoint show.
+    # The first item's flag and metadata.
+    assert "pinned" in rows[0].text and "user=42" in rows[0].text
     first_read = browser.find_element(By.ID, "seq-10")
     assert "duplicate read: superseded by #11" in first_read.text
     truncated = [

@@ -29,6 +29,7 @@ function itemRow(item, here) {
     el("div", {},
       el("span", { class: `badge state-${state}`, text: state }),
       item.flags.map((f) => el("span", { class: "badge", text: f })),
+      Object.entries(item.metadata).map(([k, v]) => el("span", { class: "badge meta", text: `${k}=${v}` })),
       item.marks.map((m) => el("span", { class: "badge mark", text: m })),
       item.file ? el("span", { class: "badge", text: item.file.path }) : null,
       content));
