@@ -71,12 +71,16 @@ class Inspector:
         except OSError as exc:
             raise OSError(f"the inspector cannot listen on {host}:{port}: {exc.strerror}") from None
         if tls is not None:
-            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            context.load_cert_chain(*tls)
-            # The handshake happens in the request's own thread, not in the accepting one.
-            self._http.socket = context.wrap_socket(
-                self._http.socket, server_side=True, do_handshake_on_connect=False
-            )
+            try:
+                context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                context.load_cert_chain(*tls)
+                # The handshake happens in the request's own thread, not the accepting one.
+                self._http.socket = context.wrap_socket(
+                    self._http.socket, server_side=True, do_handshake_on_connect=False
+                )
+            except BaseException:
+                self._http.server_close()
+                raise
         self.port = int(self._http.server_address[1])
         self._thread = threading.Thread(
             target=self._http.serve_forever, name="contextwm-inspector", daemon=True
