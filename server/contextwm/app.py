@@ -203,13 +203,19 @@ class Service:
             OSError: the address cannot be bound.
             SettingsError: the TLS settings cannot be used, or the address (or the
                 inspector's) is not loopback and lacks API keys and TLS (see `listening_tls`
-                and `inspector.listening.check_address`); nothing was created.
+                and `inspector.listening.check_address`): nothing was created. Or the data
+                directory cannot be created.
         """
         tls = listening_tls(settings)
         check_address(settings)
-        audit = open_audit_log(settings)
         data = DataDir(settings.data_dir)
-        data.root.mkdir(parents=True, exist_ok=True)
+        try:
+            data.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SettingsError(
+                f"data_dir = '{data.root}': cannot create it: {exc.strerror}"
+            ) from None
+        audit = open_audit_log(settings)
         lock = DataDirLock.take(data)
         metrics = None
         store = None

@@ -49,6 +49,18 @@ def test_tls_settings_it_cannot_use_exit_2_with_one_line(pki: Pki, tmp_path: Pat
     assert wrong_key.startswith(f"error: tls_key_file = '{pki.client.key}' is not the key of")
 
 
+def test_a_data_directory_that_cannot_be_created_exits_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    data = tmp_path / "a-file" / "data"
+    line = refused(data, "--port", "0", *HASHING)
+    assert line == f"error: data_dir = '{data}': cannot create it: Not a directory"
+
+
+def test_a_port_out_of_range_exits_2_with_one_line(tmp_path: Path) -> None:
+    line = refused(tmp_path / "data", "--port", "99999")
+    assert line == "error: port must be between 0 and 65535 (0 picks a free port), got 99999"
+
+
 def test_every_interface_without_keys_and_tls_exits_2_with_one_line(tmp_path: Path) -> None:
     line = refused(tmp_path / "data", "--host", "0.0.0.0", "--port", "0")
     assert line == (

@@ -58,6 +58,27 @@ def test_metrics_are_off_by_default_and_take_a_port_from_any_source(tmp_path: Pa
         load_settings(None, {"CONTEXTWM_METRICS_PORT": "on"})
 
 
+@pytest.mark.parametrize("setting", ["port", "metrics_port", "inspector_port"])
+def test_a_port_out_of_range_is_refused_naming_it(setting: str) -> None:
+    with pytest.raises(SettingsError, match=f"^{setting} must be between 0 and 65535"):
+        load_settings(None, {}, {setting: 99999})
+    with pytest.raises(SettingsError, match=f"^{setting} must be between 0 and 65535"):
+        load_settings(None, {}, {setting: -1})
+    assert getattr(load_settings(None, {}, {setting: 0}), setting) == 0
+
+
+def test_the_inspector_is_off_by_default_and_takes_a_port_from_any_source(
+    tmp_path: Path,
+) -> None:
+    assert ServerSettings().inspector_port is None
+    assert ServerSettings().inspector_host == "127.0.0.1"
+    s = load_settings(
+        toml(tmp_path, "inspector_port = 8080\n"), {"CONTEXTWM_INSPECTOR_HOST": "::1"}
+    )
+    assert (s.inspector_port, s.inspector_host) == (8080, "::1")
+    assert load_settings(None, {"CONTEXTWM_INSPECTOR_PORT": "0"}).inspector_port == 0
+
+
 def test_nested_environment_limits() -> None:
     s = load_settings(None, {"CONTEXTWM_LIMITS__MAX_ITEM_TOKENS": "5"})
     assert s.limits.max_item_tokens == 5
