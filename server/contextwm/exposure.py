@@ -52,6 +52,11 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback
 
 
+def host_port(host: str, port: int) -> str:
+    """host:port as an address is written, an IPv6 host in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def refusal(exposure: Exposure) -> str | None:
     """Why the server must not listen where exposure says, in one line that says what to do
     instead; None when it may.
@@ -63,8 +68,7 @@ def refusal(exposure: Exposure) -> str | None:
         return None
     if exposure.api_keys and exposure.tls:
         return None
-    host = exposure.host
-    where = f"[{host}]:{exposure.port}" if ":" in host else f"{host}:{exposure.port}"
+    where = host_port(exposure.host, exposure.port)
     trusted = "or pass --insecure on a network you trust"
     if not exposure.api_keys and not exposure.tls:
         return (
@@ -90,8 +94,7 @@ def inspector_refusal(exposure: Exposure) -> str | None:
     opens it, and a key is how it knows which), and TLS unless insecure is set."""
     if is_loopback(exposure.host):
         return None
-    host = exposure.host
-    where = f"[{host}]:{exposure.port}" if ":" in host else f"{host}:{exposure.port}"
+    where = host_port(exposure.host, exposure.port)
     if not exposure.api_keys:
         return (
             f"refusing to serve the inspector on {where} without API keys: it would show every"

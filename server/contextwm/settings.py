@@ -527,14 +527,12 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
         raise SettingsError("indexer_niceness must be between 0 and 19")
     if not 0 < settings.indexer_busy_duty <= 1:
         raise SettingsError("indexer_busy_duty must be more than 0 and at most 1")
-    if not 0 <= settings.port <= 65535:
-        raise SettingsError(
-            f"port must be between 0 and 65535 (0 picks a free port), got {settings.port}"
-        )
-    if settings.metrics_port is not None and not 0 <= settings.metrics_port <= 65535:
-        raise SettingsError("metrics_port must be between 0 and 65535 (0 picks a free port)")
-    if settings.inspector_port is not None and not 0 <= settings.inspector_port <= 65535:
-        raise SettingsError("inspector_port must be between 0 and 65535 (0 picks a free port)")
+    for name in ("port", "metrics_port", "inspector_port"):
+        port = getattr(settings, name)
+        if port is not None and not 0 <= port <= 65535:
+            raise SettingsError(
+                f"{name} must be between 0 and 65535 (0 picks a free port), got {port}"
+            )
     interval = settings.retention_interval_seconds
     if not (math.isfinite(interval) and interval >= 0):
         raise SettingsError(

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from contextwm.domain.errors import Unauthenticated
-from contextwm.exposure import is_loopback
+from contextwm.exposure import host_port, is_loopback
 from contextwm.inspector.pages import Caller
 from contextwm.inspector.reads import ReadFailed
 from contextwm.inspector.routes import ROUTES, Backend, Refused, Stream
@@ -69,7 +69,9 @@ class Inspector:
         try:
             self._http = _Server((host, port), _handler_for(self))
         except OSError as exc:
-            raise OSError(f"the inspector cannot listen on {host}:{port}: {exc.strerror}") from None
+            raise OSError(
+                f"the inspector cannot listen on {host_port(host, port)}: {exc.strerror}"
+            ) from None
         if tls is not None:
             try:
                 context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -89,8 +91,7 @@ class Inspector:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/"
+        return f"{'https' if self.tls else 'http'}://{host_port(self.host, self.port)}/"
 
     def serve(self, backend: Backend) -> None:
         """Answers reads from now on (before: 503, the service is loading)."""
