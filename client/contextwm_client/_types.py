@@ -303,6 +303,11 @@ class ConversationSettings:
             one off). Read back: all four types.
         recent_min_items: The newest window items every enhanced context keeps whatever the
             query, as long as they take at most a quarter of the budget (0..1000).
+        protected_tail_items: The newest items no append evicts, whatever older items
+            score: at most this many (1..1000000, capped at window_max_items) ...
+        protected_tail_share: ... while together they take at most this share of the
+            window's tokens (0..1). The newest item is always protected, unless it alone is
+            larger than the window.
         retention: The conversation's own retention policy; each field set overrides its
             namespace's. Read back: only the fields the conversation set.
     """
@@ -328,6 +333,8 @@ class ConversationSettings:
     category_budgets: tuple[CategoryBudget, ...] | None = None
     contributor_weights: Mapping[str, float] | None = None
     recent_min_items: int | None = None
+    protected_tail_items: int | None = None
+    protected_tail_share: float | None = None
     retention: RetentionPolicy | None = None
 
 

@@ -165,13 +165,38 @@ class EngineMachine(RuleBasedStateMachine):
         assert set(outcome.evicted) <= before | set(fresh)
         window = {e.item.seq: e.item for e in self._rt().window}
         assert not set(outcome.evicted) & set(window)
-        # A pinned item that could fit is evicted only when nothing unpinned was left.
-        stored = self.store.get_items(rt.key, list(outcome.evicted))
         token_limit = self._rt().token_limit
         assert token_limit == limit_before  # adaptive_window is off
+        # The newest items stay, whatever they and the older ones score.
+        tail = self._tail(sorted(before | set(fresh)), sizes, token_limit)
+        assert tail <= set(window), (tail, sorted(window))
+        if fresh and sizes[fresh[-1]] <= token_limit:
+            assert fresh[-1] in window
+        # A pinned item that could fit is evicted only when nothing unpinned was left behind
+        # the tail.
+        stored = self.store.get_items(rt.key, list(outcome.evicted))
         if any(stored[s].flags & Flag.PINNED and sizes[s] <= token_limit for s in outcome.evicted):
-            assert all(i.flags & Flag.PINNED for i in window.values())
+            assert all(i.flags & Flag.PINNED or s in tail for s, i in window.items())
         assert outcome.window.token_count == sum(i.token_count for i in window.values())
+
+    def _tail(self, seqs: list[int], sizes: dict[int, int], token_limit: int) -> set[int]:
+        """The protected tail of a window holding seqs, from its definition: the newest item
+        (unless it is larger than the window), then older ones while they number at most
+        protected_tail_items and the item limit and take at most the share of the tokens."""
+        settings = self._rt().record.settings
+        most = min(settings.protected_tail_items, settings.window_max_items)
+        tail: list[int] = []
+        for seq in reversed(seqs):
+            if len(tail) >= most:
+                break
+            if (
+                tail
+                and sum(sizes[s] for s in [*tail, seq])
+                > settings.protected_tail_share * token_limit
+            ):
+                break
+            tail.append(seq)
+        return {s for s in tail if sizes[s] <= token_limit}
 
     @rule(item=new_items)
     def append_one(self, item: NewItem) -> None:
@@ -331,6 +356,15 @@ class EngineMachine(RuleBasedStateMachine):
         )
         assert info.window.token_limit == tokens and info.window.item_limit == items
         assert info.window.token_count <= tokens and info.window.item_count <= items
+
+    @rule(items=st.integers(1, 12), share=st.floats(0.0, 1.0))
+    def update_tail(self, items: int, share: float) -> None:
+        info = self.engine.update_conversation(
+            NS, CID, SettingsPatch(protected_tail_items=items, protected_tail_share=share)
+        )
+        settings = self._rt().record.settings
+        assert (settings.protected_tail_items, settings.protected_tail_share) == (items, share)
+        assert info.window.token_count <= info.window.token_limit
 
     @rule(save=st.booleans(), corrupt=st.booleans())
     def restart(self, save: bool, corrupt: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from itertools import pairwise
@@ -16,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 # Item decay off and one shared timestamp: recency is equal for every item, so the test
-# cases below isolate the one signal they are about.
-FLAT = ConversationSettings(recency_half_life_items=0.0)
+# cases below isolate the one signal they are about. Only the newest item is protected, so
+# the others show the score's order.
+FLAT = ConversationSettings(recency_half_life_items=0.0, protected_tail_items=1)
 T0 = 1_700_000_000.0
 
 
@@ -147,14 +149,14 @@ def test_ties_evict_the_older() -> None:
 
 def test_importance_decides() -> None:
     # The older item carries an error flag, so the newer plain one goes first.
-    w = window_of(make_item(1, flags=Flag.ERROR), make_item(2))
-    assert evict(w, item_limit=1) == [2]
+    w = window_of(make_item(1, flags=Flag.ERROR), make_item(2), make_item(3))
+    assert evict(w, item_limit=2) == [2]
 
 
 def test_each_importance_flag_protects_against_a_plain_item() -> None:
     for flag in (Flag.ERROR, Flag.CODE, Flag.QUESTION, Flag.SOLUTION):
-        w = window_of(make_item(1, flags=flag), make_item(2))
-        assert evict(w, item_limit=1) == [2], flag
+        w = window_of(make_item(1, flags=flag), make_item(2), make_item(3))
+        assert evict(w, item_limit=2) == [2], flag
 
 
 def test_higher_importance_flag_wins() -> None:
@@ -164,8 +166,9 @@ def test_higher_importance_flag_wins() -> None:
         make_item(2, flags=Flag.ERROR),
         make_item(3, flags=Flag.QUESTION),
         make_item(4, flags=Flag.CODE),
+        make_item(5),
     )
-    assert evict(w, item_limit=1) == [4, 3, 2]
+    assert evict(w, item_limit=2) == [4, 3, 2]
 
 
 def test_role_decides() -> None:
@@ -175,32 +178,37 @@ def test_role_decides() -> None:
         make_item(2, role="assistant"),
         make_item(3, role="file"),
         make_item(4, role="tool"),
+        make_item(5),
     )
-    assert evict(w, item_limit=1) == [4, 3, 2]
+    assert evict(w, item_limit=2) == [4, 3, 2]
 
 
 def test_similarity_decides() -> None:
     focus = unit(1, 0)
     vectors = {1: unit(1, 0), 2: unit(0, 1), 3: unit(1, 1)}
-    w = window_of(make_item(1), make_item(2), make_item(3), vectors=vectors)
-    assert evict(w, item_limit=1, focus=focus) == [2, 3]
+    w = window_of(make_item(1), make_item(2), make_item(3), make_item(4), vectors=vectors)
+    assert evict(w, item_limit=2, focus=focus) == [2, 3]
     # Without a focus similarity plays no part and age decides.
-    assert evict(w, item_limit=1, focus=None) == [1, 2]
+    assert evict(w, item_limit=2, focus=None) == [1, 2]
 
 
 def test_recency_decides_when_all_else_is_equal() -> None:
-    cs = ConversationSettings(recency_half_life_items=0.0, recency_half_life_seconds=60.0)
+    cs = dataclasses.replace(FLAT, recency_half_life_seconds=60.0)
     # seq 1 is the newest by time even though it was appended first (historic import).
-    w = window_of(make_item(1, timestamp=T0 + 600), make_item(2, timestamp=T0))
-    assert evict(w, item_limit=1, cs=cs) == [2]
+    w = window_of(
+        make_item(1, timestamp=T0 + 600), make_item(2, timestamp=T0), make_item(3, timestamp=T0)
+    )
+    assert evict(w, item_limit=2, cs=cs) == [2]
 
 
 def test_custom_weights_are_used() -> None:
     # With a role weight for tool above the error flag's importance, the error item goes.
     weights = ScoringWeights(role={"tool": 5.0, "error": 0.0})
-    cs = ConversationSettings(recency_half_life_items=0.0, weights=weights)
-    w = window_of(make_item(1, role="error", flags=Flag.ERROR), make_item(2, role="tool"))
-    assert evict(w, item_limit=1, cs=cs) == [1]
+    cs = dataclasses.replace(FLAT, weights=weights)
+    w = window_of(
+        make_item(1, role="error", flags=Flag.ERROR), make_item(2, role="tool"), make_item(3)
+    )
+    assert evict(w, item_limit=2, cs=cs) == [1]
 
 
 def test_oversized_item_goes_first_even_if_most_relevant() -> None:
@@ -223,15 +231,20 @@ def test_pinned_evicted_only_when_nothing_unpinned_is_left_then_oldest_first() -
         make_item(3, role="user", flags=high),  # most relevant unpinned item
         make_item(4, flags=Flag.PINNED),
         make_item(5),
+        make_item(6),
     )
-    assert evict(w, item_limit=3) == [5, 3]
-    assert evict(w, item_limit=1) == [5, 3, 1, 2]
+    assert evict(w, item_limit=4) == [5, 3]
+    assert evict(w, item_limit=2) == [5, 3, 1, 2]
 
 
 def test_pinned_ignore_relevance_among_themselves() -> None:
     # A pinned item with more importance is still evicted first if it is older.
-    w = window_of(make_item(1, flags=Flag.PINNED | Flag.ERROR), make_item(2, flags=Flag.PINNED))
-    assert evict(w, item_limit=1) == [1]
+    w = window_of(
+        make_item(1, flags=Flag.PINNED | Flag.ERROR),
+        make_item(2, flags=Flag.PINNED),
+        make_item(3),
+    )
+    assert evict(w, item_limit=2) == [1]
 
 
 def test_choose_evictions_does_not_change_the_window() -> None:
@@ -242,13 +255,13 @@ def test_choose_evictions_does_not_change_the_window() -> None:
 
 
 def test_eviction_reports_score_and_parts() -> None:
-    w = window_of(make_item(1, flags=Flag.CODE), make_item(2, role="user"))
+    w = window_of(make_item(1, flags=Flag.CODE), make_item(2, role="user"), make_item(3))
     last = choose_evictions(
         w,
         token_limit=1000,
-        item_limit=1,
+        item_limit=2,
         settings=FLAT,
-        clock=Clock(T0, 2),
+        clock=Clock(T0, 3),
         focus=None,
     )
     assert len(last) == 1
@@ -258,6 +271,44 @@ def test_eviction_reports_score_and_parts() -> None:
     assert ev.seq == 2
     assert ev.parts.role == pytest.approx(0.3)
     assert ev.score == pytest.approx(0.3 * 1.0 + 0.3)
+
+
+# ---------------------------------------------------------------- the protected tail
+
+
+def test_a_plain_newest_turn_stays_beside_older_flagged_ones() -> None:
+    # Older user questions outscore a plain assistant reply (0.5 + 0.3 against 0.2 and the
+    # recency a newer turn adds): only the tail keeps the reply that was just made.
+    questions = [make_item(s, role="user", flags=Flag.QUESTION) for s in range(1, 11)]
+    w = window_of(*questions, make_item(11, role="assistant"))
+    cs = ConversationSettings(protected_tail_items=1)
+    assert evict(w, item_limit=10, cs=cs) == [1]
+
+
+def test_the_tail_counts_items_and_a_share_of_the_tokens() -> None:
+    items = [make_item(s, 10, role="user", flags=Flag.ERROR) for s in range(1, 7)]
+    items += [make_item(s, 10) for s in range(7, 11)]  # four plain items, the newest
+    w = window_of(*items)
+    # Three protected: the plain items 7 goes first, then the flagged ones by age.
+    cs = ConversationSettings(protected_tail_items=3, recency_half_life_items=0)
+    assert evict(w, item_limit=5, cs=cs) == [7, 1, 2, 3, 4]
+    # Four allowed by count, but a fifth of 100 tokens holds only two of them.
+    cs = dataclasses.replace(cs, protected_tail_items=4, protected_tail_share=0.2)
+    assert evict(w, token_limit=100, item_limit=7, cs=cs) == [7, 8, 1]
+
+
+def test_a_tail_longer_than_the_item_limit_makes_the_window_first_in_first_out() -> None:
+    items = [make_item(s, role="user", flags=Flag.SOLUTION) for s in range(1, 4)]
+    items += [make_item(s) for s in range(4, 9)]
+    w = window_of(*items)
+    cs = ConversationSettings(protected_tail_items=100)
+    assert sorted(evict(w, item_limit=3, cs=cs)) == [1, 2, 3, 4, 5]
+
+
+def test_a_newest_item_larger_than_the_window_goes_to_the_archive() -> None:
+    # The one exception: kept, it would break the token limit by itself.
+    w = window_of(make_item(1, 10), make_item(2, 150))
+    assert evict(w, token_limit=100) == [2]
 
 
 # ---------------------------------------------------------------- property
@@ -320,15 +371,36 @@ def windows(
     return items, vectors, focus, token_limit, item_limit
 
 
+def reference_tail(
+    items: Sequence[Item], cs: ConversationSettings, token_limit: int, item_limit: int
+) -> set[int]:
+    """The protected tail, written out from its definition: the newest item, then older ones
+    while at most protected_tail_items (and item_limit) within the share of the tokens."""
+    tail: list[Item] = []
+    for item in reversed(items):
+        grown = sum(i.token_count for i in tail) + item.token_count
+        if len(tail) >= min(cs.protected_tail_items, item_limit):
+            break
+        if tail and grown > cs.protected_tail_share * token_limit:
+            break
+        tail.append(item)
+    return {i.seq for i in tail}
+
+
 @settings(max_examples=300, deadline=None)
-@given(windows(), st.floats(0, 100))
+@given(windows(), st.floats(0, 100), st.integers(1, 20), st.floats(0, 1))
 def test_eviction_property(
     case: tuple[list[Item], dict[int, np.ndarray], np.ndarray | None, int, int],
     half_life_items: float,
+    tail_items: int,
+    tail_share: float,
 ) -> None:
     items, vectors, focus, token_limit, item_limit = case
     cs = ConversationSettings(
-        recency_half_life_items=half_life_items, recency_half_life_seconds=7200
+        recency_half_life_items=half_life_items,
+        recency_half_life_seconds=7200,
+        protected_tail_items=tail_items,
+        protected_tail_share=tail_share,
     )
     w = window_of(*items, vectors=vectors)
     clock = Clock(now=max(i.timestamp for i in items), last_seq=items[-1].seq)
@@ -356,18 +428,23 @@ def test_eviction_property(
     assert set(seqs[: len(oversized)]) == set(oversized)
     rest = seqs[len(oversized) :]
 
-    # 3. Then unpinned items, lowest relevance first, older first on ties; pinned items only
+    # 3. The protected tail stays, whatever its items score.
+    tail = reference_tail(items, cs, token_limit, item_limit) - set(oversized)
+    assert not tail & set(seqs)
+    older = [i for i in items if i.seq not in tail]
+
+    # 4. Then unpinned items, lowest relevance first, older first on ties; pinned items only
     #    once no unpinned item is left, and then oldest first.
     pinned_rest = [s for s in rest if by_seq[s].flags & Flag.PINNED]
     unpinned_rest = [s for s in rest if not by_seq[s].flags & Flag.PINNED]
     assert rest == unpinned_rest + pinned_rest
     if pinned_rest:
         remaining_unpinned = [
-            i.seq for i in items if not i.flags & Flag.PINNED and i.seq not in set(seqs)
+            i.seq for i in older if not i.flags & Flag.PINNED and i.seq not in set(seqs)
         ]
         assert remaining_unpinned == []
         all_pinned = sorted(
-            i.seq for i in items if i.flags & Flag.PINNED and i.seq not in set(oversized)
+            i.seq for i in older if i.flags & Flag.PINNED and i.seq not in set(oversized)
         )
         assert pinned_rest == all_pinned[: len(pinned_rest)]
 
@@ -382,6 +459,6 @@ def test_eviction_property(
         assert ref[a] <= ref[b] + eps
         if abs(ref[a] - ref[b]) <= 1e-12:
             assert a < b
-    kept_unpinned = [i.seq for i in items if not i.flags & Flag.PINNED and i.seq not in set(seqs)]
+    kept_unpinned = [i.seq for i in older if not i.flags & Flag.PINNED and i.seq not in set(seqs)]
     if unpinned_rest and kept_unpinned:
         assert max(ref[s] for s in unpinned_rest) <= min(ref[s] for s in kept_unpinned) + eps

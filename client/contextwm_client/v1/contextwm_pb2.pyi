@@ -397,6 +397,8 @@ class ConversationSettings(_message.Message):
     CONTRIBUTOR_WEIGHTS_FIELD_NUMBER: _builtins.int
     RECENT_MIN_ITEMS_FIELD_NUMBER: _builtins.int
     RETENTION_FIELD_NUMBER: _builtins.int
+    PROTECTED_TAIL_ITEMS_FIELD_NUMBER: _builtins.int
+    PROTECTED_TAIL_SHARE_FIELD_NUMBER: _builtins.int
     window_max_tokens: _builtins.int
     """Window token limit (default 8000)."""
     window_max_items: _builtins.int
@@ -450,6 +452,14 @@ class ConversationSettings(_message.Message):
     """The newest window items every enhanced context keeps whatever the query, as long as
     they take at most a quarter of the budget (default 2; 0..1000).
     """
+    protected_tail_items: _builtins.int
+    """The newest items no append evicts, whatever older items score: at most this many
+    (default 20; 1..1000000; capped at window_max_items), while together they take at most
+    protected_tail_share of the window's tokens (default 0.5; 0..1). The newest item is
+    always protected, unless it alone is larger than the window: it then goes to the
+    archive.
+    """
+    protected_tail_share: _builtins.float
     @_builtins.property
     def weights(self) -> Global___ScoringWeights: ...
     @_builtins.property
@@ -493,10 +503,12 @@ class ConversationSettings(_message.Message):
         contributor_weights: _abc.Iterable[Global___ContributorWeight] | None = ...,
         recent_min_items: _builtins.int | None = ...,
         retention: Global___RetentionPolicy | None = ...,
+        protected_tail_items: _builtins.int | None = ...,
+        protected_tail_share: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "retention", b"retention", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_protected_tail_items", b"_protected_tail_items", "_protected_tail_share", b"_protected_tail_share", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "protected_tail_items", b"protected_tail_items", "protected_tail_share", b"protected_tail_share", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "retention", b"retention", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "category_budgets", b"category_budgets", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "contributor_weights", b"contributor_weights", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "retention", b"retention", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window", "_compaction_enabled", b"_compaction_enabled", "_compaction_threshold", b"_compaction_threshold", "_context_limit", b"_context_limit", "_detect_importance", b"_detect_importance", "_encoding", b"_encoding", "_focus_items", b"_focus_items", "_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns", "_model", b"_model", "_protected_tail_items", b"_protected_tail_items", "_protected_tail_share", b"_protected_tail_share", "_recency_half_life_items", b"_recency_half_life_items", "_recency_half_life_seconds", b"_recency_half_life_seconds", "_recent_min_items", b"_recent_min_items", "_replace_duplicate_reads", b"_replace_duplicate_reads", "_reserved_reply_tokens", b"_reserved_reply_tokens", "_similarity_threshold", b"_similarity_threshold", "_window_max_items", b"_window_max_items", "_window_max_tokens", b"_window_max_tokens", "_workspace_root", b"_workspace_root", "adaptive_window", b"adaptive_window", "category_budgets", b"category_budgets", "compaction_enabled", b"compaction_enabled", "compaction_threshold", b"compaction_threshold", "context_limit", b"context_limit", "contributor_weights", b"contributor_weights", "detect_importance", b"detect_importance", "encoding", b"encoding", "focus_items", b"focus_items", "mask_tool_outputs_after_turns", b"mask_tool_outputs_after_turns", "model", b"model", "protected_tail_items", b"protected_tail_items", "protected_tail_share", b"protected_tail_share", "recency_half_life_items", b"recency_half_life_items", "recency_half_life_seconds", b"recency_half_life_seconds", "recent_min_items", b"recent_min_items", "replace_duplicate_reads", b"replace_duplicate_reads", "reserved_reply_tokens", b"reserved_reply_tokens", "retention", b"retention", "similarity_threshold", b"similarity_threshold", "weights", b"weights", "window_max_items", b"window_max_items", "window_max_tokens", b"window_max_tokens", "workspace_root", b"workspace_root"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__adaptive_window: _TypeAlias = _typing.Literal["adaptive_window"]  # noqa: Y015
     _WhichOneofArgType__adaptive_window: _TypeAlias = _typing.Literal["_adaptive_window", b"_adaptive_window"]  # noqa: Y015
@@ -516,6 +528,10 @@ class ConversationSettings(_message.Message):
     _WhichOneofArgType__mask_tool_outputs_after_turns: _TypeAlias = _typing.Literal["_mask_tool_outputs_after_turns", b"_mask_tool_outputs_after_turns"]  # noqa: Y015
     _WhichOneofReturnType__model: _TypeAlias = _typing.Literal["model"]  # noqa: Y015
     _WhichOneofArgType__model: _TypeAlias = _typing.Literal["_model", b"_model"]  # noqa: Y015
+    _WhichOneofReturnType__protected_tail_items: _TypeAlias = _typing.Literal["protected_tail_items"]  # noqa: Y015
+    _WhichOneofArgType__protected_tail_items: _TypeAlias = _typing.Literal["_protected_tail_items", b"_protected_tail_items"]  # noqa: Y015
+    _WhichOneofReturnType__protected_tail_share: _TypeAlias = _typing.Literal["protected_tail_share"]  # noqa: Y015
+    _WhichOneofArgType__protected_tail_share: _TypeAlias = _typing.Literal["_protected_tail_share", b"_protected_tail_share"]  # noqa: Y015
     _WhichOneofReturnType__recency_half_life_items: _TypeAlias = _typing.Literal["recency_half_life_items"]  # noqa: Y015
     _WhichOneofArgType__recency_half_life_items: _TypeAlias = _typing.Literal["_recency_half_life_items", b"_recency_half_life_items"]  # noqa: Y015
     _WhichOneofReturnType__recency_half_life_seconds: _TypeAlias = _typing.Literal["recency_half_life_seconds"]  # noqa: Y015
@@ -552,6 +568,10 @@ class ConversationSettings(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__mask_tool_outputs_after_turns) -> _WhichOneofReturnType__mask_tool_outputs_after_turns | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__model) -> _WhichOneofReturnType__model | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__protected_tail_items) -> _WhichOneofReturnType__protected_tail_items | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__protected_tail_share) -> _WhichOneofReturnType__protected_tail_share | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__recency_half_life_items) -> _WhichOneofReturnType__recency_half_life_items | None: ...
     @_typing.overload

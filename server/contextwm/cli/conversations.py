@@ -69,6 +69,8 @@ def _settings(args: argparse.Namespace) -> ConversationSettings:
         mask_tool_outputs_after_turns=args.mask_tool_outputs_after_turns,
         replace_duplicate_reads=args.replace_duplicate_reads,
         recent_min_items=args.recent_min_items,
+        protected_tail_items=args.protected_tail_items,
+        protected_tail_share=args.protected_tail_share,
         retention=_retention(args),
     )
 

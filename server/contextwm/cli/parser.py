@@ -655,6 +655,18 @@ def _add_settings_arguments(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--replace-duplicate-reads", action=argparse.BooleanOptionalAction)
     sub.add_argument("--recent-min-items", type=int, metavar="N")
     sub.add_argument(
+        "--protected-tail-items",
+        type=int,
+        metavar="N",
+        help="the newest items no append evicts (default 20)",
+    )
+    sub.add_argument(
+        "--protected-tail-share",
+        type=float,
+        metavar="SHARE",
+        help="... while they take at most this share of the window's tokens (default 0.5)",
+    )
+    sub.add_argument(
         "--retention-max-age-seconds", type=float, metavar="S", help="archived items older go"
     )
     sub.add_argument(

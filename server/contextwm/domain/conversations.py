@@ -82,6 +82,10 @@ class ConversationSettings:
     similarity_threshold: float = 0.3
     # The newest window items every enhanced context keeps, whatever the query.
     recent_min_items: int = 2
+    # The newest items no append evicts: at most this many, while they take at most this
+    # share of the window's tokens (the newest item always). Eviction chooses among the rest.
+    protected_tail_items: int = 20
+    protected_tail_share: float = 0.5
     adaptive_window: bool = False
     detect_importance: bool = True
     weights: ScoringWeights = ScoringWeights()
@@ -125,6 +129,8 @@ class SettingsPatch:
     focus_items: int | None = None
     similarity_threshold: float | None = None
     recent_min_items: int | None = None
+    protected_tail_items: int | None = None
+    protected_tail_share: float | None = None
     adaptive_window: bool | None = None
     detect_importance: bool | None = None
     weights: WeightsPatch | None = None
@@ -168,6 +174,8 @@ def apply_patch(base: ConversationSettings, patch: SettingsPatch) -> Conversatio
     check_range("focus_items", merged.focus_items, 1, 1000)
     check_range("similarity_threshold", merged.similarity_threshold, -1.0, 1.0)
     check_range("recent_min_items", merged.recent_min_items, 0, 1000)
+    check_range("protected_tail_items", merged.protected_tail_items, 1, 1_000_000)
+    check_range("protected_tail_share", merged.protected_tail_share, 0.0, 1.0)
     check_range("context_limit", merged.context_limit, 0, 100_000_000)
     check_range("reserved_reply_tokens", merged.reserved_reply_tokens, 0, 100_000_000)
     if merged.context_limit and merged.reserved_reply_tokens >= merged.context_limit:

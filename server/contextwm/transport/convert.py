@@ -133,6 +133,8 @@ def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
         focus_items=opt("focus_items", msg.focus_items),
         similarity_threshold=opt("similarity_threshold", msg.similarity_threshold),
         recent_min_items=opt("recent_min_items", msg.recent_min_items),
+        protected_tail_items=opt("protected_tail_items", msg.protected_tail_items),
+        protected_tail_share=opt("protected_tail_share", msg.protected_tail_share),
         adaptive_window=opt("adaptive_window", msg.adaptive_window),
         detect_importance=opt("detect_importance", msg.detect_importance),
         weights=weights,
@@ -164,6 +166,8 @@ def to_proto_settings(s: ConversationSettings) -> pb.ConversationSettings:
         focus_items=s.focus_items,
         similarity_threshold=s.similarity_threshold,
         recent_min_items=s.recent_min_items,
+        protected_tail_items=s.protected_tail_items,
+        protected_tail_share=s.protected_tail_share,
         adaptive_window=s.adaptive_window,
         detect_importance=s.detect_importance,
         weights=pb.ScoringWeights(

@@ -137,6 +137,27 @@ class WindowScores:
         )
 
 
+def protected_tail(
+    window: Window, settings: ConversationSettings, token_limit: int, item_limit: int
+) -> int:
+    """How many of the window's newest items no eviction may take: the newest item always,
+    then older ones while they number at most protected_tail_items (and item_limit) and take
+    at most protected_tail_share of token_limit together.
+
+    A sliding window that drops what was just said cannot be trusted, whatever older items
+    score: flags and similarity decide among the items behind the tail.
+    """
+    most = min(settings.protected_tail_items, item_limit)
+    allowance = settings.protected_tail_share * token_limit
+    count, tokens = 0, 0
+    for entry in reversed(window.newest(most)):
+        tokens += entry.item.token_count
+        if count >= most or (count and tokens > allowance):
+            break
+        count += 1
+    return count
+
+
 def choose_evictions(
     window: Window,
     *,
@@ -148,9 +169,11 @@ def choose_evictions(
 ) -> list[Eviction]:
     """What to evict, in order, so that the window fits both limits. Does not change window.
 
-    Order: an item larger than the whole token limit first (it can never fit, and keeping it
-    would push everything else out); then the lowest relevance score, oldest first on ties;
-    pinned items only when nothing else is left, oldest first.
+    The protected tail (see protected_tail) is never chosen, unless an item of it is larger
+    than the whole token limit: such an item can never fit, and it goes first (keeping it
+    would push everything else out). Then the lowest relevance score, oldest first on ties;
+    pinned items only when nothing else is left, oldest first. The tail fits both limits by
+    construction, so what is left always suffices.
     """
     tokens, count = window.tokens, len(window)
     if tokens <= token_limit and count <= item_limit:
@@ -159,16 +182,21 @@ def choose_evictions(
     scored = window.scores(settings, clock, focus)
     token_counts = np.array([it.token_count for it in items], dtype=np.int64)
     pinned = np.array([int(it.flags) & _PINNED for it in items], dtype=bool)
+    fits = token_counts <= token_limit
+    tail = protected_tail(window, settings, token_limit, item_limit)
+    open_ = np.ones(len(items), dtype=bool)
+    open_[len(items) - tail :] = False
     # Pinned items rank by age alone. Scores are compared at 1e-9 so that sums which only
     # differ in rounding count as ties, and ties go to the older item.
     rounded = np.where(pinned, 0.0, np.round(scored.score, 9))
-    fits = token_counts <= token_limit
     # lexsort's last key is the primary one: oversized first, then unpinned, score, seq.
     order = np.lexsort((scored.seqs, rounded, pinned, fits))
     evictions: list[Eviction] = []
     for i in order.tolist():
         if tokens <= token_limit and count <= item_limit:
             break
+        if fits[i] and not open_[i]:
+            continue
         score, parts = scored.at(i)
         evictions.append(Eviction(int(scored.seqs[i]), score, parts))
         tokens -= int(token_counts[i])
