@@ -230,19 +230,21 @@ RESTORE_CHUNK_BYTES = 1 << 20
 
 def restore_chunks(namespace: str, lines: Iterable[str]) -> Iterator[pb.RestoreExportRequest]:
     """The RestoreRequests of a restore, about RESTORE_CHUNK_BYTES of lines each (built as the
-    lines are read); the first names the namespace. A line's trailing newline is dropped."""
+    lines are read). The server reads the namespace from the first; each names it all the
+    same, for a server that checks each message's namespace against a scoped key. A line's
+    trailing newline is dropped."""
     chunk: list[str] = []
     size = 0
     first = True
     for line in lines:
         line = line.rstrip("\r\n")
         if chunk and size + len(line) > RESTORE_CHUNK_BYTES:
-            yield pb.RestoreExportRequest(namespace=namespace if first else "", lines=chunk)
+            yield pb.RestoreExportRequest(namespace=namespace, lines=chunk)
             chunk, size, first = [], 0, False
         chunk.append(line)
         size += len(line)
     if chunk or first:
-        yield pb.RestoreExportRequest(namespace=namespace if first else "", lines=chunk)
+        yield pb.RestoreExportRequest(namespace=namespace, lines=chunk)
 
 
 def pin(namespace: str, conversation_id: str, seq: int) -> pb.PinRequest:

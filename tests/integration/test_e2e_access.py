@@ -233,3 +233,30 @@ def test_keys_are_managed_over_grpc_and_tokens_shown_once(
         pytest.raises(Exception, match="not known"),
     ):
         c.list_conversations(namespace=HOME)
+
+
+def test_a_scoped_key_restores_its_own_export_of_several_chunks(
+    keyed: tuple[Service, Keys, grpc.Channel],
+) -> None:
+    service, keys, channel = keyed
+    _, writer = keys.create("writer", Role.WRITE, [OTHER])
+    with Client(f"127.0.0.1:{service.port}", api_key=writer, namespace=OTHER) as c:
+        # Over a mebibyte of lines: the restore streams them in more than one chunk.
+        c.append_batch("big", [{"content": f"{n} " + "x" * 110_000} for n in range(12)])
+        lines = list(c.export("big"))
+        c.erase_conversation("big")
+        assert c.restore_export(lines, namespace=OTHER).restored == 1
+        assert len(list(c.iter_items("big"))) == 12
+    # Another client's way: the namespace in the first chunk only, which names the stream's.
+    restore = channel.stream_unary(
+        f"/{SERVICE.full_name}/RestoreExport",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=pb.RestoreExportResponse.FromString,
+    )
+    chunks = [
+        pb.RestoreExportRequest(namespace="tenant-c", lines=lines[:5]),
+        pb.RestoreExportRequest(lines=lines[5:]),
+    ]
+    _, into_c = keys.create("tenant-c writer", Role.WRITE, ["tenant-c"])
+    answer = restore(iter(chunks), metadata=(("authorization", f"Bearer {into_c}"),), timeout=60)
+    assert answer.restored == 1

@@ -39,17 +39,24 @@ def method_role(method: str) -> Role | None:
     return _METHOD_ROLES.get(method)
 
 
-def namespaces_of(request: Any) -> list[str] | None:
+def namespaces_of(request: Any, first: Any = None) -> list[str] | None:
     """The namespaces a request (or one message of a client stream) touches; None when it
     spans every namespace (all_namespaces, no namespace field, or a restore into each
-    conversation's own namespace)."""
+    conversation's own namespace).
+
+    Args:
+        first: The first message of the request's stream (None: request is the first, or
+            no stream). A restore goes where its first message says, whatever the later
+            ones name, so each of its messages is judged by the first one's namespace.
+    """
     fields = request.DESCRIPTOR.fields_by_name
     if "all_namespaces" in fields and request.all_namespaces:
         return None
     if isinstance(request, pb.ImportRequest):
         return sorted({item.namespace or DEFAULT_NAMESPACE for item in request.items})
-    if isinstance(request, pb.RestoreExportRequest) and not request.namespace:
-        return None
+    if isinstance(request, pb.RestoreExportRequest):
+        namespace = (first if first is not None else request).namespace
+        return [namespace] if namespace else None
     if "namespace" in fields:
         return [request.namespace or DEFAULT_NAMESPACE]
     return None
@@ -156,8 +163,10 @@ class CallAccess:
             caller = key
 
             def checked(requests: Iterator[Any]) -> Iterator[Any]:
+                first = None
                 for message in requests:
-                    guard.admit(caller, method, needed, namespaces_of(message))
+                    guard.admit(caller, method, needed, namespaces_of(message, first))
+                    first = message if first is None else first
                     quotas.check_size(caller, message.ByteSize())
                     yield message
 
