@@ -198,6 +198,34 @@ def append_batch(
     )
 
 
+def append_batches(
+    namespace: str,
+    conversation_id: str,
+    items: Sequence[NewItem | Mapping[str, Any]],
+    batch_size: int,
+) -> list[pb.AppendBatchRequest]:
+    """The AppendBatchRequests of a batch, batch_size items each (one, empty, for no items),
+    every item converted before any call.
+
+    Raises:
+        ValueError: batch_size is below 1.
+        TypeError: As append_batch.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    request = append_batch(namespace, conversation_id, items)
+    if len(request.items) <= batch_size:
+        return [request]
+    return [
+        pb.AppendBatchRequest(
+            namespace=namespace,
+            conversation_id=conversation_id,
+            items=request.items[start : start + batch_size],
+        )
+        for start in range(0, len(request.items), batch_size)
+    ]
+
+
 def import_chunks(
     namespace: str, items: Iterable[ImportItem], chunk_size: int
 ) -> Iterator[pb.ImportRequest]:
