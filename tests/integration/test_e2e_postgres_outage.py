@@ -4,6 +4,7 @@ reconnects by itself, and what was acknowledged is all there."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -127,3 +128,39 @@ def test_a_call_waiting_on_a_write_the_outage_cut_is_unavailable_not_not_found(
         assert readiness_becomes(service.port, SERVING)
         assert [i.content for i in client.list_items("c").entries] == ["first"]
         assert client.append("c", "second").seq == 2
+
+
+def test_readiness_follows_the_database_within_about_a_second_under_load(
+    start_service: StartService, database: PostgresServer
+) -> None:
+    dsn = database.create_database("busy")
+    service = start_service(store=dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(SLOW_TRIGGER)
+    target = f"127.0.0.1:{service.port}"
+
+    def append(conversation: str) -> None:
+        with Client(target) as client, contextlib.suppress(UnavailableError):
+            client.append(conversation, "SLOW item")
+
+    # Every connection of the server's pool busy with a write when the database goes down.
+    writers = [threading.Thread(target=append, args=(f"c{n}",)) for n in range(8)]
+    for writer in writers:
+        writer.start()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        deadline = time.monotonic() + 20
+        while conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
+        ).fetchone() != (8,):
+            assert time.monotonic() < deadline, "the writers never all got a connection"
+            time.sleep(0.02)
+    stopped = time.monotonic()
+    database.stop("immediate")
+    assert readiness_becomes(service.port, NOT_SERVING)
+    took = time.monotonic() - stopped
+    print(f"readiness NOT_SERVING {took:.2f} s after the database stopped")
+    assert took < 2.5
+    for writer in writers:
+        writer.join(30)
+    database.start()
+    assert readiness_becomes(service.port, SERVING)
