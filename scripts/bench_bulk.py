@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                     server.target, path, tmp / "state", args, restart=True
                 )
                 log(f"part {k + 1} again: {summary}")
-                if f"0 new, {len(texts):,} already there" not in summary:
+                if f"0 new items ({len(texts):,} already there)" not in summary:
                     raise RuntimeError(f"the re-import of part {k + 1} stored something")
                 reimports[k] = (reimports[k][0], seconds)
     finally:

@@ -48,13 +48,16 @@ from contextwm_client._convert import (
     from_proto_tool_check,
     from_proto_truncate_response,
     from_proto_usage,
+    joined_batch_results,
 )
 from contextwm_client._credentials import Tls
 from contextwm_client._deprecation import renamed_argument, warn_renamed
 from contextwm_client._exceptions import (
+    ContextWMError,
     DeadlineExceededError,
     UnavailableError,
     map_rpc_error,
+    with_details,
 )
 from contextwm_client._streams import EventStream, cancel
 from contextwm_client._target import with_port
@@ -108,6 +111,8 @@ from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
 
 # A server that is up answers at once: only a longer wait for one is worth saying.
 QUIET_WAIT_SECONDS = 1.0
+# Items per AppendBatch call: the server's default limits.max_batch_items.
+BATCH_SIZE = 1000
 
 _Request = TypeVar("_Request", bound=Message)
 _Response = TypeVar("_Response", bound=Message)
@@ -549,27 +554,52 @@ class Client:
         items: Sequence[NewItem | Mapping[str, Any]],
         *,
         namespace: str | None = None,
+        batch_size: int = BATCH_SIZE,
     ) -> AppendBatchResult:
-        """Appends a batch of items, all or nothing (the AppendBatch call).
+        """Appends a batch of items (the AppendBatch call), all or nothing per call.
+
+        Up to batch_size items go in one call, which appends them all or none. A longer
+        batch is sent as calls of batch_size items each, in order: each call is all or
+        nothing on its own, so when one fails the calls before it stay appended (the error
+        says how many items that is) and nothing after it is sent. Give the items
+        idempotency keys to make sending the whole batch again safe.
 
         Args:
             conversation_id: The conversation (created with defaults if missing).
             items: The items, in order: `NewItem`s, or dicts of NewItem's fields such as
                 `{"role": "user", "content": "..."}` (the shape `as_message()` returns).
             namespace: Namespace; None uses the client's.
+            batch_size: Items per call, 1.. the server's limits.max_batch_items (1000 by
+                default, this default); lower it for a server with a lower limit.
 
         Returns:
-            One result per item in order, the evicted seqs and the window.
+            One result per item in order, the evicted seqs (of every call) and the window
+            after the last call.
 
         Raises:
-            TypeError: An item is neither a NewItem nor such a dict (checked before the call;
+            ValueError: batch_size is below 1 (before any call).
+            TypeError: An item is neither a NewItem nor such a dict (checked before any call;
                 the message names its index and type).
-            InvalidArgumentError: An item is invalid; nothing was appended.
-            ContextWMError: Any other failure of the call.
+            InvalidArgumentError: An item is invalid; nothing of its call was appended.
+            ContextWMError: Any other failure of a call; after the first call, the message
+                says how many items earlier calls appended.
         """
-        request = _requests.append_batch(self._ns(namespace), conversation_id, items)
-        response = self._invoke(self._stub.AppendBatch, request)
-        return from_proto_append_batch_response(response)
+        requests = _requests.append_batches(self._ns(namespace), conversation_id, items, batch_size)
+        results: list[AppendBatchResult] = []
+        for request in requests:
+            try:
+                response = self._invoke(self._stub.AppendBatch, request)
+            except ContextWMError as exc:
+                if not results:
+                    raise
+                appended = sum(len(r.results) for r in results)
+                raise with_details(
+                    exc,
+                    f"{exc.details} (the first {appended} items of the batch were appended by"
+                    f" earlier calls of {batch_size}; none after them)",
+                ) from exc
+            results.append(from_proto_append_batch_response(response))
+        return joined_batch_results(results)
 
     def append_many(
         self,

@@ -651,6 +651,16 @@ def from_proto_append_batch_response(message: pb.AppendBatchResponse) -> AppendB
     )
 
 
+def joined_batch_results(results: Sequence[AppendBatchResult]) -> AppendBatchResult:
+    """The outcome of a batch sent as several calls, in order: every item's result, every
+    eviction, and the window after the last call."""
+    return AppendBatchResult(
+        results=tuple(r for batch in results for r in batch.results),
+        evicted_seqs=tuple(s for batch in results for s in batch.evicted_seqs),
+        window=results[-1].window,
+    )
+
+
 # The totals of an import before the server has answered any chunk.
 NO_IMPORT = ImportResult(
     appended=0, duplicates=0, conversations=0, evicted=0, failed=0, failures=()

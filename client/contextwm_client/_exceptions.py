@@ -152,6 +152,14 @@ def map_rpc_error(exc: grpc.RpcError) -> ContextWMError:
     return error_class(status.name, text)
 
 
+def with_details(exc: ContextWMError, details: str) -> ContextWMError:
+    """An error of exc's class and status with other details (a ResourceExhaustedError keeps
+    its retry_after): for a failure that says more than the server could."""
+    if isinstance(exc, ResourceExhaustedError):
+        return ResourceExhaustedError(exc.code, details, exc.retry_after)
+    return type(exc)(exc.code, details)
+
+
 def _retry_after(exc: grpc.RpcError) -> float | None:
     """The `retry-after` trailing metadata, in seconds; None without it (or unreadable)."""
     trailing_of = getattr(exc, "trailing_metadata", None)

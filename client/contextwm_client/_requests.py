@@ -198,6 +198,34 @@ def append_batch(
     )
 
 
+def append_batches(
+    namespace: str,
+    conversation_id: str,
+    items: Sequence[NewItem | Mapping[str, Any]],
+    batch_size: int,
+) -> list[pb.AppendBatchRequest]:
+    """The AppendBatchRequests of a batch, batch_size items each (one, empty, for no items),
+    every item converted before any call.
+
+    Raises:
+        ValueError: batch_size is below 1.
+        TypeError: As append_batch.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    request = append_batch(namespace, conversation_id, items)
+    if len(request.items) <= batch_size:
+        return [request]
+    return [
+        pb.AppendBatchRequest(
+            namespace=namespace,
+            conversation_id=conversation_id,
+            items=request.items[start : start + batch_size],
+        )
+        for start in range(0, len(request.items), batch_size)
+    ]
+
+
 def import_chunks(
     namespace: str, items: Iterable[ImportItem], chunk_size: int
 ) -> Iterator[pb.ImportRequest]:
@@ -230,19 +258,21 @@ RESTORE_CHUNK_BYTES = 1 << 20
 
 def restore_chunks(namespace: str, lines: Iterable[str]) -> Iterator[pb.RestoreExportRequest]:
     """The RestoreRequests of a restore, about RESTORE_CHUNK_BYTES of lines each (built as the
-    lines are read); the first names the namespace. A line's trailing newline is dropped."""
+    lines are read). The server reads the namespace from the first; each names it all the
+    same, for a server that checks each message's namespace against a scoped key. A line's
+    trailing newline is dropped."""
     chunk: list[str] = []
     size = 0
     first = True
     for line in lines:
         line = line.rstrip("\r\n")
         if chunk and size + len(line) > RESTORE_CHUNK_BYTES:
-            yield pb.RestoreExportRequest(namespace=namespace if first else "", lines=chunk)
+            yield pb.RestoreExportRequest(namespace=namespace, lines=chunk)
             chunk, size, first = [], 0, False
         chunk.append(line)
         size += len(line)
     if chunk or first:
-        yield pb.RestoreExportRequest(namespace=namespace if first else "", lines=chunk)
+        yield pb.RestoreExportRequest(namespace=namespace, lines=chunk)
 
 
 def pin(namespace: str, conversation_id: str, seq: int) -> pb.PinRequest:

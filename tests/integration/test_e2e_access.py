@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -233,3 +234,57 @@ def test_keys_are_managed_over_grpc_and_tokens_shown_once(
         pytest.raises(Exception, match="not known"),
     ):
         c.list_conversations(namespace=HOME)
+
+
+def test_a_scoped_key_restores_its_own_export_of_several_chunks(
+    keyed: tuple[Service, Keys, grpc.Channel],
+) -> None:
+    service, keys, channel = keyed
+    _, writer = keys.create("writer", Role.WRITE, [OTHER])
+    with Client(f"127.0.0.1:{service.port}", api_key=writer, namespace=OTHER) as c:
+        # Over a mebibyte of lines: the restore streams them in more than one chunk.
+        c.append_batch("big", [{"content": f"{n} " + "x" * 110_000} for n in range(12)])
+        lines = list(c.export("big"))
+        c.erase_conversation("big")
+        assert c.restore_export(lines, namespace=OTHER).restored == 1
+        assert len(list(c.iter_items("big"))) == 12
+    # Another client's way: the namespace in the first chunk only, which names the stream's.
+    restore = channel.stream_unary(
+        f"/{SERVICE.full_name}/RestoreExport",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=pb.RestoreExportResponse.FromString,
+    )
+    chunks = [
+        pb.RestoreExportRequest(namespace="tenant-c", lines=lines[:5]),
+        pb.RestoreExportRequest(lines=lines[5:]),
+    ]
+    _, into_c = keys.create("tenant-c writer", Role.WRITE, ["tenant-c"])
+    answer = restore(iter(chunks), metadata=(("authorization", f"Bearer {into_c}"),), timeout=60)
+    assert answer.restored == 1
+
+
+def test_a_read_key_changes_nothing_stored(start_service: Any, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("the tide turns at six\n")
+    service = start_service(require_api_keys=True, workspace_root=str(tmp_path))
+    keys = Keys(service.store, time.time)
+    _, writer = keys.create("writer", Role.WRITE, [HOME])
+    _, reader = keys.create("reader", Role.READ, [HOME])
+    target = f"127.0.0.1:{service.port}"
+    with Client(target, api_key=writer, namespace=HOME) as w:
+        w.append("c", "hello")
+        w.read_file_chunk("c", "notes.txt")  # the writer's read moves the view and records
+        before = (w.get_conversation("c").total_items, w.get_session("c"), w.get_usage("c"))
+        with Client(target, api_key=reader, namespace=HOME) as r:
+            assert r.get_usage("c").reported_tokens == 0  # reading the usage is a read
+            for change in (
+                lambda: r.read_file_chunk("c", "notes.txt"),
+                lambda: r.read_file_chunk("c", "notes.txt", record=False),
+                lambda: r.scroll_file("c", line=1),
+                lambda: r.get_usage("c", reported_input_tokens=123_456),
+            ):
+                with pytest.raises(PermissionDeniedError, match="needs write"):
+                    change()
+            assert r.search_files("c", "tide").total_matches == 1  # searching is a read
+        after = (w.get_conversation("c").total_items, w.get_session("c"), w.get_usage("c"))
+        assert after == before
+        assert w.get_usage("c", reported_input_tokens=123_456).reported_tokens == 123_456

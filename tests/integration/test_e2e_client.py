@@ -9,7 +9,14 @@ import sys
 
 import pytest
 from contextwm.app import Service
-from contextwm_client import AsyncClient, ContextWMError, NewItem, NotFoundError
+from contextwm_client import (
+    AsyncClient,
+    Client,
+    ContextWMError,
+    InvalidArgumentError,
+    NewItem,
+    NotFoundError,
+)
 
 
 def test_async_client_round_trip(service: Service) -> None:
@@ -30,6 +37,28 @@ def test_async_client_round_trip(service: Service) -> None:
                 await client.get_conversation("missing")
             assert info.value.code == "NOT_FOUND"
             assert isinstance(info.value, ContextWMError)
+
+    asyncio.run(run())
+
+
+def test_a_batch_over_the_servers_limit_is_sent_in_calls_of_that_many(
+    service: Service,
+) -> None:
+    items = [NewItem(f"line {n}") for n in range(2000)]  # the server takes 1,000 a call
+    with Client(f"127.0.0.1:{service.port}") as client:
+        batch = client.append_batch("big", items)
+        assert [r.seq for r in batch.results] == list(range(1, 2001))
+        assert batch.window == client.get_conversation("big").window
+        # Each call is all or nothing: those before a refused one stay, none after it goes.
+        bad = [*items[:5], NewItem("   "), *items[6:8]]
+        with pytest.raises(InvalidArgumentError, match="the first 3 items of the batch were"):
+            client.append_batch("small", bad, batch_size=3)
+        assert [i.content for i in client.iter_items("small")] == ["line 0", "line 1", "line 2"]
+
+    async def run() -> None:
+        async with AsyncClient(f"127.0.0.1:{service.port}") as client:
+            batch = await client.append_batch("async-big", items[:1500])
+            assert len(batch.results) == 1500
 
     asyncio.run(run())
 

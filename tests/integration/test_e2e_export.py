@@ -91,6 +91,17 @@ def test_a_restore_resumes_and_refuses_what_differs(client: Client) -> None:
         list(client.export("nope"))
 
 
+def test_an_export_right_after_a_restore_is_the_one_restored(client: Client) -> None:
+    client.append_batch("e", [{"content": f"note {n} on the tide tables"} for n in range(3)])
+    client.search("tide", conversation_id="e", mode="dense", include_window=True)  # embedded
+    lines = list(client.export("e"))
+    assert json.loads(lines[0])["embed_model"]
+    client.delete_conversation("e")
+    assert client.restore_export(lines).restored == 1
+    # Before the server embeds the items again: they will have its model's vectors.
+    assert list(client.export("e")) == lines
+
+
 # Edits of an exported file, and what the refusal says.
 EDITS: list[tuple[Callable[[list[str]], list[str]], str]] = [
     (lambda ls: ls[:-1], "ends inside conversation 'one' .* cut short"),

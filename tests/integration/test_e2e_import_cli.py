@@ -75,8 +75,8 @@ def test_items_jsonl_and_gz_with_a_bad_line(
     assert status == 1  # something was skipped
     assert f"{path}:6: skipped: not JSON" in err
     assert f"{path}:9: skipped: no conversation id" in err
-    assert "imported 12 items into 3 conversations" in err
-    assert "12 new, 0 already there, 2 skipped (bad lines), 0 failed" in err
+    assert "imported 12 new items (0 already there) into 3 conversations" in err
+    assert "2 skipped (bad lines), 0 failed" in err
     assert contents(client, "conv-1") == [f"message {k} of conversation 1" for k in range(4)]
     item = next(iter(client.iter_items("conv-2")))
     assert item.timestamp.isoformat() == "2024-05-01T00:00:00+00:00"
@@ -162,7 +162,7 @@ def test_strict_stops_at_the_first_bad_line(
     )
     assert status == 1
     assert "strict.jsonl:4: skipped: expected a JSON object" in err
-    assert "stopped after 3 items" in err
+    assert "stopped after 3 new items" in err
     assert len(contents(client, "conv-0")) == 3
 
 
@@ -209,7 +209,8 @@ def test_bad_lines_are_reported_in_file_order(
     assert status == 1
     reported = [int(line.split(":")[1]) for line in err.splitlines() if line.startswith(str(path))]
     assert reported == [4, 18, 26, 34], err
-    assert "36 new, 0 already there, 2 skipped (bad lines), 2 failed" in err
+    assert "imported 36 new items (0 already there)" in err
+    assert "2 skipped (bad lines), 2 failed" in err
 
 
 def test_a_finished_import_run_again_sends_nothing_unless_restarted(
@@ -222,8 +223,51 @@ def test_a_finished_import_run_again_sends_nothing_unless_restarted(
     assert status == 0 and "imported already" in err
     status, err = run_cli(target, str(path), *state, "--restart", capsys=capsys)
     assert status == 0
-    assert "0 new, 10 already there" in err
+    assert "imported 0 new items (10 already there)" in err
     assert len(contents(client, "conv-0")) == 5
+
+
+def test_a_resume_point_holds_only_for_what_decides_what_is_stored(
+    target: str, client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_lines(
+        tmp_path / "spoken.jsonl",
+        [{"conversation_id": f"s-{n % 2}", "said": f"line {n} of the talk"} for n in range(6)],
+    )
+    state = ["--state-dir", str(tmp_path / "s")]
+
+    def run(*args: str) -> tuple[int, str]:
+        status = main(["--target", target, *args])
+        return status, capsys.readouterr().err
+
+    # Every line fails without the mapping: the re-run with it sends them again.
+    status, err = run("import", str(path), *state)
+    assert status == 1 and "6 skipped (bad lines)" in err
+    status, err = run("import", str(path), *state)
+    assert status == 1 and "imported already" in err and "6 bad" in err, err
+    status, err = run("import", str(path), *state, "--map", "content=said")
+    assert status == 0 and "imported 6 new items" in err, err
+    assert contents(client, "s-0") == [
+        "line 0 of the talk",
+        "line 2 of the talk",
+        "line 4 of the talk",
+    ]
+    # Into another namespace: sent again, into it.
+    status, err = run("--namespace", "other", "import", str(path), *state, "--map", "content=said")
+    assert status == 0 and "imported 6 new items" in err, err
+    assert len(list(client.iter_items("s-1", namespace="other"))) == 3
+    # The server no longer holds what the point says (its data gone, a conversation made
+    # again since): the input is sent whole again.
+    client.delete_conversation("s-0")
+    client.delete_conversation("s-1")
+    client.append("s-0", "made again after the data went")
+    status, err = run("import", str(path), *state, "--map", "content=said")
+    assert status == 0, err
+    assert "imported already" not in err and "no longer holds" in err, err
+    assert "imported 6 new items" in err
+    assert len(contents(client, "s-0")) == 4 and len(contents(client, "s-1")) == 3
+    status, err = run("import", str(path), *state, "--map", "content=said")
+    assert status == 0 and "imported already" in err
 
 
 def cli_process(target: str, *args: str, stdin: int | None = None) -> subprocess.Popen[str]:
@@ -244,7 +288,7 @@ def test_standard_input_with_plain_progress_lines(
     proc = cli_process(target, "-", stdin=subprocess.PIPE)
     _, err = proc.communicate(data.decode(), timeout=120)
     assert proc.returncode == 0, err
-    assert "imported 200 items into 4 conversations" in err
+    assert "imported 200 new items (0 already there) into 4 conversations" in err
     assert "import: " in err  # a plain line, not a bar: stderr is not a terminal
     assert "\r" not in err
     assert len(contents(client, "conv-3")) == 50
@@ -276,8 +320,8 @@ def test_a_killed_client_resumes_where_it_stopped(
     assert second.returncode == 0, err
     assert f"resuming after line {saved['line']:,}" in err
     # Re-sent at most what the first run sent past its resume point.
-    new = int(err.split(" new,")[0].rsplit(" ", 1)[1].replace(",", ""))
-    again = int(err.split(" already there")[0].rsplit(" ", 1)[1].replace(",", ""))
+    new = int(err.split(" new items (")[0].rsplit(" ", 1)[1].replace(",", ""))
+    again = int(err.split(" already there)")[0].rsplit("(", 1)[1].replace(",", ""))
     assert new + again == 3000 - saved["line"]
     assert again < 1000
     for c in range(10):
@@ -313,7 +357,10 @@ def test_ctrl_c_summary_counts_what_the_server_holds(
     _, err = first.communicate(timeout=60)
     assert first.returncode == 130, err
     summary = next(line for line in err.splitlines() if line.startswith("stopped after"))
-    items, conversations = (int(w.replace(",", "")) for w in summary.split()[2:6:3])
+    # "stopped after N new items (M already there) into K conversations ..."
+    words = summary.split()
+    new, again, conversations = (int(words[i].strip("(").replace(",", "")) for i in (2, 5, 9))
+    items = new + again
     stats = client.get_stats(all_namespaces=True)
     held = [c for c in stats.conversations if c.stats.items]
     assert (items, conversations) == (stats.total.items, len(held)), summary
@@ -371,7 +418,7 @@ def test_the_bulk_index_script_is_the_import_command(
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "imported 6 items into 2 conversations" in done.stderr
+    assert "imported 6 new items (0 already there) into 2 conversations" in done.stderr
     assert len(contents(client, "conv-1")) == 3
 
 

@@ -89,6 +89,8 @@ def test_quotas_audit_and_key_metrics(tmp_path: Path, start_service: Any) -> Non
     ) in summary
     assert ("ListConversations", "UNAUTHENTICATED", None) in summary
     assert ("CreateKey", "OK", admin_key.key_id) in summary
+    create = next(r for r in recorded if r["method"] == "CreateKey")
+    assert create["target_key"] == made.key.key_id
     revoke = next(r for r in recorded if r["method"] == "RevokeKey")
     assert revoke["target_key"] == made.key.key_id
     delete = next(r for r in recorded if r["method"] == "DeleteConversation")

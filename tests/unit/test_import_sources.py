@@ -105,3 +105,20 @@ def test_a_terminal_gets_a_bar_and_a_log_gets_lines() -> None:
     now[0] = 20.0
     progress.update(tally, None)
     assert log.getvalue() == "import: 500 items, 50 items/s, 2 conversations, 1 bad\n"
+
+
+def test_a_resumed_input_has_an_eta_by_this_runs_own_pace() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    progress = Progress(out, total_bytes=None, terminal=False, clock=lambda: now[0])
+    # An earlier run stored the first 80 % of the input; this one reads 10 % in 5 s.
+    progress.begin_input(1000, position=800)
+    now[0] = 5.0
+    progress.update(Tally(appended=100), 900)
+    assert "ETA 0:00:05" in out.getvalue()  # not 0:00:00 (the earlier run's 80 % as its own)
+
+
+def test_the_summary_counts_as_imported_only_what_was_new() -> None:
+    progress = Progress(io.StringIO(), total_bytes=None, terminal=False, clock=lambda: 2.0)
+    text = progress.summary(Tally(duplicates=3000, conversations={("d", "a")}), finished=True)
+    assert text.startswith("imported 0 new items (3,000 already there) into 1 conversations")

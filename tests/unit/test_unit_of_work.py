@@ -13,6 +13,7 @@ from contextwm.adapters.sqlite import SqliteStore
 from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch
+from contextwm.domain.errors import Unavailable
 from contextwm.domain.history import EventKind
 from contextwm.domain.items import NewItem
 
@@ -95,3 +96,28 @@ def test_events_emitted_but_never_committed_are_a_bug_not_a_silent_loss(
 ) -> None:
     with pytest.raises(RuntimeError, match="never committed"), engine.change(NS, CID) as c:
         c.emit(EventKind.EVICTION, (1,))
+
+
+def test_a_reload_the_store_cannot_answer_is_not_taken_for_a_deletion(
+    engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt = engine.runtime(NS, CID)
+
+    def down(*_: object) -> None:
+        raise Unavailable("the store cannot be reached; retry the call")
+
+    def cut_off(_: object) -> None:
+        # The store goes down with the write: the reload after it cannot read either.
+        monkeypatch.setattr(engine.store, "version", down)
+        raise Unavailable("the store cannot be reached; retry the call")
+
+    with pytest.raises(Unavailable), engine.change(NS, CID) as change:
+        change.touch()
+        change.commit(cut_off)
+    assert not rt.deleted
+    # A call that waited for the conversation meanwhile is told to retry, not that it is gone.
+    with pytest.raises(Unavailable, match="retry"), engine.runtimes.holding(rt):
+        pass
+    monkeypatch.undo()
+    engine.append(NS, CID, [NewItem(role="user", content="second")])
+    assert [e.item.content for e in engine.runtime(NS, CID).window] == ["first", "second"]

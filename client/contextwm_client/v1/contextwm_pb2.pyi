@@ -3243,7 +3243,8 @@ class RestoreExportRequest(_message.Message):
     LINES_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """Restores every conversation into this namespace instead of its own (read from the
-    stream's first request; empty: each conversation's own).
+    stream's first request; empty: each conversation's own). Later requests may repeat it
+    (the Python client does); what they name is not read.
     """
     @_builtins.property
     def lines(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:

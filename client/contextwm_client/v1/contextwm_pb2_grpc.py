@@ -338,7 +338,8 @@ class ContextServiceServicer:
         """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
         The active context's size against the model's limit; when should_compact is set, also
-        the summary request to send to the agent's LLM. May carry the provider's own count.
+        the summary request to send to the agent's LLM. May carry the provider's own count,
+        which the server stores: a request with `reported` needs a write key.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -488,7 +489,8 @@ class ContextServiceServicer:
 
         One chunk of a text file, cut by lines, at function and class boundaries, or by
         semantic groups, sized in lines or in tokens. The conversation now views that file;
-        the read is recorded as a file item of the conversation unless asked not to.
+        the read is recorded as a file item of the conversation unless asked not to. Both are
+        stored, so it needs a write key (a read key searches the files with SearchFiles).
         INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -498,7 +500,7 @@ class ContextServiceServicer:
     def ScrollFile(self, request, context):
         """The next or previous chunk of the file the conversation views, or the chunk holding a
         line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
-        no file.
+        no file. Moves the view and records the read as ReadFileChunk does: a write key.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -84,7 +84,8 @@ class ContextServiceStub:
     """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
     The active context's size against the model's limit; when should_compact is set, also
-    the summary request to send to the agent's LLM. May carry the provider's own count.
+    the summary request to send to the agent's LLM. May carry the provider's own count,
+    which the server stores: a request with `reported` needs a write key.
     """
     GetActiveContext: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.GetActiveContextRequest, _contextwm_pb2.ActiveContext]
     """The active context as the agent sends it to its LLM: items after the last compaction,
@@ -172,13 +173,14 @@ class ContextServiceStub:
 
     One chunk of a text file, cut by lines, at function and class boundaries, or by
     semantic groups, sized in lines or in tokens. The conversation now views that file;
-    the read is recorded as a file item of the conversation unless asked not to.
+    the read is recorded as a file item of the conversation unless asked not to. Both are
+    stored, so it needs a write key (a read key searches the files with SearchFiles).
     INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
     """
     ScrollFile: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.ScrollFileRequest, _contextwm_pb2.FileChunk]
     """The next or previous chunk of the file the conversation views, or the chunk holding a
     line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
-    no file.
+    no file. Moves the view and records the read as ReadFileChunk does: a write key.
     """
     SearchFiles: _grpc.UnaryUnaryMultiCallable[_contextwm_pb2.SearchFilesRequest, _contextwm_pb2.SearchFilesPage]
     """Searches the workspace's text files (.gitignore respected, binary files skipped) a page
@@ -248,7 +250,8 @@ class ContextServiceAsyncStub(ContextServiceStub):
     """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
     The active context's size against the model's limit; when should_compact is set, also
-    the summary request to send to the agent's LLM. May carry the provider's own count.
+    the summary request to send to the agent's LLM. May carry the provider's own count,
+    which the server stores: a request with `reported` needs a write key.
     """
     GetActiveContext: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.GetActiveContextRequest, _contextwm_pb2.ActiveContext]  # type: ignore[assignment]
     """The active context as the agent sends it to its LLM: items after the last compaction,
@@ -336,13 +339,14 @@ class ContextServiceAsyncStub(ContextServiceStub):
 
     One chunk of a text file, cut by lines, at function and class boundaries, or by
     semantic groups, sized in lines or in tokens. The conversation now views that file;
-    the read is recorded as a file item of the conversation unless asked not to.
+    the read is recorded as a file item of the conversation unless asked not to. Both are
+    stored, so it needs a write key (a read key searches the files with SearchFiles).
     INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
     """
     ScrollFile: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.ScrollFileRequest, _contextwm_pb2.FileChunk]  # type: ignore[assignment]
     """The next or previous chunk of the file the conversation views, or the chunk holding a
     line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
-    no file.
+    no file. Moves the view and records the read as ReadFileChunk does: a write key.
     """
     SearchFiles: _aio.UnaryUnaryMultiCallable[_contextwm_pb2.SearchFilesRequest, _contextwm_pb2.SearchFilesPage]  # type: ignore[assignment]
     """Searches the workspace's text files (.gitignore respected, binary files skipped) a page
@@ -493,7 +497,8 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
         """---- the agent loop: call GetUsage before each LLM request (see README, "The agent loop").
 
         The active context's size against the model's limit; when should_compact is set, also
-        the summary request to send to the agent's LLM. May carry the provider's own count.
+        the summary request to send to the agent's LLM. May carry the provider's own count,
+        which the server stores: a request with `reported` needs a write key.
         """
 
     @_abc_1.abstractmethod
@@ -671,7 +676,8 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
 
         One chunk of a text file, cut by lines, at function and class boundaries, or by
         semantic groups, sized in lines or in tokens. The conversation now views that file;
-        the read is recorded as a file item of the conversation unless asked not to.
+        the read is recorded as a file item of the conversation unless asked not to. Both are
+        stored, so it needs a write key (a read key searches the files with SearchFiles).
         INVALID_ARGUMENT for a binary file, RESOURCE_EXHAUSTED for one over the size limit.
         """
 
@@ -683,7 +689,7 @@ class ContextServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_contextwm_pb2.FileChunk, _abc.Awaitable[_contextwm_pb2.FileChunk]]:
         """The next or previous chunk of the file the conversation views, or the chunk holding a
         line or a text in it, cut as the last read cut it. FAILED_PRECONDITION when it views
-        no file.
+        no file. Moves the view and records the read as ReadFileChunk does: a write key.
         """
 
     @_abc_1.abstractmethod

@@ -72,8 +72,7 @@ def restore_checkpoint(
             lambda events: parts.store.commit_restore(rt.key, checkpoint, parts.clock(), events)
         )
         parts.runtimes.reload(rt)
-        if rt.deleted:
-            raise NotFound(f"conversation {conversation_id!r} was deleted")
+        parts.runtimes.check_live(rt)
         # Settings are not part of a checkpoint: the restored window must fit today's.
         settings = rt.record.settings
         if not settings.adaptive_window:

@@ -63,7 +63,8 @@ class ConversationRuntime:
     # The store's version of the conversation that memory reflects: another server sharing
     # the store moves it, and the runtime is then reloaded before use.
     version: int = 0
-    # Dropped from memory while idle (Runtimes.unload_idle): a new runtime serves it.
+    # Dropped from memory while idle (Runtimes.unload_idle), or after the store failed to
+    # reload it (Runtimes.reload): a new runtime serves it.
     unloaded: bool = False
     # time.monotonic() of the last lookup: what unloading goes by.
     last_used: float = 0.0

@@ -181,14 +181,25 @@ class Runtimes:
             NotFound: the conversation was deleted meanwhile.
         """
         with rt.lock:
-            if rt.deleted:
-                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
-            if rt.unloaded:  # only after it went unused for unload_idle_seconds
-                raise Unavailable(
-                    f"conversation {rt.record.conversation_id!r} was unloaded from memory"
-                    " during the call; retry it"
-                )
+            self.check_live(rt)
             yield rt
+
+    @staticmethod
+    def check_live(rt: ConversationRuntime) -> None:
+        """Raises unless rt still serves its conversation (rt.lock held).
+
+        Raises:
+            NotFound: the conversation was deleted.
+            Unavailable: rt was dropped from memory (idle for unload_idle_seconds, or its
+                store failed to reload it): a retry loads the conversation afresh.
+        """
+        if rt.deleted:
+            raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+        if rt.unloaded:
+            raise Unavailable(
+                f"conversation {rt.record.conversation_id!r} was dropped from memory during"
+                " the call; retry it"
+            )
 
     def unload_idle(self) -> int:
         """Unloads the least recently used runtimes beyond max_loaded that have been idle
@@ -226,20 +237,32 @@ class Runtimes:
 
     def reload(self, rt: ConversationRuntime) -> None:
         """Memory back to the store's truth, or out of the registry so that the next call
-        loads it afresh (rt.lock held)."""
+        loads it afresh (rt.lock held): marked deleted when the store answers that the
+        conversation is gone, unloaded when the store fails to answer (a database that
+        restarts): calls waiting for rt are then told to retry, never that it was deleted.
+        Never raises: it runs after a failed change, whose error is the one to report."""
         try:
             # The version first: a change committed between the two reads makes the next
             # look reload again, never the other way round.
             version = self.store.version(rt.key)
-            record = self.store.conversation_record(rt.key)
-            if record is None or version is None:
-                raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
-            self.fill(rt, record)
-            rt.version = version
-        except Exception:
-            log.exception("reloading conversation %s failed; dropping it from memory", rt.key)
-            rt.deleted = True
+            record = None if version is None else self.store.conversation_record(rt.key)
+            if record is not None and version is not None:
+                self.fill(rt, record)
+                rt.version = version
+                return
+        except Exception as exc:
+            log.warning(
+                "reloading conversation %s failed (%s); dropping it from memory until the"
+                " next call loads it",
+                rt.key,
+                exc,
+                exc_info=not isinstance(exc, Unavailable),
+            )
+            rt.unloaded = True
             self.forget(rt)
+            return
+        rt.deleted = True
+        self.forget(rt)
 
     def _load(self, record: ConversationRecord) -> ConversationRuntime:
         lock = threading.RLock()

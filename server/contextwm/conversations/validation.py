@@ -158,7 +158,9 @@ def check_batch(items_count: int, total_bytes: int, limits: Limits) -> None:
     if items_count > limits.max_batch_items:
         raise ResourceExhausted(
             f"batch has {items_count} items, over the limit of {limits.max_batch_items}"
-            " (setting limits.max_batch_items); split it"
+            f" (setting limits.max_batch_items); split it into batches of at most"
+            f" {limits.max_batch_items} items (the Python client's append_batch does, with"
+            f" batch_size={limits.max_batch_items}; each batch is all or nothing on its own)"
         )
     if total_bytes > limits.max_batch_bytes:
         raise ResourceExhausted(

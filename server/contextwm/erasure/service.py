@@ -261,8 +261,7 @@ class Erasure:
         engine = self._engine
         rt = change.rt
         engine.runtimes.reload(rt)
-        if rt.deleted:
-            raise NotFound(f"conversation {rt.record.conversation_id!r} was deleted")
+        engine.runtimes.check_live(rt)
         if rt.index is None:
             rt.index = index
         if rt.index is not None:

@@ -95,9 +95,14 @@ class Transfers:
         for dump in dumps:
             namespace_of(dump.namespace)
             check_conversation_id(dump.conversation_id)
-            # Its vectors are made again here, from the model this server runs.
+            # Its vectors are made again here, from the model this server runs: a conversation
+            # exported with vectors names that model at once (an export taken right after the
+            # restore is the one restored, on a server of the same model); one exported before
+            # any vector names none until the indexer gives it one, as the original would.
+            exported = dump.conversation.get("embed_model")
+            model = self._engine.vectors.model_name if exported is not None else None
             dump = dataclasses.replace(
-                dump, conversation={**dump.conversation, "embed_model": None}, vectors=None
+                dump, conversation={**dump.conversation, "embed_model": model}, vectors=None
             )
             if self._store.get_conversation(dump.namespace, dump.conversation_id) is None:
                 items = len(dump.tables.get("items", ()))
@@ -123,11 +128,8 @@ class Transfers:
         stored = None if record is None else self._store.dump_conversation(record.key)
         if stored is None:
             return False
-        return (
-            stored.tables == dump.tables
-            and {
-                **stored.conversation,
-                "embed_model": None,
-            }
-            == dump.conversation
-        )
+        # The model is left out: the stored copy may have been embedded since it was restored.
+        return stored.tables == dump.tables and {**stored.conversation, "embed_model": None} == {
+            **dump.conversation,
+            "embed_model": None,
+        }

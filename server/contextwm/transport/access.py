@@ -39,17 +39,39 @@ def method_role(method: str) -> Role | None:
     return _METHOD_ROLES.get(method)
 
 
-def namespaces_of(request: Any) -> list[str] | None:
+def needed_by(method: str, request: Any) -> tuple[str, Role | None]:
+    """The least role one request needs, and the call as a refusal names it: the method's
+    role, raised to write for a GetUsage that reports the provider's count, which the
+    server stores (a read key never changes what is stored)."""
+    role = method_role(method)
+    if (
+        isinstance(request, pb.GetUsageRequest)
+        and request.HasField("reported")
+        and role is not None
+        and role < Role.WRITE
+    ):
+        return f"{method} with a reported count (which it stores)", Role.WRITE
+    return method, role
+
+
+def namespaces_of(request: Any, first: Any = None) -> list[str] | None:
     """The namespaces a request (or one message of a client stream) touches; None when it
     spans every namespace (all_namespaces, no namespace field, or a restore into each
-    conversation's own namespace)."""
+    conversation's own namespace).
+
+    Args:
+        first: The first message of the request's stream (None: request is the first, or
+            no stream). A restore goes where its first message says, whatever the later
+            ones name, so each of its messages is judged by the first one's namespace.
+    """
     fields = request.DESCRIPTOR.fields_by_name
     if "all_namespaces" in fields and request.all_namespaces:
         return None
     if isinstance(request, pb.ImportRequest):
         return sorted({item.namespace or DEFAULT_NAMESPACE for item in request.items})
-    if isinstance(request, pb.RestoreExportRequest) and not request.namespace:
-        return None
+    if isinstance(request, pb.RestoreExportRequest):
+        namespace = (first if first is not None else request).namespace
+        return [namespace] if namespace else None
     if "namespace" in fields:
         return [request.namespace or DEFAULT_NAMESPACE]
     return None
@@ -104,6 +126,12 @@ def _note_subject(request: Any) -> None:
         _call.target_key = request.key_id
 
 
+def note_target_key(key_id: str) -> None:
+    """Names the API key the call this thread serves made (CreateKey: known only once it
+    is made), for its audit line."""
+    _call.target_key = key_id
+
+
 def end_with_key(close: Callable[[], None]) -> None:
     """Has the response stream this thread serves call `close` if its API key stops working
     (revoked or expired) while the stream waits: a stream with nothing to send would not
@@ -144,7 +172,8 @@ class CallAccess:
             if needed is None:
                 raise PermissionDenied(f"{method} declares no access, so no call may make it")
             if not request_streaming:
-                guard.admit(key, method, needed, namespaces_of(request))
+                called, least = needed_by(method, request)
+                guard.admit(key, called, least or needed, namespaces_of(request))
                 if key is not None:
                     quotas.take_request(key)
                     quotas.check_size(key, request.ByteSize())
@@ -156,8 +185,10 @@ class CallAccess:
             caller = key
 
             def checked(requests: Iterator[Any]) -> Iterator[Any]:
+                first = None
                 for message in requests:
-                    guard.admit(caller, method, needed, namespaces_of(message))
+                    guard.admit(caller, method, needed, namespaces_of(message, first))
+                    first = message if first is None else first
                     quotas.check_size(caller, message.ByteSize())
                     yield message
 

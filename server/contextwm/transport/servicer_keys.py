@@ -8,6 +8,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm.access.keys import Keys
 from contextwm.domain.access import ApiKey, Role
 from contextwm.domain.errors import InvalidArgument
+from contextwm.transport.access import note_target_key
 from contextwm.transport.convert import from_proto_timestamp, to_proto_timestamp
 
 
@@ -42,6 +43,7 @@ class KeyRpcs:
             from_proto_timestamp(request.expires_at) if request.HasField("expires_at") else None
         )
         key, token = self._keys.create(request.name, role, list(request.namespaces), expires)
+        note_target_key(key.key_id)
         return pb.CreatedKey(key=to_proto_api_key(key), token=token)
 
     def ListKeys(

@@ -17,6 +17,10 @@ from contextwm.ports.store_lifecycle import StoreLifecycle
 
 # The advisory lock replicas take to migrate: the others wait, then find the work done.
 MIGRATION_LOCK = 0x63776D31  # "cwm1"
+# How long the readiness probe waits for the database: to connect (libpq counts whole
+# seconds, at least 2), and for sent data to be acknowledged (a host gone silent).
+PROBE_CONNECT_SECONDS = 2
+PROBE_TCP_MS = 2000
 
 
 def copy_rows(db: psycopg.Connection, into: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -63,6 +67,8 @@ class Database(StoreLifecycle):
         self._closing: list[Callable[[], None]] = []
         self._wait_seconds = wait_seconds
         self._was_unreachable = False
+        # The readiness probe's own connection (see reachable), opened on first use.
+        self._probe: psycopg.Connection | None = None
         # The connection of the conversation this thread holds (see locks.py), which its
         # reads and writes use meanwhile.
         self._holding = threading.local()
@@ -176,13 +182,24 @@ class Database(StoreLifecycle):
         """Nothing to do: PostgreSQL's autovacuum keeps the tables in shape."""
 
     def reachable(self) -> bool:
-        """Asks the database; once it answers again after not answering, the pool drops the
+        """Asks the database, on a connection of its own: under load every pooled one may be
+        busy, and waiting for one (wait_seconds) would delay the answer by that much when
+        the database stops. Once it answers again after not answering, the pool drops the
         connections that died meanwhile, so that calls get live ones. (Checking each
-        connection as it is handed out would cost a round trip on every call.)"""
+        connection as it is handed out would cost a round trip on every call.) Called by
+        one thread, the readiness probe."""
         try:
-            with self._pool.connection(self._wait_seconds) as conn:
-                conn.execute("SELECT 1")
-        except (psycopg.OperationalError, PoolTimeout):
+            if self._probe is None or self._probe.closed:
+                self._probe = psycopg.connect(
+                    self._dsn,
+                    autocommit=True,
+                    connect_timeout=PROBE_CONNECT_SECONDS,
+                    tcp_user_timeout=PROBE_TCP_MS,
+                    application_name="contextwm readiness probe",
+                )
+            self._probe.execute("SELECT 1")
+        except psycopg.OperationalError:
+            self._close_probe()
             self._was_unreachable = True
             return False
         if self._was_unreachable:
@@ -190,10 +207,16 @@ class Database(StoreLifecycle):
             self._pool.check()
         return True
 
+    def _close_probe(self) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.close()
+
     def close(self) -> None:
         for stop in self._closing:
             stop()
         self._closing.clear()
+        self._close_probe()
         self._pool.close()
 
 

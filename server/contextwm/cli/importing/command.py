@@ -4,19 +4,27 @@ reporting progress, bad lines and resume points by what the server has answered.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from contextwm_client import Client, ImportFailure, ImportItem, ImportResult, UnavailableError
+from contextwm_client import (
+    Client,
+    ImportFailure,
+    ImportItem,
+    ImportResult,
+    NotFoundError,
+    UnavailableError,
+)
 
 from contextwm.cli import transfer
 from contextwm.cli.importing.progress import Progress, Tally
-from contextwm.cli.importing.resume import Point, ResumePoints
+from contextwm.cli.importing.resume import Point, ResumePoints, Witness
 from contextwm.cli.importing.sources import BadLine, Input, Reader, Record, parse_mapping
 
 # Bad lines printed one by one; the rest are counted in the summary.
@@ -24,6 +32,8 @@ MAX_NOTED = 100
 # Chunks handed to gRPC ahead of the server's answers: two keep the server's embedder busy
 # (it embeds one chunk while it stores the one before), and bound what a Ctrl-C waits for.
 CHUNKS_AHEAD = 2
+# Creation times read back through the API and saved in JSON compare within this (seconds).
+SAME_TIME = 1e-3
 
 
 class _Stop(Exception):
@@ -121,8 +131,24 @@ class ImportRun:
         """
         self.client = client
         self.args = args
-        self.reader = Reader(args.format, parse_mapping(args.map), args.conversation_field)
+        mapping = parse_mapping(args.map)
+        self.reader = Reader(args.format, mapping, args.conversation_field)
+        # What decides what the server stores of an input besides its lines: a resume point
+        # holds for these only.
+        self.sending: dict[str, Any] = {
+            "namespace": args.namespace or "",  # "": the default namespace
+            "format": args.format,
+            "map": sorted(mapping.items()),
+            "conversation_field": args.conversation_field,
+        }
         self.tally = Tally()
+        # Of the current input, over every run: bad lines and items, and the conversation
+        # that tells whether the server still holds what was sent (see resume.py).
+        self.bad = 0
+        self.witness: Witness | None = None
+        self._candidate: tuple[str, str] | None = None
+        # Bad lines and items of inputs (or their parts) that earlier runs sent.
+        self.earlier_bad = 0
         self.noted = 0
         self.stopped = False  # --strict met a bad line
         self.stop = stop or threading.Event()
@@ -154,24 +180,36 @@ class ImportRun:
             self.progress.note(self.progress.summary(self.tally, finished=False))
             return 130
         self.progress.note(self.progress.summary(self.tally, finished=finished))
-        return 0 if finished and not (self.tally.skipped or self.tally.failed) else 1
+        bad = self.tally.skipped or self.tally.failed or self.earlier_bad
+        return 0 if finished and not bad else 1
 
     def _input(self, source: Input) -> None:
         points = None
         if source.path != "-":
-            points = ResumePoints(self.args.state_dir, _identity(source), self.args.target)
+            points = ResumePoints(
+                self.args.state_dir, _identity(source), self.args.target, self.sending
+            )
             if self.args.restart:
                 points.clear()
         point = (points.load() if points else None) or Point()
+        if points is not None and (point.line or point.done) and not self._holds(source, point):
+            points.clear()
+            point = Point()
+        self.bad, self.witness, self._candidate = point.bad, point.witness, None
+        self.earlier_bad += point.bad
+        earlier = f"; {point.bad:,} bad lines or items then" if point.bad else ""
         if point.done:
             self.progress.note(
-                f"{source.name}: imported already (resume point at its end); --restart sends"
-                " it again"
+                f"{source.name}: imported already (resume point at its end{earlier});"
+                " --restart sends it again"
             )
             return
         if point.line:
-            self.progress.note(f"{source.name}: resuming after line {point.line:,}")
-        self.progress.total_bytes = source.size()
+            self.progress.note(
+                f"{source.name}: resuming after line {point.line:,}"
+                + (f" ({point.bad:,} bad lines or items before it)" if point.bad else "")
+            )
+        self.progress.begin_input(source.size(), point.end)
         retry_until: float | None = None
         while True:
             try:
@@ -188,6 +226,43 @@ class ImportRun:
                 self.progress.note(f"server unavailable ({e.details}); waiting for it")
                 self.client.wait_ready(timeout=retry_until - now)
                 point = (points.load() if points else None) or Point()
+
+    def _holds(self, source: Input, point: Point) -> bool:
+        """Whether the server still holds what the point says was sent: the conversation
+        its witness names, made at the time it names. A point with no witness stored
+        nothing, so there is nothing to lose."""
+        witness = point.witness
+        if witness is None:
+            return True
+        try:
+            found = self.client.get_conversation(
+                witness.conversation_id, namespace=witness.namespace or None
+            )
+        except NotFoundError:
+            found = None
+        if found is not None and abs(found.created_at.timestamp() - witness.created_at) < SAME_TIME:
+            return True
+        where = f"{witness.conversation_id!r}" + (
+            f" of namespace {witness.namespace!r}" if witness.namespace else ""
+        )
+        self.progress.note(
+            f"{source.name}: the server no longer holds what its resume point says"
+            f" (conversation {where} is gone, or was made again since); sending it whole"
+        )
+        return False
+
+    def _witness(self) -> None:
+        """Names the first conversation this input stored, with its creation time, once
+        there is one (a call, once per input)."""
+        if self.witness is not None or self._candidate is None:
+            return
+        namespace, conversation = self._candidate
+        try:
+            found = self.client.get_conversation(conversation, namespace=namespace or None)
+        except NotFoundError:  # deleted meanwhile: the next stored line names another
+            self._candidate = None
+            return
+        self.witness = Witness(namespace, conversation, found.created_at.timestamp())
 
     def _send(self, source: Input, start: Point, points: ResumePoints | None) -> None:
         """Sends the input from start in calls of about segment_items items each."""
@@ -222,7 +297,8 @@ class ImportRun:
             point = self._account(call, call.answer(result), result, reported) or point
             reported = result
             if points is not None:
-                points.save(point)
+                self._witness()
+                points.save(dataclasses.replace(point, bad=self.bad, witness=self.witness))
             self.progress.update(self.tally, point.end or None)
 
         try:
@@ -285,12 +361,15 @@ class ImportRun:
         for line in lines:
             if line.skipped is not None:
                 tally.skipped += 1
+                self.bad += 1
                 self._note(line.skipped)
             for n, conversation in enumerate(line.conversations, start=line.first):
                 failure = call.failures.pop(n, None)
                 if failure is None:
                     tally.conversations.add(conversation)
+                    self._candidate = self._candidate or conversation
                 else:
+                    self.bad += 1
                     self._note(f"{failure.source}: failed: {failure.code}: {failure.message}")
             point = line.point
         return point

@@ -60,6 +60,16 @@ class Progress:
         self.started = clock()
         self._last = self.started
         self._drawn = False
+        # Where this run started on the current input, and when: the ETA goes by what this
+        # run read, not by what an earlier run (resumed from) did.
+        self._base = 0
+        self._input_started = self.started
+
+    def begin_input(self, total_bytes: int | None, position: int = 0) -> None:
+        """A new input (or a resumed one): its size, and the position this run starts at."""
+        self.total_bytes = total_bytes
+        self._base = position
+        self._input_started = self.clock()
 
     def update(self, tally: Tally, position: int | None, *, force: bool = False) -> None:
         """Reports if it is time to (or forced).
@@ -74,11 +84,16 @@ class Progress:
         elapsed = max(now - self.started, 1e-9)
         rate = tally.held / elapsed
         done = None
+        eta = None
         if self.total_bytes and position is not None:
             done = min(1.0, position / self.total_bytes)
+            moved = position - self._base
+            if moved > 0:
+                left = max(0, self.total_bytes - position)
+                eta = (now - self._input_started) * left / moved
         parts = [f"{tally.held:,} items", f"{rate:,.0f} items/s"]
-        if done:
-            parts.append(f"ETA {_duration(elapsed * (1 - done) / done)}")
+        if eta is not None:
+            parts.append(f"ETA {_duration(eta)}")
         parts.append(f"{len(tally.conversations):,} conversations")
         if tally.skipped or tally.failed:
             parts.append(f"{tally.skipped + tally.failed:,} bad")
@@ -104,14 +119,15 @@ class Progress:
         self.stream.flush()
 
     def summary(self, tally: Tally, *, finished: bool) -> str:
-        """The closing line: items, conversations, skipped, failed, seconds, items/s."""
+        """The closing line: new items, those already there, conversations, seconds,
+        items/s, skipped, failed. It counts new items as imported, never those the server
+        held already (a re-sent input adds nothing)."""
         seconds = max(self.clock() - self.started, 1e-9)
         head = "imported" if finished else "stopped after"
         return (
-            f"{head} {tally.held:,} items into"
+            f"{head} {tally.appended:,} new items ({tally.duplicates:,} already there) into"
             f" {len(tally.conversations):,} conversations in {seconds:,.1f} s"
             f" ({tally.held / seconds:,.0f} items/s):"
-            f" {tally.appended:,} new, {tally.duplicates:,} already there,"
             f" {tally.skipped:,} skipped (bad lines), {tally.failed:,} failed"
             + (
                 f"; {tally.out_of_order:,} stored with a time before an earlier item's"
