@@ -179,7 +179,7 @@ def test_a_search_goes_on_with_the_page_token(service: Service) -> None:
             assert token
             footer = text(first).splitlines()[-1]
             assert footer == (
-                "60 more matching lines in 1 files; continue with"
+                "60 more matching lines in 1 file; continue with"
                 f' search_files_next_page(page_token="{token}").'
             )
             assert re.search(r"(?m)^1:line 1 of the long log$", text(first))

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from contextwm.cli.render import counted
+
 # A terminal's bar is redrawn this often; a log gets a line this often.
 REDRAW_SECONDS = 0.2
 LINE_SECONDS = 5.0
@@ -76,10 +78,10 @@ class Progress:
         done = None
         if self.total_bytes and position is not None:
             done = min(1.0, position / self.total_bytes)
-        parts = [f"{tally.held:,} items", f"{rate:,.0f} items/s"]
+        parts = [counted(tally.held, "item", grouped=True), f"{rate:,.0f} items/s"]
         if done:
             parts.append(f"ETA {_duration(elapsed * (1 - done) / done)}")
-        parts.append(f"{len(tally.conversations):,} conversations")
+        parts.append(counted(len(tally.conversations), "conversation", grouped=True))
         if tally.skipped or tally.failed:
             parts.append(f"{tally.skipped + tally.failed:,} bad")
         text = ", ".join(parts)
@@ -108,8 +110,9 @@ class Progress:
         seconds = max(self.clock() - self.started, 1e-9)
         head = "imported" if finished else "stopped after"
         return (
-            f"{head} {tally.held:,} items into"
-            f" {len(tally.conversations):,} conversations in {seconds:,.1f} s"
+            f"{head} {counted(tally.held, 'item', grouped=True)} into"
+            f" {counted(len(tally.conversations), 'conversation', grouped=True)}"
+            f" in {seconds:,.1f} s"
             f" ({tally.held / seconds:,.0f} items/s):"
             f" {tally.appended:,} new, {tally.duplicates:,} already there,"
             f" {tally.skipped:,} skipped (bad lines), {tally.failed:,} failed"
