@@ -16,6 +16,13 @@ from contextwm_client import Client
 START_SECONDS = 120.0
 
 
+def _absolute_path() -> dict[str, str]:
+    """PYTHONPATH with its entries made absolute, so that a server started in another
+    directory (cwd) imports what this process does."""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    return {"PYTHONPATH": os.pathsep.join(map(os.path.abspath, entries))} if entries else {}
+
+
 class ServerProcess:
     """A server subprocess; `port` is known once it prints its listening line (0 on a Unix
     socket), and it is ready (its health service says so) when the constructor returns,
@@ -27,6 +34,7 @@ class ServerProcess:
         *args: str,
         env: dict[str, str] | None = None,
         ready: bool = True,
+        cwd: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.output: list[str] = []
@@ -52,7 +60,8 @@ class ServerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+            env={**os.environ, "HF_HUB_OFFLINE": "1", **_absolute_path(), **(env or {})},
+            cwd=cwd,
         )
         threading.Thread(target=self._read, daemon=True).start()
         if not self._listening.wait(START_SECONDS):
