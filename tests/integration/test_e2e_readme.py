@@ -22,7 +22,7 @@ AGENT_LOOP = ROOT / "docs" / "agent-loop.md"
 
 
 def python_example(port: int) -> str:
-    (example,) = re.findall(r"```python\n(.*?)```", README, flags=re.S)[:1]
+    example: str = re.findall(r"```python\n(.*?)```", README, flags=re.S)[0]
     assert "127.0.0.1:50051" in example
     return example.replace("127.0.0.1:50051", f"127.0.0.1:{port}")
 
@@ -44,9 +44,9 @@ def test_python_example_run_while_the_server_starts_waits_for_it(tmp_path: Path)
     server = ServerProcess(tmp_path / "data", ready=False)
     try:
         assert server.listening, server.log()
-        with Client(server.target) as early:  # proves the gap is there
-            with pytest.raises(UnavailableError, match="starting"):
-                early.get_conversation("ticket-42")
+        # Proves the gap is there: a client that does not wait is refused.
+        with Client(server.target) as early, pytest.raises(UnavailableError, match="starting"):
+            early.get_conversation("ticket-42")
         exec(compile(python_example(server.port), "README.md", "exec"), {})
         ready_line = f"contextwm ready on port {server.port}"
         assert server.wait_for_line(ready_line), server.log()

@@ -425,8 +425,10 @@ def test_the_images_packages_build_offline_from_exactly_the_files_it_copies(
     assert "./client ." in install  # the two packages the image installs, in this order
     wheels = tmp_path / "wheels"
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
-        + ["--wheel-dir", str(wheels), "./client", "."],
+        [
+            *(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"),
+            *("--no-index", "--wheel-dir", str(wheels), "./client", "."),
+        ],
         cwd=context,
         capture_output=True,
         text=True,
@@ -448,8 +450,10 @@ def test_the_images_packages_build_offline_from_exactly_the_files_it_copies(
     # Installed alone, they import and run from there, not from this checkout.
     site = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(site)]
-        + [str(server_wheel), str(client_wheel)],
+        [
+            *(sys.executable, "-m", "pip", "install", "--no-deps", "--no-index"),
+            *("--target", str(site), str(server_wheel), str(client_wheel)),
+        ],
         check=True,
         capture_output=True,
         timeout=300,

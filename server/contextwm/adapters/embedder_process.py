@@ -40,7 +40,7 @@ def _serve(conn: Connection, niceness: int) -> None:
 
     # The server loads the same model beside this child, with the same progress bar on the
     # same console: one bar is enough.
-    transformers_logging.disable_progress_bar()
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     embedder = SentenceTransformerEmbedder()
     reply: tuple[Any, ...] = ("ready", embedder.model_name, embedder.dimension)

@@ -30,7 +30,9 @@ def print_receipt(receipt: ErasureReceipt, *, as_json: bool = False) -> None:
         erased = render.counted(c.items, "item")
         print(f"{receipt.namespace}/{c.conversation_id}: {erased} erased ({what})")
     counts = dataclasses.asdict(receipt.counts)
-    print(f"erased {render.counted(counts.pop('items'), 'item')} at {receipt.erased_at.isoformat()}")
+    print(
+        f"erased {render.counted(counts.pop('items'), 'item')} at {receipt.erased_at.isoformat()}"
+    )
     shown = [f"{name.replace('_', ' ')} {n}" for name, n in counts.items() if n]
     if shown:
         print("removed or rewritten: " + ", ".join(shown))

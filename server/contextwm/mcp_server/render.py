@@ -34,7 +34,7 @@ def chunk_text(chunk: ChunkResult) -> str:
 
 
 def _counted(count: int, noun: str) -> str:
-    """"1 file", "2 files": a count with its noun in the right number."""
+    """ "1 file", "2 files": a count with its noun in the right number."""
     return f"{count} {noun if count == 1 else noun + 's'}"
 
 
