@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The contextwm server (and its command line) in one image. compose.yaml runs three of them on
-# PostgreSQL behind Envoy: `docker compose up --build` (see docs/postgresql.md, "With Docker").
+# PostgreSQL behind Envoy: `docker compose up --build` (see docs/postgresql.md, "With Docker");
+# README.md, "With Docker", runs one container on the embedded default.
 #
 # It installs what scripts/setup installs, in the same order: the CPU build of PyTorch first,
 # pinned, so that sentence-transformers finds `torch` satisfied; then the client and the server

@@ -16,9 +16,17 @@ from contextwm_client import Client
 START_SECONDS = 120.0
 
 
+def _absolute_path() -> dict[str, str]:
+    """PYTHONPATH with its entries made absolute, so that a server started in another
+    directory (cwd) imports what this process does."""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    return {"PYTHONPATH": os.pathsep.join(map(os.path.abspath, entries))} if entries else {}
+
+
 class ServerProcess:
-    """A server subprocess; `port` is known once it prints its listening line, and it is
-    ready (its health service says so) when the constructor returns, unless ready=False."""
+    """A server subprocess; `port` is known once it prints its listening line (0 on a Unix
+    socket), and it is ready (its health service says so) when the constructor returns,
+    unless ready=False."""
 
     def __init__(
         self,
@@ -26,11 +34,14 @@ class ServerProcess:
         *args: str,
         env: dict[str, str] | None = None,
         ready: bool = True,
+        cwd: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.output: list[str] = []
         self.read_at: list[float] = []  # time.monotonic() when each line of output was read
         self._listening = threading.Event()
+        self._printed = threading.Event()  # set at each line read
+        self.listening = False
         self.port = 0
         command = [
             sys.executable,
@@ -49,13 +60,14 @@ class ServerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+            env={**os.environ, "HF_HUB_OFFLINE": "1", **_absolute_path(), **(env or {})},
+            cwd=cwd,
         )
         threading.Thread(target=self._read, daemon=True).start()
         if not self._listening.wait(START_SECONDS):
             self.kill()
             raise RuntimeError("server did not start:\n" + "".join(self.output[-40:]))
-        if ready and self.port:
+        if ready and self.listening:
             self.wait_ready()
 
     def _read(self) -> None:
@@ -63,9 +75,11 @@ class ServerProcess:
         for line in self.proc.stdout:
             self.read_at.append(time.monotonic())
             self.output.append(line)
-            m = re.search(r"contextwm listening on port (\d+)", line)
+            self._printed.set()
+            m = re.search(r"contextwm listening on (?:port (\d+)|unix:)", line)
             if m:
-                self.port = int(m.group(1))
+                self.port = int(m.group(1) or 0)
+                self.listening = True
                 self._listening.set()
         self._listening.set()
 
@@ -83,6 +97,22 @@ class ServerProcess:
             self.kill()
             tail = "".join(self.output[-40:])
             raise RuntimeError(f"server did not get ready ({exc}):\n{tail}") from exc
+
+    def wait_for_line(self, text: str, timeout: float = START_SECONDS) -> bool:
+        """Whether a line holding text is printed within timeout seconds (False once the
+        output ends without one)."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while time.monotonic() < deadline:
+            lines = self.output[seen:]
+            if any(text in line for line in lines):
+                return True
+            seen += len(lines)
+            if self.proc.poll() is not None and seen == len(self.output):
+                return False
+            self._printed.wait(0.5)
+            self._printed.clear()
+        return False
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a crash."""

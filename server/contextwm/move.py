@@ -19,6 +19,7 @@ import time
 from typing import Protocol
 
 from contextwm.adapters.sqlite import SqliteStore
+from contextwm.cli.render import counted
 from contextwm.datadir.layout import DataDir
 from contextwm.datadir.lock import DataDirInUse, DataDirLock
 from contextwm.domain.errors import ContextWMError
@@ -77,7 +78,7 @@ def run_move(args: argparse.Namespace) -> int:
 def _move(source: Store, target: Store) -> int:
     began = time.monotonic()
     keys_moved, keys_present, keys_differ = _move_keys(source, target)
-    print(f"moved {keys_moved} API keys, {keys_present} were there already")
+    print(f"moved {counted(keys_moved, 'API key')}, {keys_present} were there already")
     if keys_differ:
         print(
             f"error: API keys not identical in the database: {', '.join(keys_differ)}",
@@ -119,9 +120,10 @@ def _move(source: Store, target: Store) -> int:
             return NOT_MOVED
         print(f"[{n}/{len(conversations)}] {namespace}/{conversation_id}", file=sys.stderr)
     print(
-        f"moved {moved} conversations ({items} items, {vectors} vectors), {present} were there"
-        f" already; checked {len(conversations) - len(differs)} of {len(conversations)}"
-        f" conversations identical in the database, in {time.monotonic() - began:.1f} s"
+        f"moved {counted(moved, 'conversation')} ({counted(items, 'item')},"
+        f" {counted(vectors, 'vector')}), {present} were there already; checked"
+        f" {len(conversations) - len(differs)} of {counted(len(conversations), 'conversation')}"
+        f" identical in the database, in {time.monotonic() - began:.1f} s"
     )
     if differs:
         print(f"error: not identical in the database: {', '.join(differs)}", file=sys.stderr)

@@ -63,7 +63,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--workspace",
         help="the agent's files: the workspace of conversations that name none",
     )
-    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], help="(default info)"
+    )
     parser.add_argument(
         "--embedder", choices=["minilm", "hashing"], help="minilm (default) or hashing (tests only)"
     )
@@ -145,11 +147,18 @@ def run_serve(args: argparse.Namespace) -> int:
         # Worth retrying (the database may be starting, a port be freed): not REFUSED.
         print(f"contextwm: not starting: {exc}", file=sys.stderr, flush=True)
         return 1
-    # Tests and supervisors read this line to learn the bound port; readiness is the health
-    # service's to tell (contextwm.v1.ContextService SERVING), once the model has loaded.
-    print(f"contextwm listening on port {listening.port}", flush=True)
+    # Tests and supervisors read this line to learn the bound port. Calls are refused
+    # UNAVAILABLE until the second line: the model takes seconds to load.
+    where = f"unix:{settings.socket}" if settings.socket else f"port {listening.port}"
+    # (The port's form is what scripts parse: "contextwm listening on port N".)
+    print(
+        f"contextwm listening on {where}; loading the model (calls get UNAVAILABLE until ready)",
+        flush=True,
+    )
     main_thread = MainThread()
     service = listening.load(main_thread=main_thread)
+    # Printed once the health service reports contextwm.v1.ContextService SERVING.
+    print(f"contextwm ready on {where}", flush=True)
     # Until SIGTERM, the main thread embeds queries (it does so fastest); it wakes up now and
     # then, since Python runs a signal handler only on the main thread, back in bytecode.
     main_thread.serve(stop)

@@ -552,6 +552,15 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):
         if root and not Path(root).is_dir():
             raise SettingsError(f"workspace root {root!r} is not an existing directory")
+    # Relative roots are taken from where the server starts (`serve --workspace .` in the
+    # agent's project): the roots are compared with conversations' own, which are absolute.
+    settings = dataclasses.replace(
+        settings,
+        workspace_root=os.path.abspath(settings.workspace_root) if settings.workspace_root else "",
+        workspace_allowed_roots=tuple(
+            os.path.abspath(r) for r in settings.workspace_allowed_roots if r
+        ),
+    )
     window = settings.context_window
     if window.max_lines_per_chunk < 1:
         raise SettingsError("context_window.max_lines_per_chunk must be at least 1")

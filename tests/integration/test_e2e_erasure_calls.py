@@ -136,7 +136,7 @@ def test_the_command_line_forgets_and_prints_the_receipt(
     status = main([*target, "forget", "--metadata", "user=42", "--since", "2024-03-02", "c"])
     out = capsys.readouterr().out
     assert status == 0
-    assert "default/c: 1 items erased (seqs 2)" in out
+    assert "default/c: 1 item erased (seqs 2)" in out
     assert "digest: sha256:" in out
     status = main([*target, "forget", "--metadata", "user=42", "--json"])
     receipt = json.loads(capsys.readouterr().out)
@@ -146,4 +146,4 @@ def test_the_command_line_forgets_and_prints_the_receipt(
     assert status == 2 and "delete" in capsys.readouterr().err
     status = main([*target, "delete", "c", "--receipt"])
     out = capsys.readouterr().out
-    assert status == 0 and "deleted c (1 items)" in out and "deleted whole" in out
+    assert status == 0 and "deleted c (1 item)" in out and "deleted whole" in out

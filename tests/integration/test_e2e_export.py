@@ -136,5 +136,5 @@ def test_the_cli_exports_to_a_file_and_import_restores_it(client: Client, tmp_pa
         [*cli, "--namespace", "moved", "import", str(out)], capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr
-    assert "restored 1 conversations (" in run.stdout
+    assert "restored 1 conversation (" in run.stdout
     assert seen(client, "one", "moved") == seen(client, "one")

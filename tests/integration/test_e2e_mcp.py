@@ -5,8 +5,10 @@ streamable HTTP."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from contextwm_client import Client
 from mcp import Client as McpClient
 from mcp import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
+from server_process import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 # The subprocess imports this checkout, whatever is installed.
@@ -179,7 +182,7 @@ def test_a_search_goes_on_with_the_page_token(service: Service) -> None:
             assert token
             footer = text(first).splitlines()[-1]
             assert footer == (
-                "60 more matching lines in 1 files; continue with"
+                "60 more matching lines in 1 file; continue with"
                 f' search_files_next_page(page_token="{token}").'
             )
             assert re.search(r"(?m)^1:line 1 of the long log$", text(first))
@@ -277,6 +280,96 @@ def test_a_new_conversation_gets_the_workspace_root_asked_for(
     asyncio.run(scenario())
     with Client(f"127.0.0.1:{service.port}") as client:
         assert client.get_conversation("own").settings.workspace_root == project
+
+
+# --- the Claude Code recipe of docs/workspace.md ----------------------------------------
+
+RECIPE = (ROOT / "docs" / "workspace.md").read_text().split("**Claude Code.**", 1)[1]
+PROJECT = "~/src/my-project"
+
+
+def recipe_commands() -> list[list[str]]:
+    """The recipe's shell commands, continuation lines joined, comments dropped."""
+    (block,) = re.findall(r"```sh\n(.*?)```", RECIPE, flags=re.S)[:1]
+    lines = [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()]
+    return [line for line in lines if line]
+
+
+def claude_mcp_add(commands: list[list[str]]) -> tuple[str, list[str], dict[str, str]]:
+    """What `claude mcp add ... NAME -- COMMAND ARGS...` registers: command, args, env."""
+    (add,) = [c for c in commands if c[:3] == ["claude", "mcp", "add"]]
+    options, command = add[3 : add.index("--")], add[add.index("--") + 1 :]
+    env = dict(options[i + 1].split("=", 1) for i, o in enumerate(options) if o == "--env")
+    assert options[options.index("--scope") + 1] == "project"
+    assert options[-1] == "contextwm"  # the server's name, after the options
+    return command[0], command[1:], env
+
+
+def test_the_claude_code_recipe_works_as_written(tmp_path: Path) -> None:
+    """The recipe's commands: its server (`scripts/serve ARGS` is `contextwm serve ARGS`; the
+    README's bare `scripts/serve` if it named none), then `.mcp.json`'s command started as
+    Claude Code starts it, in the project, with its env. Every file tool works."""
+    project = tmp_path / "src" / "my-project"
+    (project / "src").mkdir(parents=True)
+    (project / "notes.md").write_text(LONG)
+    (project / "src" / "app.py").write_text(APP)
+    commands = recipe_commands()
+    serve = [c for c in commands if c[0] == "scripts/serve"]
+    serve_args = serve[0][1:] if serve else []
+    serve_args = [str(project) if a == PROJECT else a for a in serve_args]
+    # The model is not what this is about: the hashing embedder starts at once.
+    server = ServerProcess(tmp_path / "data", *serve_args, "--embedder", "hashing")
+    try:
+        (config,) = re.findall(r"```json\n(.*?)```", RECIPE, flags=re.S)
+        entry = json.loads(config)["mcpServers"]["contextwm"]
+        command, args, env = claude_mcp_add(commands)
+        assert (entry["command"], entry["args"], entry["env"]) == (command, args, env)
+        assert command == "contextwm" and env["CONTEXTWM_TARGET"] == "127.0.0.1:50051"
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "contextwm", *args],
+            env={
+                **env,
+                "CONTEXTWM_TARGET": server.target,
+                "PYTHONPATH": PYTHONPATH,
+                "HF_HUB_OFFLINE": "1",
+            },
+            cwd=project,
+        )
+
+        async def scenario() -> None:
+            async with McpClient(params) as mcp:
+                read = await mcp.call_tool("read_file_chunk", {"path": "notes.md"})
+                assert text(read).startswith("notes.md lines 1-"), text(read)
+                found = await mcp.call_tool("search_files", {"pattern": "return sum"})
+                assert "return sum(prices)" in text(found), text(found)
+                edit = {"path": "src/app.py", "search": "sum(prices)", "replace": "sum(prices, 0)"}
+                assert not (await mcp.call_tool("edit_file", edit)).is_error
+
+        asyncio.run(scenario())
+        assert "sum(prices, 0)" in (project / "src" / "app.py").read_text()
+        with Client(server.target) as client:
+            conversation = client.get_conversation("my-project")
+            assert conversation.settings.workspace_root == str(project)
+        assert ["cd", PROJECT] in commands  # where `claude mcp add` runs, and so the agent
+    finally:
+        server.terminate()
+
+
+def test_a_relative_workspace_is_taken_from_where_the_server_starts(tmp_path: Path) -> None:
+    project = tmp_path / "my-project"
+    project.mkdir()
+    (project / "notes.md").write_text("hello from the project\n")
+    server = ServerProcess(
+        tmp_path / "data", "--workspace", ".", "--embedder", "hashing", cwd=project
+    )
+    try:
+        with Client(server.target) as client:
+            client.create_conversation("c")
+            chunk = client.read_file_chunk("c", "notes.md")
+            assert chunk.content == "hello from the project\n"
+    finally:
+        server.terminate()
 
 
 # --- streamable HTTP --------------------------------------------------------------------

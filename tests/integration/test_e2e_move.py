@@ -58,7 +58,7 @@ def test_a_data_directory_moves_to_postgresql_resumably_and_is_served_from_there
     store.delete_conversation(record.key)
     again = move(data_dir, pg_dsn)
     assert again.returncode == 0, again.stderr
-    assert "moved 1 conversations" in again.stdout and "1 were there already" in again.stdout
+    assert "moved 1 conversation" in again.stdout and "1 were there already" in again.stdout
 
     # A conversation that differs in the database is never overwritten.
     record = store.get_conversation("default", "one")

@@ -13,17 +13,51 @@ from conftest import StartService
 from contextwm.app import Service
 from contextwm.cli.entry import main as contextwm_main
 from contextwm.domain.usage import ModelSpec
-from contextwm_client import Client, ConversationSettings
+from contextwm_client import Client, ConversationSettings, UnavailableError
+from server_process import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 AGENT_LOOP = ROOT / "docs" / "agent-loop.md"
 
 
-def test_python_example_runs(service: Service) -> None:
-    (example,) = re.findall(r"```python\n(.*?)```", README, flags=re.S)[:1]
-    code = example.replace("127.0.0.1:50051", f"127.0.0.1:{service.port}")
-    exec(compile(code, "README.md", "exec"), {})
+def python_example(port: int) -> str:
+    example: str = re.findall(r"```python\n(.*?)```", README, flags=re.S)[0]
+    assert "127.0.0.1:50051" in example
+    return example.replace("127.0.0.1:50051", f"127.0.0.1:{port}")
+
+
+def test_python_example_runs_and_runs_again(service: Service) -> None:
+    code = compile(python_example(service.port), "README.md", "exec")
+    exec(code, {})
+    exec(code, {})  # as a reader who runs it twice: the conversation is there already
+    with Client(f"127.0.0.1:{service.port}") as cwm:
+        assert cwm.get_conversation("ticket-42").total_items == 4
+
+
+@pytest.mark.slow
+def test_python_example_run_while_the_server_starts_waits_for_it(tmp_path: Path) -> None:
+    """`contextwm serve` as scripts/serve runs it, the example started the moment the server
+    says it listens: it waits for the model to load instead of failing UNAVAILABLE; the
+    server says when it is ready, and shows one bar for the model's loading, not one per
+    process that loads it."""
+    server = ServerProcess(tmp_path / "data", ready=False)
+    try:
+        assert server.listening, server.log()
+        # Proves the gap is there: a client that does not wait is refused.
+        with Client(server.target) as early, pytest.raises(UnavailableError, match="starting"):
+            early.get_conversation("ticket-42")
+        exec(compile(python_example(server.port), "README.md", "exec"), {})
+        ready_line = f"contextwm ready on port {server.port}"
+        assert server.wait_for_line(ready_line), server.log()
+        with Client(server.target) as at_once:  # no waiting after the ready line
+            assert at_once.get_conversation("ticket-42").total_items == 2
+    finally:
+        server.terminate()
+    log = server.log()
+    listening = log.index(f"contextwm listening on port {server.port}")
+    assert listening < log.index(ready_line)
+    assert log.count("Loading weights: 100%") == 1, log
 
 
 def test_command_line_example_runs(service: Service, capsys: pytest.CaptureFixture[str]) -> None:

@@ -494,14 +494,14 @@ def test_the_retention_command(
     out = run("retention", "--dry-run", "--namespace", "team-a")
     assert out.splitlines() == [
         "team-a/t: 10 items (10 by age, 0 by count): seqs 1-10",
-        "would remove 10 items, 0 of them in whole conversations; 1 conversations checked"
+        "would remove 10 items, 0 of them in whole conversations; 1 conversation checked"
         " (dry run: nothing was removed)",
     ]
     report = json.loads(run("--namespace", "team-a", "retention", "t", "--dry-run", "--json"))
     assert report["dry_run"] and report["conversations"][0]["seqs"] == list(range(1, 11))
     # No namespace and no conversation: every namespace (the default one has none).
     assert run("retention").splitlines()[-1] == (
-        "removed 10 items, 0 of them in whole conversations; 1 conversations checked"
+        "removed 10 items, 0 of them in whole conversations; 1 conversation checked"
     )
     assert json.loads(run("retention", "--namespace", "team-a", "--json"))["conversations"] == []
 

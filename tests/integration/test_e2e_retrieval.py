@@ -94,3 +94,9 @@ def test_before_an_event_uses_the_events_time(client: Client) -> None:
     assert ctx.time_range is not None and ctx.time_range.until is not None
     best = max(ctx.history, key=lambda s: s.score)
     assert best.seq == 1
+    # "before failing" orders steps; it names no time, though an item mentions failing.
+    client.append("ops", "The restore job kept failing on the new cluster.")
+    retries = client.get_context(
+        "ops", "how often does the backup job retry before failing?", max_tokens=400
+    )
+    assert retries.time_range is None

@@ -281,7 +281,7 @@ def test_truncate_checkpoint_restore_edits_output(capsys: pytest.CaptureFixture[
     _, out = run(capsys, "truncate", "c", "half")
     assert out.startswith("truncated 4 items (3-5, 9), 700 tokens removed\nusage: ")
     _, out = run(capsys, "checkpoint", "c", "cp")
-    assert out == "created checkpoint cp at seq 40 (9000 active tokens, 1 compactions)\n"
+    assert out == "created checkpoint cp at seq 40 (9000 active tokens, 1 compaction)\n"
     _, out = run(capsys, "checkpoints", "c")
     assert out.startswith("cp\t2024-05-17T09:30:00+00:00\tseq 40\t9000 tok")
     _, out = run(capsys, "restore", "c", "cp", "--json")

@@ -3,18 +3,23 @@ installs the torch scripts/setup pins, from the CPU index, before the packages; 
 command and environment, read by contextwm's own flag parser and settings loader, serve the
 compose file's database on 0.0.0.0, as insecure (only Envoy reaches them), where the image
 alone refuses to; Envoy sends HTTP/2 to the replicas' service and port and checks the
-readiness name the server reports; and the image's health probe answers as the server's
-health does (against a real server on loopback)."""
+readiness name the server reports; the image's health probe answers as the server's
+health does (against a real server on loopback); the README's one-container recipe serves
+the embedded default from the image's volume; and the image's Python packages build, offline,
+from exactly the files the Dockerfile copies."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import runpy
 import shlex
+import shutil
 import subprocess
 import sys
 import urllib.parse
+import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,8 @@ DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE = ROOT / "compose.yaml"
 ENVOY = ROOT / "deploy" / "envoy.yaml"
 PROBE = ROOT / "deploy" / "healthcheck.py"
+README = ROOT / "README.md"
+DOCKERIGNORE = ROOT / ".dockerignore"
 SETUP = ROOT / "scripts" / "setup"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 REPLICAS = "contextwm"  # the compose service Envoy resolves
@@ -280,3 +287,192 @@ def test_the_probe_passes_only_while_the_server_is_ready(tmp_path: Path) -> None
 def test_the_probe_reaches_the_listening_address_from_inside(host: str, target: str) -> None:
     probe_module = runpy.run_path(str(PROBE))
     assert probe_module["target"]({"CONTEXTWM_HOST": host, "CONTEXTWM_PORT": "7"}) == target
+
+
+# --- the README's one container --------------------------------------------------------
+
+
+def readme_docker_commands() -> list[list[str]]:
+    (block,) = re.findall(r"### With Docker.*?```sh\n(.*?)```", README.read_text(), flags=re.S)
+    lines = [shlex.split(line) for line in block.replace("\\\n", " ").splitlines()]
+    return [line for line in lines if line]
+
+
+def docker_run(argv: list[str]) -> tuple[dict[str, list[str]], str, list[str]]:
+    """`docker run`'s options by name (short ones as given), the image, and the command."""
+    options: dict[str, list[str]] = {}
+    flags = {"-d", "--detach", "--rm", "-i", "-t", "--init"}
+    i = 0
+    while argv[i].startswith("-"):
+        if argv[i] in flags:
+            options.setdefault(argv[i], [])
+            i += 1
+        else:
+            options.setdefault(argv[i], []).append(argv[i + 1])
+            i += 2
+    return options, argv[i], argv[i + 1 :]
+
+
+def test_the_readme_runs_one_container_on_the_embedded_default_with_a_volume() -> None:
+    build, run = readme_docker_commands()
+    assert build[:2] == ["docker", "build"] and build[-1] == "."
+    tag = build[build.index("-t") + 1]
+    assert run[:2] == ["docker", "run"]
+    options, image, command = docker_run(run[2:])
+    assert image == tag
+    command = command or exec_form("CMD")
+    assert exec_form("ENTRYPOINT") == ["contextwm"] and command[0] == "serve"
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    flags = parser.parse_args(command[1:])
+    given = dict(e.split("=", 1) for e in options.get("-e", []))
+    settings = load_settings(flags.config, {**image_env(), **given}, flag_settings(flags))
+    assert settings.store == "" and settings.embedder == "minilm"  # the embedded default
+    # The data directory is a named volume, the image's VOLUME.
+    (volume,) = options["-v"]
+    name, mount = volume.split(":")[:2]
+    assert "/" not in name and mount == str(settings.data_dir)
+    assert mount in {yaml.safe_load(v)[0] for v in arguments("VOLUME")}
+    # Every interface inside the container, allowed in so many words; published on the host's
+    # loopback only.
+    assert settings.host == "0.0.0.0" and settings.insecure
+    assert listening_tls(settings) is None
+    (published,) = options["-p"]
+    host, host_port, container_port = published.split(":")
+    assert host == "127.0.0.1" and int(container_port) == settings.port
+    assert host_port == "50051"
+
+
+# --- the image's packages, from what it copies ------------------------------------------
+
+
+def dockerignore_patterns() -> list[tuple[bool, re.Pattern[str]]]:
+    """.dockerignore as (negated, regex): Docker's matching, where `**` spans directories,
+    `*` and `?` do not, and a pattern anchors at the context's root."""
+    patterns = []
+    for line in DOCKERIGNORE.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        pattern = os.path.normpath(line.lstrip("!").strip("/"))
+        regex, i = "", 0
+        while i < len(pattern):
+            if pattern.startswith("**/", i):
+                regex, i = regex + "(?:.*/)?", i + 3
+            elif pattern.startswith("**", i):
+                regex, i = regex + ".*", i + 2
+            else:
+                c = pattern[i]
+                regex += "[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
+                i += 1
+        patterns.append((negated, re.compile(regex + r"\Z")))
+    return patterns
+
+
+def ignored(relative: Path, patterns: list[tuple[bool, re.Pattern[str]]]) -> bool:
+    """Whether Docker leaves the file out of the build context: a pattern matches it or one of
+    its directories; the last pattern that matches decides."""
+    prefixes = ["/".join(relative.parts[: n + 1]) for n in range(len(relative.parts))]
+    verdict = False
+    for negated, regex in patterns:
+        if any(regex.match(p) for p in prefixes):
+            verdict = not negated
+    return verdict
+
+
+def copied_files() -> dict[Path, Path]:
+    """What the Dockerfile's COPY lines put under its WORKDIR: destination (relative to it)
+    by source, each a file of the build context."""
+    patterns = dockerignore_patterns()
+    files: dict[Path, Path] = {}
+    for rest in arguments("COPY"):
+        words = [w for w in shlex.split(rest) if not w.startswith("--")]
+        *sources, destination = words
+        if destination.startswith("/"):
+            continue  # outside the packages' build (the health probe)
+        for source in sources:
+            top = ROOT / source
+            found = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+            for path in found:
+                relative = path.relative_to(ROOT)
+                if ignored(relative, patterns):
+                    continue
+                inside = relative.relative_to(source) if top.is_dir() else Path(relative.name)
+                files[Path(destination) / inside] = path
+    return files
+
+
+def test_dockerignore_matching_follows_docker() -> None:
+    patterns = dockerignore_patterns()
+    assert ignored(Path("server/contextwm/__pycache__/app.cpython-311.pyc"), patterns)
+    assert ignored(Path(".git/HEAD"), patterns)
+    assert ignored(Path("client/build/lib/x.py"), patterns)
+    assert not ignored(Path("server/contextwm/app.py"), patterns)
+    assert not ignored(Path("server/contextwm/inspector/static/index.html"), patterns)
+
+
+def test_the_images_packages_build_offline_from_exactly_the_files_it_copies(
+    tmp_path: Path,
+) -> None:
+    context = tmp_path / "src"  # the image's WORKDIR
+    files = copied_files()
+    for destination, source in files.items():
+        (context / destination).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, context / destination)
+    runs = arguments("RUN")
+    (install,) = [run for run in runs if re.search(r"pip install .*\./client \.", run)]
+    assert "./client ." in install  # the two packages the image installs, in this order
+    wheels = tmp_path / "wheels"
+    built = subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"),
+            *("--no-index", "--wheel-dir", str(wheels), "./client", "."),
+        ],
+        cwd=context,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (server_wheel,) = wheels.glob("contextwm-*.whl")
+    (client_wheel,) = wheels.glob("contextwm_client-*.whl")
+    # Every module and data file of the packages is in its wheel.
+    for wheel, root in ((server_wheel, "server"), (client_wheel, "client")):
+        names = set(zipfile.ZipFile(wheel).namelist())
+        expected = {
+            str(destination.relative_to(root))
+            for destination in files
+            if destination.parts[0] == root
+            and destination.suffix in (".py", ".pyi", ".html", ".css", ".js", ".typed")
+        }
+        assert expected and expected <= names, sorted(expected - names)
+    # Installed alone, they import and run from there, not from this checkout.
+    site = tmp_path / "site"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "--no-deps", "--no-index"),
+            *("--target", str(site), str(server_wheel), str(client_wheel)),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    probe = (
+        "import contextwm, contextwm_client, contextwm.cli.entry, contextwm.mcp_server.command;"
+        "print(contextwm.__file__); print(contextwm_client.__file__)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert all(line.startswith(str(site)) for line in ran.stdout.splitlines()), ran.stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "contextwm", "serve", "--help"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert help_text.returncode == 0 and "--data-dir" in help_text.stdout, help_text.stderr

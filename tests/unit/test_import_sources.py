@@ -121,4 +121,4 @@ def test_a_resumed_input_has_an_eta_by_this_runs_own_pace() -> None:
 def test_the_summary_counts_as_imported_only_what_was_new() -> None:
     progress = Progress(io.StringIO(), total_bytes=None, terminal=False, clock=lambda: 2.0)
     text = progress.summary(Tally(duplicates=3000, conversations={("d", "a")}), finished=True)
-    assert text.startswith("imported 0 new items (3,000 already there) into 1 conversations")
+    assert text.startswith("imported 0 new items (3,000 already there) into 1 conversation")

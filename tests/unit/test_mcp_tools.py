@@ -205,9 +205,9 @@ def test_the_next_page_repeats_the_search_with_the_token_alone() -> None:
     first, second = run(client, body)
     assert text(first) == (
         "notes.md\n1:line 1 of the long log\n\n"
-        '80 more matching lines in 1 files; continue with search_files_next_page(page_token="t1").'
+        '80 more matching lines in 1 file; continue with search_files_next_page(page_token="t1").'
     )
-    assert text(second).endswith("\n\nEnd of results: 120 matching lines in 1 files.")
+    assert text(second).endswith("\n\nEnd of results: 120 matching lines in 1 file.")
     assert second.structured_content is not None
     assert second.structured_content["next_page_token"] == ""
     arguments = {

@@ -468,3 +468,45 @@ def test_iso_dates_are_that_day(now: datetime, day: date) -> None:
 )
 def test_names_time_tells_queries_no_clock_reads_a_time_in(query: str, named: bool) -> None:
     assert names_time(query) is named
+
+
+# A locator that finds every phrase: what a bound reads depends on the words alone.
+def _anything(phrase: str) -> datetime | None:
+    return MIGRATION
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "how often does the CI job retry the flaky parser tests before failing?",
+        "does it retry before giving up",
+        "run the linter after formatting",
+        "since retrying did not help, what else?",
+        "how many retries before 3 failures",
+    ],
+)
+def test_a_bare_bound_word_without_a_time_or_a_named_event_gives_no_hint(query: str) -> None:
+    locator = FakeLocator({})
+    assert parse_time_hint(query, NOW, locate_event=locator) is None
+    assert locator.asked == []
+    assert parse_time_hint(query, NOW, locate_event=_anything) is None
+    assert not names_time(query)
+
+
+@pytest.mark.parametrize(
+    ("query", "since", "until"),
+    [
+        ("what did we decide before last week?", None, utc(2025, 3, 3)),
+        ("the flaky tests before May 3", None, utc(2024, 5, 3)),
+        ("what broke since Monday", utc(2025, 3, 10), None),
+        ("failing tests after yesterday", utc(2025, 3, 12), None),
+        ("what failed before the migration", None, MIGRATION + EVENT_INSTANT),
+        ("after we deployed the cache", MIGRATION, None),
+        ("what changed since Sarah's wedding", MIGRATION, None),
+    ],
+)
+def test_a_bound_word_with_a_time_or_a_named_event_still_gives_a_hint(
+    query: str, since: datetime | None, until: datetime | None
+) -> None:
+    hint = parse_time_hint(query, NOW, locate_event=_anything)
+    assert hint is not None and (hint.since, hint.until) == (since, until)

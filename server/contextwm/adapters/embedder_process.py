@@ -34,7 +34,13 @@ def _serve(conn: Connection, niceness: int) -> None:
     or the server is gone."""
     _exit_with_parent()
     os.nice(niceness)
+    from transformers.utils import logging as transformers_logging
+
     from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+
+    # The server loads the same model beside this child, with the same progress bar on the
+    # same console: one bar is enough.
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     embedder = SentenceTransformerEmbedder()
     reply: tuple[Any, ...] = ("ready", embedder.model_name, embedder.dimension)

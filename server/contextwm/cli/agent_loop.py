@@ -71,7 +71,7 @@ def truncate(client: Client, args: argparse.Namespace) -> int:
         seqs = result.truncated_seqs
         if seqs:
             print(
-                f"truncated {len(seqs)} items ({render.seq_ranges(seqs)}), "
+                f"truncated {render.counted(len(seqs), 'item')} ({render.seq_ranges(seqs)}), "
                 f"{result.tokens_removed} tokens removed"
             )
         else:
@@ -108,7 +108,8 @@ def restore(client: Client, args: argparse.Namespace) -> int:
     else:
         print(
             f"restored checkpoint {render.checkpoint_text(result.checkpoint)}: "
-            f"{result.reverted_items} items reverted, {result.undone_edits} edits undone"
+            f"{render.counted(result.reverted_items, 'item')} reverted,"
+            f" {render.counted(result.undone_edits, 'edit')} undone"
         )
         print(f"usage: {render.usage_line(result.usage)}")
     return 0

@@ -115,13 +115,19 @@ def list_conversations(client: Client, args: argparse.Namespace) -> int:
 
 def delete(client: Client, args: argparse.Namespace) -> int:
     receipt = client.erase_conversation(args.conversation)
-    print(f"deleted {args.conversation} ({receipt.counts.items} items)")
+    print(f"deleted {args.conversation} ({render.counted(receipt.counts.items, 'item')})")
     if args.receipt:
         erasure.print_receipt(receipt)
     return 0
 
 
 def items(client: Client, args: argparse.Namespace) -> int:
+    shown = 0
     for item in client.iter_items(args.conversation, states=args.states):
         print(render.item_line(item))
+        shown += 1
+    if not shown:
+        # On stderr, as search's "no hits": stdout stays empty for a script that counts lines.
+        which = " or ".join(dict.fromkeys(args.states))
+        print(f"no {which + ' ' if which else ''}items in {args.conversation}", file=sys.stderr)
     return 0

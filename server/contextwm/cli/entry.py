@@ -49,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from contextwm.config_show import run_config_show
 
         return run_config_show(args)
+    if args.command in ("check", "move"):
+        try:
+            args.data_dir = cli_parser.data_dir_of(args)
+        except ValueError as exc:
+            print(f"error: contextwm {args.command}: {exc}", file=sys.stderr)
+            return 2
     if args.command == "check":
         # Imported only on this path, as serve is: the check reads SQLite and FAISS files.
         from contextwm.check import run_check

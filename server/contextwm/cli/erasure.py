@@ -27,9 +27,12 @@ def print_receipt(receipt: ErasureReceipt, *, as_json: bool = False) -> None:
     for c in receipt.conversations:
         seqs = render.seq_ranges([s for first, last in c.seqs for s in range(first, last + 1)])
         what = "deleted whole" if c.deleted else f"seqs {seqs}"
-        print(f"{receipt.namespace}/{c.conversation_id}: {c.items} items erased ({what})")
+        erased = render.counted(c.items, "item")
+        print(f"{receipt.namespace}/{c.conversation_id}: {erased} erased ({what})")
     counts = dataclasses.asdict(receipt.counts)
-    print(f"erased {counts.pop('items')} items at {receipt.erased_at.isoformat()}")
+    print(
+        f"erased {render.counted(counts.pop('items'), 'item')} at {receipt.erased_at.isoformat()}"
+    )
     shown = [f"{name.replace('_', ' ')} {n}" for name, n in counts.items() if n]
     if shown:
         print("removed or rewritten: " + ", ".join(shown))

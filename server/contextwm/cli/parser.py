@@ -100,11 +100,15 @@ def build_parser(
     connection.add_connection_arguments(parser, environ or {})
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+    def command(
+        name: str,
+        handler: Handler,
+        help_text: str,
+        namespace_help: str = "tenant scope, as before the command",
+    ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
         sub.set_defaults(handler=handler)
-        # Also after the command, as every client command takes them.
-        connection.add_connection_arguments(sub, None)
+        add_global_arguments_again(sub, namespace_help)
         return sub
 
     sub = command("append", conversations.append, "append an item to a conversation")
@@ -115,12 +119,22 @@ def build_parser(
         "--flag", dest="flags", action="append", default=[], metavar="FLAG", help="importance flag"
     )
     sub.add_argument(
-        "--meta", dest="metadata", action="append", default=[], type=key_value, metavar="K=V"
+        "--meta",
+        dest="metadata",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="K=V",
+        help="a metadata pair stored with the item; repeatable",
     )
     sub.add_argument(
         "--timestamp", type=timestamp, metavar="ISO", help="ISO 8601 event time (naive = UTC)"
     )
-    sub.add_argument("--idempotency-key", metavar="KEY")
+    sub.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        help="an append sent again with the same key is stored once (safe retries)",
+    )
 
     sub = command("context", retrieval.context, "print the enhanced context for a query")
     sub.add_argument("conversation")
@@ -167,10 +181,26 @@ def build_parser(
     sub = command("search", retrieval.search, "search archived items (and the window's)")
     sub.add_argument("query")
     sub.add_argument("--conversation", help="one conversation; omitted: the whole namespace")
-    sub.add_argument("--top-k", type=int, default=10)
+    sub.add_argument(
+        "--top-k", type=int, default=10, metavar="N", help="how many hits to print (default 10)"
+    )
     sub.add_argument("--include-window", action="store_true", help="search the window's items too")
-    sub.add_argument("--role", dest="roles", action="append", default=[], choices=get_args(Role))
-    sub.add_argument("--flag", dest="flags", action="append", default=[], choices=get_args(Flag))
+    sub.add_argument(
+        "--role",
+        dest="roles",
+        action="append",
+        default=[],
+        choices=get_args(Role),
+        help="only items of this role; repeatable (any of them)",
+    )
+    sub.add_argument(
+        "--flag",
+        dest="flags",
+        action="append",
+        default=[],
+        choices=get_args(Flag),
+        help="only items with this importance flag; repeatable",
+    )
     sub.add_argument("--since", type=timestamp, metavar="ISO", help="items at or after")
     sub.add_argument("--until", type=timestamp, metavar="ISO", help="items before")
     sub.add_argument(
@@ -196,15 +226,35 @@ def build_parser(
     ):
         sub = command(name, run, what)
         sub.add_argument("conversation")
-        sub.add_argument("--window-max-tokens", type=int)
-        sub.add_argument("--window-max-items", type=int)
+        sub.add_argument(
+            "--window-max-tokens", type=int, metavar="N", help="the window's token limit"
+        )
+        sub.add_argument("--window-max-items", type=int, metavar="N", help="its item limit")
         sub.add_argument("--encoding", help="cl100k_base or o200k_base")
-        sub.add_argument("--adaptive-window", action=argparse.BooleanOptionalAction)
+        sub.add_argument(
+            "--adaptive-window",
+            action=argparse.BooleanOptionalAction,
+            help="adapt the token limit to the conversation's state (coding, debugging: wider)",
+        )
         sub.add_argument("--model", help="a model of the server's models table")
         sub.add_argument("--context-limit", type=int, help="the LLM's context limit in tokens")
-        sub.add_argument("--reserved-reply-tokens", type=int)
-        sub.add_argument("--compaction-threshold", type=float)
-        sub.add_argument("--compaction", action=argparse.BooleanOptionalAction)
+        sub.add_argument(
+            "--reserved-reply-tokens",
+            type=int,
+            metavar="N",
+            help="tokens kept free for the reply (0: the model's)",
+        )
+        sub.add_argument(
+            "--compaction-threshold",
+            type=float,
+            metavar="RATIO",
+            help="the fill of the usable context (0..1] at which compaction is due",
+        )
+        sub.add_argument(
+            "--compaction",
+            action=argparse.BooleanOptionalAction,
+            help="whether compaction is ever due (--no-compaction: never)",
+        )
         sub.add_argument(
             "--workspace-root", metavar="PATH", help="the agent's workspace, an absolute path"
         )
@@ -247,7 +297,14 @@ def build_parser(
 
     sub = command("items", conversations.items, "list a conversation's items")
     sub.add_argument("conversation")
-    sub.add_argument("--state", dest="states", action="append", default=[], choices=ITEM_STATES)
+    sub.add_argument(
+        "--state",
+        dest="states",
+        action="append",
+        default=[],
+        choices=ITEM_STATES,
+        help="only items in this state; repeatable (default: all)",
+    )
 
     _add_import_command(command("import", run_import, IMPORT_HELP))
 
@@ -284,10 +341,6 @@ def build_parser(
         "--all-namespaces", action="store_true", help="every conversation of every namespace"
     )
     sub.add_argument("--json", action="store_true", help="print the figures as JSON")
-    # Also taken after the command (`contextwm stats --namespace NS`); SUPPRESS keeps the
-    # value given before it, or the default, when they are not.
-    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="as before the command")
-    sub.add_argument("--target", default=argparse.SUPPRESS, help="as before the command")
 
     # ---- the agent loop
     def loop_command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
@@ -346,14 +399,9 @@ def build_parser(
         "retention",
         retention.retention,
         "apply the retention policies now: to every namespace, one namespace, or one conversation",
+        namespace_help="one namespace; omitted (here and before the command): every namespace",
     )
     sub.add_argument("conversation", nargs="?", help="one conversation; omitted: all of them")
-    # Also accepted before the command, as for every command; here it reads naturally.
-    sub.add_argument(
-        "--namespace",
-        default=argparse.SUPPRESS,
-        help="one namespace; omitted (here and before the command): every namespace",
-    )
     sub.add_argument("--dry-run", action="store_true", help="remove nothing; say what would go")
     sub.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -366,8 +414,6 @@ def build_parser(
     sub.add_argument(
         "conversation", nargs="?", help="one conversation; omitted: the whole namespace"
     )
-    # Also after the command (`contextwm reembed --namespace NS`); unset keeps the global one.
-    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="the namespace")
     sub.add_argument("--all", action="store_true", help="every conversation of every namespace")
     sub.add_argument("--json", action="store_true", help="print each progress report as JSON")
 
@@ -411,9 +457,6 @@ def build_parser(
         default="WARNING",
         help="of the MCP server's log, on stderr (default WARNING)",
     )
-    # Also taken after the command, as `contextwm stats` takes them.
-    sub.add_argument("--namespace", default=argparse.SUPPRESS, help="as before the command")
-    sub.add_argument("--target", default=argparse.SUPPRESS, help="as before the command")
 
     # Its arguments come from contextwm.serve, added by the entry point only when it runs.
     serve = commands.add_parser("serve", help="run the contextwm server")
@@ -443,7 +486,7 @@ def build_parser(
         " and vectors, and the index files against the stored vectors.",
         allow_abbrev=False,
     )
-    sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")
+    _add_data_dir_arguments(sub)
     sub.add_argument("--verbose", action="store_true", help="list every conversation")
     # Run by contextwm.move: a data directory and a database, no server.
     sub = commands.add_parser(
@@ -455,12 +498,63 @@ def build_parser(
         " the database and compared (exit 0 identical, 1 differences, 2 not moved).",
         allow_abbrev=False,
     )
-    sub.add_argument("data_dir", type=Path, metavar="DIR", help="the server's --data-dir")
+    _add_data_dir_arguments(sub)
     sub.add_argument(
         "--to", required=True, metavar="URL", help="the database: postgresql://user:pw@host/db"
     )
     _add_keys_command(commands)
     return parser, {"serve": serve, "config": show_settings}
+
+
+def _add_data_dir_arguments(sub: argparse.ArgumentParser) -> None:
+    """--data-dir DIR, as `serve` and `keys` take it; DIR alone still works (the older form).
+    `data_dir_of` settles the two."""
+    sub.add_argument(
+        "--data-dir", type=Path, metavar="DIR", help="the data directory, the server's --data-dir"
+    )
+    sub.add_argument(
+        "data_dir_argument",
+        nargs="?",
+        type=Path,
+        metavar="DIR",
+        help="the same, without --data-dir (the older form)",
+    )
+
+
+def data_dir_of(args: argparse.Namespace) -> Path:
+    """The data directory of `check` or `move`: --data-dir, or DIR alone.
+
+    Raises:
+        ValueError: neither given, or both given and different.
+    """
+    option, argument = args.data_dir, args.data_dir_argument
+    if option is None and argument is None:
+        raise ValueError("give the data directory: --data-dir DIR")
+    if option is not None and argument is not None and option != argument:
+        raise ValueError(f"two data directories: --data-dir {option} and {argument}")
+    found: Path = option if option is not None else argument
+    return found
+
+
+def add_global_arguments_again(sub: argparse.ArgumentParser, namespace_help: str) -> None:
+    """Adds --target, --wait, --namespace and the connection options to a client command, so
+    that they may come after it too (`contextwm import --target HOST:PORT FILE`). Their
+    default is SUPPRESS: given only before the command, or not at all, the value before it
+    (or its default) stays."""
+    sub.add_argument(
+        "--target",
+        default=argparse.SUPPRESS,
+        help="server address, host:port or unix:/path, as before the command",
+    )
+    sub.add_argument(
+        "--wait",
+        type=_seconds,
+        default=argparse.SUPPRESS,
+        metavar="SECONDS",
+        help="how long to wait for a server that is starting, as before the command",
+    )
+    sub.add_argument("--namespace", default=argparse.SUPPRESS, help=namespace_help)
+    connection.add_connection_arguments(sub, None)
 
 
 class OneLineErrors(argparse.ArgumentParser):
@@ -572,7 +666,8 @@ def _add_import_command(sub: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FIELD=INPUT_FIELD",
         help="read an item field from another input field (dotted for nested ones), e.g."
-        " --map role=speaker --map content=message.text; fields: " + ", ".join(FIELDS),
+        " --map role=author.role --map content=message.text (role: a field holding roles, not"
+        " names); fields: " + ", ".join(FIELDS),
     )
     sub.add_argument(
         "--conversation-field",
@@ -644,16 +739,58 @@ def _add_ranking_arguments(sub: argparse.ArgumentParser) -> None:
 
 def _add_settings_arguments(sub: argparse.ArgumentParser) -> None:
     """The conversation settings besides the window, model and budgets."""
-    sub.add_argument("--recency-half-life-seconds", type=float, metavar="S")
-    sub.add_argument("--recency-half-life-items", type=float, metavar="N")
-    sub.add_argument("--focus-items", type=int, metavar="N")
-    sub.add_argument("--similarity-threshold", type=float, metavar="SIM")
-    sub.add_argument("--detect-importance", action=argparse.BooleanOptionalAction)
-    sub.add_argument("--recency-weight", type=float, metavar="W")
-    sub.add_argument("--similarity-weight", type=float, metavar="W")
-    sub.add_argument("--mask-tool-outputs-after-turns", type=int, metavar="N")
-    sub.add_argument("--replace-duplicate-reads", action=argparse.BooleanOptionalAction)
-    sub.add_argument("--recent-min-items", type=int, metavar="N")
+    sub.add_argument(
+        "--recency-half-life-seconds",
+        type=float,
+        metavar="S",
+        help="recency halves every S seconds of the conversation's time",
+    )
+    sub.add_argument(
+        "--recency-half-life-items",
+        type=float,
+        metavar="N",
+        help="... and every N items appended since (0: off)",
+    )
+    sub.add_argument(
+        "--focus-items", type=int, metavar="N", help="the newest items that make up the focus"
+    )
+    sub.add_argument(
+        "--similarity-threshold",
+        type=float,
+        metavar="SIM",
+        help="dense mode: the least cosine similarity of a hit",
+    )
+    sub.add_argument(
+        "--detect-importance",
+        action=argparse.BooleanOptionalAction,
+        help="flag errors, code, questions and solutions as items arrive",
+    )
+    sub.add_argument(
+        "--recency-weight", type=float, metavar="W", help="the window score's recency weight 0..1"
+    )
+    sub.add_argument(
+        "--similarity-weight",
+        type=float,
+        metavar="W",
+        help="the window score's weight of similarity to the focus",
+    )
+    sub.add_argument(
+        "--mask-tool-outputs-after-turns",
+        type=int,
+        metavar="N",
+        help="tool outputs N assistant turns old show as a placeholder (0: off)",
+    )
+    sub.add_argument(
+        "--replace-duplicate-reads",
+        action=argparse.BooleanOptionalAction,
+        help="a file read again whole replaces its earlier copies with a notice",
+    )
+    sub.add_argument(
+        "--recent-min-items",
+        type=int,
+        metavar="N",
+        help="newest window items every enhanced context keeps (at most a quarter of it)",
+    )
     sub.add_argument(
         "--protected-tail-items",
         type=int,
@@ -681,7 +818,11 @@ def _add_settings_arguments(sub: argparse.ArgumentParser) -> None:
         metavar="S",
         help="the whole conversation goes after this long without activity",
     )
-    sub.add_argument("--retention-remove-pinned", action=argparse.BooleanOptionalAction)
+    sub.add_argument(
+        "--retention-remove-pinned",
+        action=argparse.BooleanOptionalAction,
+        help="whether the age and count limits may remove pinned items (default: no)",
+    )
 
 
 def _add_budget_arguments(sub: argparse.ArgumentParser, scope: str) -> None:

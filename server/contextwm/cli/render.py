@@ -28,6 +28,13 @@ from contextwm_client import (
 _PREVIEW_CHARS = 80
 
 
+def counted(count: int, noun: str, *, grouped: bool = False) -> str:
+    """A count with its noun in the right number: "1 item", "2 items" ("1,000 items" when
+    grouped)."""
+    number = f"{count:,}" if grouped else str(count)
+    return f"{number} {noun if count == 1 else noun + 's'}"
+
+
 def window_text(window: WindowStats) -> str:
     return (
         f"{window.item_count}/{window.item_limit} items, "
@@ -59,7 +66,7 @@ def scored_line(hit: ScoredItem) -> str:
 def conversation_line(conversation: Conversation) -> str:
     last = conversation.last_item_at.isoformat() if conversation.last_item_at else "-"
     return (
-        f"{conversation.conversation_id}\t{conversation.total_items} items\t"
+        f"{conversation.conversation_id}\t{counted(conversation.total_items, 'item')}\t"
         f"{conversation.state}\tlast {last}"
     )
 
@@ -156,7 +163,7 @@ def print_usage(usage: Usage) -> None:
         "active items": str(usage.active_items),
         "masked": f"{o.masked_items} tool outputs ({o.masked_tokens_saved} tokens saved)",
         "duplicate reads": f"{o.duplicate_reads} ({o.duplicate_tokens_saved} tokens saved)",
-        "truncated": f"{o.truncated_items} items ({o.truncated_tokens} tokens)",
+        "truncated": f"{counted(o.truncated_items, 'item')} ({o.truncated_tokens} tokens)",
     }
     width = max(len(name) for name in lines)
     for name, value in lines.items():
@@ -183,7 +190,7 @@ def compaction_text(compaction: Compaction) -> str:
     undone = " (undone)" if compaction.undone else ""
     return (
         f"compaction {compaction.number} ({how}){undone}: marker seq {compaction.marker_seq}, "
-        f"{compaction.items_archived} items left the active context, "
+        f"{counted(compaction.items_archived, 'item')} left the active context, "
         f"{compaction.tokens_before} -> {compaction.tokens_after} tokens"
     )
 
@@ -191,7 +198,7 @@ def compaction_text(compaction: Compaction) -> str:
 def checkpoint_text(checkpoint: Checkpoint) -> str:
     return (
         f"{checkpoint.name} at seq {checkpoint.last_seq} ({checkpoint.active_tokens} active "
-        f"tokens, {checkpoint.compactions} compactions)"
+        f"tokens, {counted(checkpoint.compactions, 'compaction')})"
     )
 
 
@@ -199,7 +206,7 @@ def checkpoint_line(checkpoint: Checkpoint) -> str:
     return (
         f"{checkpoint.name}\t{checkpoint.created_at.isoformat()}\t"
         f"seq {checkpoint.last_seq}\t{checkpoint.active_tokens} tok\t"
-        f"{checkpoint.compactions} compactions"
+        f"{counted(checkpoint.compactions, 'compaction')}"
     )
 
 
@@ -229,7 +236,7 @@ def event_line(event: Event) -> str:
     elif event.checkpoint is not None:
         detail = checkpoint_text(event.checkpoint)
         if event.kind == "checkpoint_restored":
-            detail += f": {event.reverted_items} items reverted"
+            detail += f": {counted(event.reverted_items, 'item')} reverted"
     elif event.eviction_seqs:
         detail = f"archived {seq_ranges(event.eviction_seqs)}"
     elif event.erased_seqs:

@@ -22,8 +22,9 @@ def retention(client: Client, args: argparse.Namespace) -> int:
         print(_outcome_line(outcome))
     verb = "would remove" if report.dry_run else "removed"
     print(
-        f"{verb} {report.items_removed} items, {report.conversations_removed} of them in whole"
-        f" conversations; {report.conversations_checked} conversations checked"
+        f"{verb} {render.counted(report.items_removed, 'item')},"
+        f" {report.conversations_removed} of them in whole conversations;"
+        f" {render.counted(report.conversations_checked, 'conversation')} checked"
         + (" (dry run: nothing was removed)" if report.dry_run else "")
     )
     return 0
@@ -32,10 +33,11 @@ def retention(client: Client, args: argparse.Namespace) -> int:
 def _outcome_line(outcome: ConversationRetention) -> str:
     name = f"{outcome.namespace}/{outcome.conversation_id}"
     if outcome.conversation_removed:
-        return f"{name}: the whole conversation, {outcome.removed_by_inactivity} items (inactive)"
+        removed = render.counted(outcome.removed_by_inactivity, "item")
+        return f"{name}: the whole conversation, {removed} (inactive)"
     more = f" and {outcome.more_seqs} more" if outcome.more_seqs else ""
     return (
-        f"{name}: {outcome.removed_by_age + outcome.removed_by_count} items"
+        f"{name}: {render.counted(outcome.removed_by_age + outcome.removed_by_count, 'item')}"
         f" ({outcome.removed_by_age} by age, {outcome.removed_by_count} by count):"
         f" seqs {render.seq_ranges(outcome.seqs)}{more}"
     )

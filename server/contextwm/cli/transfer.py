@@ -13,6 +13,7 @@ from pathlib import Path
 
 from contextwm_client import Client
 
+from contextwm.cli import render
 from contextwm.cli.importing.sources import Input
 
 
@@ -77,7 +78,8 @@ def restore(client: Client, inputs: Sequence[str], namespace: str | None) -> int
 
     result = client.restore_export(lines(), namespace=namespace)
     print(
-        f"restored {result.restored} conversations ({result.items} items);"
+        f"restored {render.counted(result.restored, 'conversation')}"
+        f" ({render.counted(result.items, 'item')});"
         f" {result.unchanged} were there already, unchanged."
         + (" The server embeds the restored items now." if result.restored else "")
     )

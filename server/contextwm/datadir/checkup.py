@@ -196,7 +196,11 @@ def _summarise(figures: list[ConversationFigures], widths: dict[str, int], repor
     items = sum(c.items for c in figures)
     by_state = {state: sum(c.states.get(int(state), 0) for c in figures) for state in ItemState}
     states = ", ".join(f"{n} {s.name.lower()}" for s, n in by_state.items() if n)
-    report.line(f"{len(figures)} conversations, {items} items ({states or 'none'})")
+    conversations = "conversation" if len(figures) == 1 else "conversations"
+    report.line(
+        f"{len(figures)} {conversations}, {items} item{'' if items == 1 else 's'}"
+        f" ({states or 'none'})"
+    )
     for model in sorted(widths):
         embedded = sum(c.vectors.get(model, 0) for c in figures)
         report.line(f"vectors of {model} ({widths[model]} floats): {embedded} of {items} items")

@@ -33,17 +33,26 @@ def chunk_text(chunk: ChunkResult) -> str:
     return f"{header}\n{chunk.content}"
 
 
+def _counted(count: int, noun: str) -> str:
+    """ "1 file", "2 files": a count with its noun in the right number."""
+    return f"{count} {noun if count == 1 else noun + 's'}"
+
+
 def search_page_text(page: SearchPageResult) -> str:
     """The page's text, then a line on what remains and the token that continues."""
     if page.total_matches == 0:
-        return f"No matches ({page.files_searched} files searched)."
+        return f"No matches ({_counted(page.files_searched, 'file')} searched)."
     if page.next_page_token:
         footer = (
-            f"{page.remaining_matches} more matching lines in {page.remaining_files} files;"
+            f"{_counted(page.remaining_matches, 'more matching line')} in"
+            f" {_counted(page.remaining_files, 'file')};"
             f' continue with {NEXT_PAGE_TOOL}(page_token="{page.next_page_token}").'
         )
     else:
-        footer = f"End of results: {page.total_matches} matching lines in {page.total_files} files."
+        footer = (
+            f"End of results: {_counted(page.total_matches, 'matching line')} in"
+            f" {_counted(page.total_files, 'file')}."
+        )
     return f"{page.text.rstrip()}\n\n{footer}"
 
 

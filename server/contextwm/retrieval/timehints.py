@@ -103,6 +103,11 @@ _EVENT_MAX_WORDS = 6
 _EVENT_FILLER = _words(
     "the a an we i you they he she our my your their his her its us had have has did"
 )
+# An event is named by a noun phrase or a clause: its first word is one of these, or a name
+# ("Sarah's wedding"). Anything else after a bound word ("before failing", "after formatting",
+# "since retrying") says in what order steps go, not when: read as an event, whichever item
+# mentioned the word would cut the range, and the question's evidence with it.
+_EVENT_OPENERS = _EVENT_FILLER | _words("this that these those each every")
 # Objects too vague to locate: "before that", "after it".
 _EVENT_VAGUE = _words(
     """that this it then now ever everything anything something all them those these me him
@@ -664,6 +669,8 @@ def _event_at(ctx: _Ctx, pos: int, extra_stop: frozenset[str]) -> tuple[datetime
             break
         words.append(word)
         end = wm.end()
+    if not words or not (words[0].lower() in _EVENT_OPENERS or words[0][0].isupper()):
+        return None
     skip = 0
     while skip < len(words) and words[skip].lower() in _EVENT_FILLER:
         skip += 1

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from contextwm.cli.render import counted
+
 # A terminal's bar is redrawn this often; a log gets a line this often.
 REDRAW_SECONDS = 0.2
 LINE_SECONDS = 5.0
@@ -91,10 +93,10 @@ class Progress:
             if moved > 0:
                 left = max(0, self.total_bytes - position)
                 eta = (now - self._input_started) * left / moved
-        parts = [f"{tally.held:,} items", f"{rate:,.0f} items/s"]
+        parts = [counted(tally.held, "item", grouped=True), f"{rate:,.0f} items/s"]
         if eta is not None:
             parts.append(f"ETA {_duration(eta)}")
-        parts.append(f"{len(tally.conversations):,} conversations")
+        parts.append(counted(len(tally.conversations), "conversation", grouped=True))
         if tally.skipped or tally.failed:
             parts.append(f"{tally.skipped + tally.failed:,} bad")
         text = ", ".join(parts)
@@ -125,8 +127,10 @@ class Progress:
         seconds = max(self.clock() - self.started, 1e-9)
         head = "imported" if finished else "stopped after"
         return (
-            f"{head} {tally.appended:,} new items ({tally.duplicates:,} already there) into"
-            f" {len(tally.conversations):,} conversations in {seconds:,.1f} s"
+            f"{head} {counted(tally.appended, 'new item', grouped=True)}"
+            f" ({tally.duplicates:,} already there) into"
+            f" {counted(len(tally.conversations), 'conversation', grouped=True)}"
+            f" in {seconds:,.1f} s"
             f" ({tally.held / seconds:,.0f} items/s):"
             f" {tally.skipped:,} skipped (bad lines), {tally.failed:,} failed"
             + (

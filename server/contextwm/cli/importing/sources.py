@@ -395,7 +395,7 @@ def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         ours, sep, theirs = pair.partition("=")
         if not sep or not ours or not theirs:
-            raise ValueError(f"--map {pair!r}: use FIELD=INPUT_FIELD, e.g. role=speaker")
+            raise ValueError(f"--map {pair!r}: use FIELD=INPUT_FIELD, e.g. content=msg.text")
         mapping[ours] = theirs
     unknown = sorted(set(mapping) - set(FIELDS))
     if unknown:
