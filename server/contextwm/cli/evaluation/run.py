@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from contextwm_client import Client, Item
 
 from contextwm.cli.evaluation.labels import Label
+from contextwm.cli.evaluation.lead import COVERAGE, lead
 from contextwm.cli.evaluation.selectors import (
     SELECTORS,
     TURN_OVERHEAD,
@@ -180,6 +181,38 @@ def report(outcomes: Sequence[Outcome], budgets: Sequence[int], out: TextIO) -> 
             f"Hit rate by kind at {budget} tokens",
             ["selector", *kinds],
             [[w, *(hit_rate((w, budget, k)) for k in kinds)] for w in who],
+        )
+    services = [w for w in who if w not in SELECTORS]
+    if not services or not any(w in SELECTORS for w in who):
+        return
+
+    def lead_of(service: str, budget: int, kind: str) -> str:
+        hits = {(o.who, o.label.line): o.hit for o in cells[(service, budget, kind)]}
+        hits.update(
+            {(o.who, o.label.line): o.hit for s in SELECTORS for o in cells[(s, budget, kind)]}
+        )
+        lines = sorted({line for w, line in hits if w == service})
+        chosen = {
+            s: [hits[(s, line)] for line in lines]
+            for s in SELECTORS
+            if all((s, line) in hits for line in lines)
+        }
+        found = lead([hits[(service, line)] for line in lines], chosen)
+        return str(found) if found is not None else "-"
+
+    _table(
+        out,
+        "Lead over the best simple selector at each budget, in points"
+        f" [{COVERAGE:.0%} paired bootstrap interval over the queries]",
+        ["selector", *(f"{b} tokens" for b in budgets)],
+        [[w, *(lead_of(w, b, "") for b in budgets)] for w in services],
+    )
+    for service in services if kinds else ():
+        _table(
+            out,
+            f"Lead by kind: {service} over the best simple selector of each kind",
+            ["kind", *(f"{b} tokens" for b in budgets)],
+            [[k, *(lead_of(service, b, k) for b in budgets)] for k in kinds],
         )
 
 
