@@ -10,19 +10,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from contextwm_client._convert import (
-    _CONVERSATION_STATE_PAIRS,
-    _enum_value,
+from contextwm_client._convert.budgets import (
     from_proto_category_budget,
     from_proto_contributor_weights,
-    from_proto_file_ref,
-    from_proto_timestamp,
     to_proto_category,
     to_proto_contributor_type,
-    to_proto_conversation_settings,
+)
+from contextwm_client._convert.common import (
+    enum_value,
+    from_proto_file_ref,
+    from_proto_timestamp,
     to_proto_file_ref,
-    to_proto_item_state,
     to_proto_timestamp,
+)
+from contextwm_client._convert.conversations import (
+    _CONVERSATION_STATE_PAIRS,
+    to_proto_conversation_settings,
+    to_proto_item_state,
 )
 from contextwm_client._types import (
     ActiveContext,
@@ -66,7 +70,7 @@ def to_proto_conversation_state(state: str) -> pb.ConversationState.ValueType:
     Raises:
         ValueError: For any other name.
     """
-    return _enum_value(dict(_CONVERSATION_STATE_PAIRS), state, "conversation state")
+    return enum_value(dict(_CONVERSATION_STATE_PAIRS), state, "conversation state")
 
 
 def from_proto_new_item(message: pb.NewItem) -> NewItem:

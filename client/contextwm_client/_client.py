@@ -18,37 +18,41 @@ import grpc
 from google.protobuf.message import Message
 
 from contextwm_client import _credentials, _health, _requests
-from contextwm_client._convert import (
-    NO_IMPORT,
-    add_import_response,
+from contextwm_client._convert.agent_loop import (
     from_proto_active_context,
-    from_proto_api_key,
-    from_proto_append_batch_response,
-    from_proto_append_response,
-    from_proto_apply_retention_response,
     from_proto_checkpoint,
     from_proto_compact_response,
-    from_proto_conversation,
-    from_proto_created_key,
-    from_proto_edit_file_response,
-    from_proto_enhanced_context,
-    from_proto_erasure_receipt,
-    from_proto_file_chunk,
-    from_proto_get_stats_response,
-    from_proto_item,
     from_proto_list_checkpoints_response,
     from_proto_list_context_edits_response,
-    from_proto_list_conversations_response,
-    from_proto_list_items_response,
-    from_proto_reembed_progress,
     from_proto_restore_checkpoint_response,
-    from_proto_search_files_page,
-    from_proto_search_response,
-    from_proto_session,
-    from_proto_tool_check,
     from_proto_truncate_response,
     from_proto_usage,
+)
+from contextwm_client._convert.conversations import (
+    from_proto_append_batch_response,
+    from_proto_append_response,
+    from_proto_conversation,
+    from_proto_item,
+    from_proto_list_conversations_response,
+    from_proto_list_items_response,
     joined_batch_results,
+)
+from contextwm_client._convert.erasure import from_proto_erasure_receipt
+from contextwm_client._convert.importing import NO_IMPORT, add_import_response
+from contextwm_client._convert.keys import from_proto_api_key, from_proto_created_key
+from contextwm_client._convert.reembedding import from_proto_reembed_progress
+from contextwm_client._convert.retention import from_proto_apply_retention_response
+from contextwm_client._convert.retrieval import (
+    from_proto_enhanced_context,
+    from_proto_search_response,
+)
+from contextwm_client._convert.stats import from_proto_get_stats_response
+from contextwm_client._convert.workspace_files import (
+    from_proto_edit_file_response,
+    from_proto_file_chunk,
+    from_proto_search_files_page,
+    from_proto_session,
+    from_proto_tool_check,
 )
 from contextwm_client._credentials import Tls
 from contextwm_client._deprecation import renamed_argument, warn_renamed

@@ -13,16 +13,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from contextwm_client._convert import (
-    to_proto_case_mode,
-    to_proto_category_options,
-    to_proto_chunk_strategy,
+from contextwm_client._convert.budgets import to_proto_category_options
+from contextwm_client._convert.common import to_proto_timestamp
+from contextwm_client._convert.conversations import (
     to_proto_conversation_settings,
     to_proto_item_state,
     to_proto_new_item,
-    to_proto_retrieval_mode,
-    to_proto_timestamp,
 )
+from contextwm_client._convert.retrieval import to_proto_retrieval_mode
+from contextwm_client._convert.workspace_files import to_proto_case_mode, to_proto_chunk_strategy
 from contextwm_client._types import CategoryOptions, ConversationSettings, ImportItem, NewItem
 from contextwm_client._vocabulary import (
     CaseMode,

@@ -13,7 +13,7 @@ from typing import Protocol, Self
 
 import grpc
 
-from contextwm_client._convert import from_proto_event
+from contextwm_client._convert.agent_loop import from_proto_event
 from contextwm_client._exceptions import map_rpc_error
 from contextwm_client._types import Event
 from contextwm_client.v1 import contextwm_pb2 as pb

@@ -2,16 +2,17 @@
 (nothing is imported).
 
 The domain imports nothing else of ours and the ports only the domain; the feature packages
-and ports never import grpc, the transport, the client, the adapters or the metrics (only the
-observability package imports prometheus_client), and each feature imports only the features
-it is allowed to, never another package's private names; the transport never touches
-SQLite, FAISS or the adapters; within the service only the transport imports grpc (the cli
-package, which hosts the client commands, excepted); the datadir package, which checks data
-directories offline, imports no feature package; the access package's tokens and key
-service import only the domain and the ports; the MCP server imports only the client
-of the service; the client never imports the service package. The store is used by its
-role ports, the whole of it only where it is held, implemented or checked; every method of
-the SQLite store belongs to one role (read off the classes: the one check that imports).
+and ports never import grpc, the transport, the client, the adapters or the metrics (only
+the observability package imports prometheus_client), and each feature imports only the
+features it is allowed to, never another package's private names; the transport never
+touches SQLite, FAISS or the adapters, and keeps each feature's RPCs and converters in one
+package of its own, below the shared wiring; within the service only the transport imports
+grpc (the cli package, which hosts the client commands, excepted); the datadir package,
+which checks data directories offline, imports no feature package; the access package's
+tokens and key service import only the domain and the ports; the MCP server imports only the
+client of the service; the client never imports the service package. The store is used by
+its role ports, the whole of it only where it is held, implemented or checked; every method
+of the SQLite store belongs to one role (read off the classes: the one check that imports).
 """
 
 from __future__ import annotations
@@ -177,6 +178,38 @@ def test_the_access_package_is_core_logic_but_for_its_offline_command() -> None:
 def test_the_transport_never_touches_storage_or_indexes() -> None:
     forbidden = ("contextwm.adapters", "sqlite3", "faiss")
     assert violations(modules(SERVER / "transport"), forbidden) == []
+
+
+# The transport's shared modules, beside one package per feature (its rpcs.py and convert.py).
+TRANSPORT = SERVER / "transport"
+TRANSPORT_SHARED = {
+    "__init__",
+    "access",
+    "interceptors",
+    "readiness",
+    "server",
+    "servicer",
+    "store_probe",
+    "timestamps",
+}
+
+
+def test_the_transport_is_grouped_by_feature() -> None:
+    # A new module at the top of the transport is a decision: a feature's RPCs and converters
+    # belong in its package, where a newcomer finds them together.
+    assert {p.stem for p in TRANSPORT.glob("*.py")} == TRANSPORT_SHARED
+    features = sorted(p for p in TRANSPORT.iterdir() if (p / "__init__.py").is_file())
+    assert len(features) >= 10
+    for feature in features:
+        names = {p.name for p in feature.glob("*.py")} - {"__init__.py"}
+        assert names and names <= {"rpcs.py", "convert.py"}, feature.name
+    files = [p for feature in features for p in modules(feature)]
+    # The wiring composes the features' mixins, never the reverse.
+    wiring = ("servicer", "server", "interceptors", "readiness", "store_probe")
+    assert violations(files, tuple(f"contextwm.transport.{m}" for m in wiring)) == []
+    # Converters only translate messages: the calls and their contexts stay in rpcs.py.
+    converters = [p for p in files if p.name == "convert.py"]
+    assert violations(converters, ("grpc", "contextwm.transport.access")) == []
 
 
 # Which parts each feature package may import, besides the domain, ports and lru: one way,

@@ -65,8 +65,68 @@ from contextwm_client import (
     WindowStats,
     map_rpc_error,
 )
-from contextwm_client import _convert as convert
 from contextwm_client import _requests as requests
+from contextwm_client._convert.agent_loop import (
+    from_proto_active_context,
+    from_proto_active_entry,
+    from_proto_checkpoint,
+    from_proto_compact_response,
+    from_proto_compaction,
+    from_proto_context_edit,
+    from_proto_event,
+    from_proto_ledger_fact,
+    from_proto_list_checkpoints_response,
+    from_proto_list_context_edits_response,
+    from_proto_optimisations,
+    from_proto_restore_checkpoint_response,
+    from_proto_truncate_response,
+    from_proto_usage,
+)
+from contextwm_client._convert.budgets import (
+    from_proto_allocation_report,
+    from_proto_category,
+    from_proto_category_allocation,
+    from_proto_category_budget,
+    from_proto_contributor_piece,
+    from_proto_contributor_type,
+    to_proto_category,
+    to_proto_category_budget,
+    to_proto_category_options,
+    to_proto_contributor_type,
+)
+from contextwm_client._convert.common import (
+    from_proto_file_ref,
+    from_proto_timestamp,
+    to_proto_file_ref,
+    to_proto_timestamp,
+)
+from contextwm_client._convert.conversations import (
+    from_proto_append_batch_response,
+    from_proto_append_response,
+    from_proto_append_result,
+    from_proto_conversation,
+    from_proto_conversation_settings,
+    from_proto_conversation_state,
+    from_proto_item,
+    from_proto_item_state,
+    from_proto_list_conversations_response,
+    from_proto_list_items_response,
+    from_proto_scoring_weights,
+    from_proto_window_stats,
+    to_proto_conversation_settings,
+    to_proto_item_state,
+    to_proto_new_item,
+    to_proto_scoring_weights,
+)
+from contextwm_client._convert.retention import from_proto_apply_retention_response
+from contextwm_client._convert.retrieval import (
+    from_proto_enhanced_context,
+    from_proto_scored_item,
+    from_proto_search_response,
+    from_proto_time_range,
+    from_proto_token_account,
+    to_proto_retrieval_mode,
+)
 from contextwm_client._exceptions import STATUS_EXCEPTIONS
 from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
@@ -311,9 +371,9 @@ ALLOCATION = AllocationReport(
 
 # (value, to_proto, from_proto): every converter pair, with optional fields set and unset.
 ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
-    (FileRef("a.py", "read"), convert.to_proto_file_ref, convert.from_proto_file_ref),
-    (FileRef("a.py", "read", False), convert.to_proto_file_ref, convert.from_proto_file_ref),
-    (FileRef("a.py", "write", True), convert.to_proto_file_ref, convert.from_proto_file_ref),
+    (FileRef("a.py", "read"), to_proto_file_ref, from_proto_file_ref),
+    (FileRef("a.py", "read", False), to_proto_file_ref, from_proto_file_ref),
+    (FileRef("a.py", "write", True), to_proto_file_ref, from_proto_file_ref),
     (
         NewItem(
             content="hello",
@@ -324,50 +384,50 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             file=FileRef("b.py", "mention"),
             idempotency_key="key-1",
         ),
-        convert.to_proto_new_item,
+        to_proto_new_item,
         roundtrip.from_proto_new_item,
     ),
-    (NewItem(content="bare"), convert.to_proto_new_item, roundtrip.from_proto_new_item),
-    (make_item(), roundtrip.to_proto_item, convert.from_proto_item),
+    (NewItem(content="bare"), to_proto_new_item, roundtrip.from_proto_new_item),
+    (make_item(), roundtrip.to_proto_item, from_proto_item),
     (
         make_item(file=None, flags=(), metadata={}, state="window"),
         roundtrip.to_proto_item,
-        convert.from_proto_item,
+        from_proto_item,
     ),
     (
         make_item(kind="compaction", compaction=COMPACTION, state="window"),
         roundtrip.to_proto_item,
-        convert.from_proto_item,
+        from_proto_item,
     ),
-    (make_scored(), roundtrip.to_proto_scored_item, convert.from_proto_scored_item),
+    (make_scored(), roundtrip.to_proto_scored_item, from_proto_scored_item),
     (
         dataclasses.replace(make_scored(), replaced=True),
         roundtrip.to_proto_scored_item,
-        convert.from_proto_scored_item,
+        from_proto_scored_item,
     ),
-    (make_scored(neighbor_of=6), roundtrip.to_proto_scored_item, convert.from_proto_scored_item),
-    (WINDOW, roundtrip.to_proto_window_stats, convert.from_proto_window_stats),
-    (ScoringWeights(), convert.to_proto_scoring_weights, convert.from_proto_scoring_weights),
+    (make_scored(neighbor_of=6), roundtrip.to_proto_scored_item, from_proto_scored_item),
+    (WINDOW, roundtrip.to_proto_window_stats, from_proto_window_stats),
+    (ScoringWeights(), to_proto_scoring_weights, from_proto_scoring_weights),
     (
         FULL_SETTINGS,
-        convert.to_proto_conversation_settings,
-        convert.from_proto_conversation_settings,
+        to_proto_conversation_settings,
+        from_proto_conversation_settings,
     ),
     (
         ZERO_SETTINGS,
-        convert.to_proto_conversation_settings,
-        convert.from_proto_conversation_settings,
+        to_proto_conversation_settings,
+        from_proto_conversation_settings,
     ),
     (
         ConversationSettings(),
-        convert.to_proto_conversation_settings,
-        convert.from_proto_conversation_settings,
+        to_proto_conversation_settings,
+        from_proto_conversation_settings,
     ),
-    (make_conversation(), roundtrip.to_proto_conversation, convert.from_proto_conversation),
+    (make_conversation(), roundtrip.to_proto_conversation, from_proto_conversation),
     (
         make_conversation(last_item_at=None, state="general", settings=ConversationSettings()),
         roundtrip.to_proto_conversation,
-        convert.from_proto_conversation,
+        from_proto_conversation,
     ),
     (
         Page(
@@ -375,22 +435,22 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             next_page_token="t",
         ),
         roundtrip.to_proto_list_conversations_response,
-        convert.from_proto_list_conversations_response,
+        from_proto_list_conversations_response,
     ),
     (
         Page(entries=(), next_page_token=""),
         roundtrip.to_proto_list_conversations_response,
-        convert.from_proto_list_conversations_response,
+        from_proto_list_conversations_response,
     ),
     (
         Page(entries=(make_item(), make_item(seq=8)), next_page_token="next"),
         roundtrip.to_proto_list_items_response,
-        convert.from_proto_list_items_response,
+        from_proto_list_items_response,
     ),
     (
         AppendedItem(seq=3, token_count=5, flags=("question",), duplicate=True),
         roundtrip.to_proto_append_result,
-        convert.from_proto_append_result,
+        from_proto_append_result,
     ),
     (
         AppendResult(
@@ -402,7 +462,7 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             window=WINDOW,
         ),
         roundtrip.to_proto_append_response,
-        convert.from_proto_append_response,
+        from_proto_append_response,
     ),
     (
         AppendBatchResult(
@@ -414,58 +474,58 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             window=WINDOW,
         ),
         roundtrip.to_proto_append_batch_response,
-        convert.from_proto_append_batch_response,
+        from_proto_append_batch_response,
     ),
-    (TOKENS, roundtrip.to_proto_token_account, convert.from_proto_token_account),
+    (TOKENS, roundtrip.to_proto_token_account, from_proto_token_account),
     (
         dataclasses.replace(TOKENS, system=0),
         roundtrip.to_proto_token_account,
-        convert.from_proto_token_account,
+        from_proto_token_account,
     ),
-    (BUDGETS[1], convert.to_proto_category_budget, convert.from_proto_category_budget),
+    (BUDGETS[1], to_proto_category_budget, from_proto_category_budget),
     (
         CategoryBudget("dialog", share=0.6),
-        convert.to_proto_category_budget,
-        convert.from_proto_category_budget,
+        to_proto_category_budget,
+        from_proto_category_budget,
     ),
     (
         CategoryBudget("context", min_share=0.0),
-        convert.to_proto_category_budget,
-        convert.from_proto_category_budget,
+        to_proto_category_budget,
+        from_proto_category_budget,
     ),
-    (CategoryOptions(), convert.to_proto_category_options, roundtrip.from_proto_category_options),
+    (CategoryOptions(), to_proto_category_options, roundtrip.from_proto_category_options),
     (
         CategoryOptions(
             budgets=(CategoryBudget("context", max_share=0.8), BUDGETS[2]),
             contributor_weights={"retrieval": 0.0, "project_docs": 1.0},
             files=("src/a.py", "/srv/work/repo/b.py"),
         ),
-        convert.to_proto_category_options,
+        to_proto_category_options,
         roundtrip.from_proto_category_options,
     ),
     (
         ALLOCATION.categories[2],
         roundtrip.to_proto_category_allocation,
-        convert.from_proto_category_allocation,
+        from_proto_category_allocation,
     ),
-    (CHOSEN, roundtrip.to_proto_contributor_piece, convert.from_proto_contributor_piece),
-    (LEFT_OUT, roundtrip.to_proto_contributor_piece, convert.from_proto_contributor_piece),
-    (ALLOCATION, roundtrip.to_proto_allocation_report, convert.from_proto_allocation_report),
+    (CHOSEN, roundtrip.to_proto_contributor_piece, from_proto_contributor_piece),
+    (LEFT_OUT, roundtrip.to_proto_contributor_piece, from_proto_contributor_piece),
+    (ALLOCATION, roundtrip.to_proto_allocation_report, from_proto_allocation_report),
     (
         AllocationReport(allocated=0, categories=(), contributors=()),
         roundtrip.to_proto_allocation_report,
-        convert.from_proto_allocation_report,
+        from_proto_allocation_report,
     ),
-    (TimeRange(T0, T1, "last week"), roundtrip.to_proto_time_range, convert.from_proto_time_range),
+    (TimeRange(T0, T1, "last week"), roundtrip.to_proto_time_range, from_proto_time_range),
     (
         TimeRange(None, T1, "before May"),
         roundtrip.to_proto_time_range,
-        convert.from_proto_time_range,
+        from_proto_time_range,
     ),
     (
         TimeRange(T0, None, "since May"),
         roundtrip.to_proto_time_range,
-        convert.from_proto_time_range,
+        from_proto_time_range,
     ),
     (
         EnhancedContext(
@@ -480,7 +540,7 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             state="coding",
         ),
         roundtrip.to_proto_enhanced_context,
-        convert.from_proto_enhanced_context,
+        from_proto_enhanced_context,
     ),
     (
         EnhancedContext(
@@ -496,7 +556,7 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             allocation=ALLOCATION,
         ),
         roundtrip.to_proto_enhanced_context,
-        convert.from_proto_enhanced_context,
+        from_proto_enhanced_context,
     ),
     (
         EnhancedContext(
@@ -511,23 +571,23 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             state="research",
         ),
         roundtrip.to_proto_enhanced_context,
-        convert.from_proto_enhanced_context,
+        from_proto_enhanced_context,
     ),
     (
         SearchResult(hits=(make_scored(),), time_range=TimeRange(T0, T1, "in May")),
         roundtrip.to_proto_search_response,
-        convert.from_proto_search_response,
+        from_proto_search_response,
     ),
     (
         SearchResult(hits=(), time_range=None),
         roundtrip.to_proto_search_response,
-        convert.from_proto_search_response,
+        from_proto_search_response,
     ),
     # agent loop
-    (OPTIMISATIONS, roundtrip.to_proto_optimisations, convert.from_proto_optimisations),
-    (USAGE, roundtrip.to_proto_usage, convert.from_proto_usage),
-    (ENTRY, roundtrip.to_proto_active_entry, convert.from_proto_active_entry),
-    (NOTICE, roundtrip.to_proto_active_entry, convert.from_proto_active_entry),
+    (OPTIMISATIONS, roundtrip.to_proto_optimisations, from_proto_optimisations),
+    (USAGE, roundtrip.to_proto_usage, from_proto_usage),
+    (ENTRY, roundtrip.to_proto_active_entry, from_proto_active_entry),
+    (NOTICE, roundtrip.to_proto_active_entry, from_proto_active_entry),
     (
         ActiveContext(
             entries=(NOTICE, ENTRY),
@@ -537,77 +597,77 @@ ROUND_TRIPS: list[tuple[Any, Callable[[Any], Any], Callable[[Any], Any]]] = [
             usage=USAGE,
         ),
         roundtrip.to_proto_active_context,
-        convert.from_proto_active_context,
+        from_proto_active_context,
     ),
-    (FACT, roundtrip.to_proto_ledger_fact, convert.from_proto_ledger_fact),
-    (COMPACTION, roundtrip.to_proto_compaction, convert.from_proto_compaction),
+    (FACT, roundtrip.to_proto_ledger_fact, from_proto_ledger_fact),
+    (COMPACTION, roundtrip.to_proto_compaction, from_proto_compaction),
     (
         dataclasses.replace(COMPACTION, facts=(), extractive=False, undone=False),
         roundtrip.to_proto_compaction,
-        convert.from_proto_compaction,
+        from_proto_compaction,
     ),
     (
         CompactResult(compaction=COMPACTION, usage=USAGE),
         roundtrip.to_proto_compact_response,
-        convert.from_proto_compact_response,
+        from_proto_compact_response,
     ),
     (
         TruncateResult(truncated_seqs=(3, 4, 5), tokens_removed=700, usage=USAGE),
         roundtrip.to_proto_truncate_response,
-        convert.from_proto_truncate_response,
+        from_proto_truncate_response,
     ),
-    (CHECKPOINT, roundtrip.to_proto_checkpoint, convert.from_proto_checkpoint),
+    (CHECKPOINT, roundtrip.to_proto_checkpoint, from_proto_checkpoint),
     (
         [CHECKPOINT, dataclasses.replace(CHECKPOINT, name="later", created_at=T1)],
         roundtrip.to_proto_list_checkpoints_response,
-        convert.from_proto_list_checkpoints_response,
+        from_proto_list_checkpoints_response,
     ),
     (
         [],
         roundtrip.to_proto_list_checkpoints_response,
-        convert.from_proto_list_checkpoints_response,
+        from_proto_list_checkpoints_response,
     ),
     (
         RestoreResult(checkpoint=CHECKPOINT, reverted_items=4, undone_edits=2, usage=USAGE),
         roundtrip.to_proto_restore_checkpoint_response,
-        convert.from_proto_restore_checkpoint_response,
+        from_proto_restore_checkpoint_response,
     ),
-    (EDIT, roundtrip.to_proto_context_edit, convert.from_proto_context_edit),
+    (EDIT, roundtrip.to_proto_context_edit, from_proto_context_edit),
     (
         dataclasses.replace(EDIT, undone_at=None, seqs=(), related_seq=0),
         roundtrip.to_proto_context_edit,
-        convert.from_proto_context_edit,
+        from_proto_context_edit,
     ),
     (
         Page(entries=(EDIT, dataclasses.replace(EDIT, id=6)), next_page_token="n"),
         roundtrip.to_proto_list_context_edits_response,
-        convert.from_proto_list_context_edits_response,
+        from_proto_list_context_edits_response,
     ),
-    (Event(1, T0, "usage", usage=USAGE), roundtrip.to_proto_event, convert.from_proto_event),
+    (Event(1, T0, "usage", usage=USAGE), roundtrip.to_proto_event, from_proto_event),
     (
         Event(2, T0, "eviction", eviction_seqs=(1, 2)),
         roundtrip.to_proto_event,
-        convert.from_proto_event,
+        from_proto_event,
     ),
-    (Event(3, T0, "eviction"), roundtrip.to_proto_event, convert.from_proto_event),
+    (Event(3, T0, "eviction"), roundtrip.to_proto_event, from_proto_event),
     (
         Event(4, T0, "compaction", compaction=COMPACTION),
         roundtrip.to_proto_event,
-        convert.from_proto_event,
+        from_proto_event,
     ),
-    (Event(5, T0, "truncation", edit=EDIT), roundtrip.to_proto_event, convert.from_proto_event),
+    (Event(5, T0, "truncation", edit=EDIT), roundtrip.to_proto_event, from_proto_event),
     (
         Event(6, T0, "checkpoint_created", checkpoint=CHECKPOINT),
         roundtrip.to_proto_event,
-        convert.from_proto_event,
+        from_proto_event,
     ),
     (
         Event(7, T0, "checkpoint_restored", checkpoint=CHECKPOINT, reverted_items=3),
         roundtrip.to_proto_event,
-        convert.from_proto_event,
+        from_proto_event,
     ),
-    (Event(8, T0, "gap", missed=17), roundtrip.to_proto_event, convert.from_proto_event),
-    (Event(9, T0, "gap"), roundtrip.to_proto_event, convert.from_proto_event),
+    (Event(8, T0, "gap", missed=17), roundtrip.to_proto_event, from_proto_event),
+    (Event(9, T0, "gap"), roundtrip.to_proto_event, from_proto_event),
 ]
 
 
@@ -626,10 +686,8 @@ def test_round_trip(
 
 
 def test_unset_optional_settings_read_back_as_none() -> None:
-    assert convert.from_proto_conversation_settings(pb.ConversationSettings()) == (
-        ConversationSettings()
-    )
-    message = convert.to_proto_conversation_settings(ConversationSettings(focus_items=5))
+    assert from_proto_conversation_settings(pb.ConversationSettings()) == (ConversationSettings())
+    message = to_proto_conversation_settings(ConversationSettings(focus_items=5))
     assert message.HasField("focus_items")
     assert not message.HasField("window_max_tokens")
     assert not message.HasField("weights")
@@ -640,12 +698,12 @@ def test_unset_optional_settings_read_back_as_none() -> None:
 def test_unset_message_fields_read_back_as_none() -> None:
     item = roundtrip.from_proto_new_item(pb.NewItem(content="x"))
     assert (item.timestamp, item.file, item.idempotency_key) == (None, None, None)
-    conversation = convert.from_proto_conversation(pb.Conversation())
+    conversation = from_proto_conversation(pb.Conversation())
     assert conversation.last_item_at is None
-    context = convert.from_proto_enhanced_context(pb.EnhancedContext())
+    context = from_proto_enhanced_context(pb.EnhancedContext())
     assert (context.time_range, context.allocation, context.tokens.system) == (None, None, 0)
-    assert convert.from_proto_search_response(pb.SearchResponse()).time_range is None
-    assert convert.from_proto_scored_item(pb.ScoredItem()).neighbor_of is None
+    assert from_proto_search_response(pb.SearchResponse()).time_range is None
+    assert from_proto_scored_item(pb.ScoredItem()).neighbor_of is None
 
 
 def test_scored_item_forwards_to_its_item() -> None:
@@ -661,9 +719,7 @@ def test_scored_item_forwards_to_its_item() -> None:
 
 
 def test_enhanced_context_total_tokens_is_tokens_total() -> None:
-    context = convert.from_proto_enhanced_context(
-        pb.EnhancedContext(tokens=pb.TokenAccount(total=321))
-    )
+    context = from_proto_enhanced_context(pb.EnhancedContext(tokens=pb.TokenAccount(total=321)))
     assert context.total_tokens == 321
 
 
@@ -672,14 +728,14 @@ def test_enhanced_context_total_tokens_is_tokens_total() -> None:
 
 def test_naive_datetime_is_taken_as_utc() -> None:
     naive = datetime(2024, 1, 2, 3, 4, 5, 678901)
-    back = convert.from_proto_timestamp(convert.to_proto_timestamp(naive))
+    back = from_proto_timestamp(to_proto_timestamp(naive))
     assert back == naive.replace(tzinfo=UTC)
     assert back.tzinfo is UTC
 
 
 def test_aware_datetime_comes_back_as_the_same_instant_in_utc() -> None:
     local = datetime(2024, 1, 2, 12, 0, tzinfo=timezone(timedelta(hours=5, minutes=30)))
-    back = convert.from_proto_timestamp(convert.to_proto_timestamp(local))
+    back = from_proto_timestamp(to_proto_timestamp(local))
     assert back == local
     assert back.utcoffset() == timedelta(0)
     assert back.hour == 6 and back.minute == 30
@@ -698,7 +754,7 @@ def test_item_round_trip_property(
     content: str, flags: tuple[str, ...], metadata: dict[str, str], timestamp: datetime, seq: int
 ) -> None:
     item = make_item(content=content, flags=flags, metadata=metadata, timestamp=timestamp, seq=seq)
-    assert convert.from_proto_item(roundtrip.to_proto_item(item)) == item
+    assert from_proto_item(roundtrip.to_proto_item(item)) == item
 
 
 # ---------------------------------------------------------------- enums
@@ -710,21 +766,21 @@ def test_item_round_trip_property(
         (
             pb.ItemState,
             "ITEM_STATE_",
-            convert.to_proto_item_state,
-            convert.from_proto_item_state,
+            to_proto_item_state,
+            from_proto_item_state,
         ),
         (
             pb.ConversationState,
             "CONVERSATION_STATE_",
             roundtrip.to_proto_conversation_state,
-            convert.from_proto_conversation_state,
+            from_proto_conversation_state,
         ),
-        (pb.Category, "CATEGORY_", convert.to_proto_category, convert.from_proto_category),
+        (pb.Category, "CATEGORY_", to_proto_category, from_proto_category),
         (
             pb.ContributorType,
             "CONTRIBUTOR_TYPE_",
-            convert.to_proto_contributor_type,
-            convert.from_proto_contributor_type,
+            to_proto_contributor_type,
+            from_proto_contributor_type,
         ),
     ],
 )
@@ -747,10 +803,10 @@ def test_retrieval_modes() -> None:
     for full_name, number in pb.RetrievalMode.items():
         if number:
             name = full_name.removeprefix("RETRIEVAL_MODE_").lower()
-            assert convert.to_proto_retrieval_mode(name) == number
-    assert convert.to_proto_retrieval_mode(None) == pb.RETRIEVAL_MODE_UNSPECIFIED
+            assert to_proto_retrieval_mode(name) == number
+    assert to_proto_retrieval_mode(None) == pb.RETRIEVAL_MODE_UNSPECIFIED
     with pytest.raises(ValueError, match="retrieval mode"):
-        convert.to_proto_retrieval_mode("semantic")
+        to_proto_retrieval_mode("semantic")
 
 
 # ---------------------------------------------------------------- request builders
@@ -896,7 +952,7 @@ def test_search_request_filter() -> None:
     )
     assert request.conversation_id == ""
     assert list(request.filter.roles) == ["user"] and dict(request.filter.metadata) == {"k": "v"}
-    assert convert.from_proto_timestamp(request.filter.since) == T0
+    assert from_proto_timestamp(request.filter.since) == T0
     assert not request.filter.HasField("until")
     assert not request.HasField("similarity_threshold")
     assert request.mode == pb.RETRIEVAL_MODE_LEXICAL
@@ -976,7 +1032,7 @@ def test_async_client_raises_typed_error_from_rpc_error() -> None:
 
 
 def ts(value: datetime) -> Any:
-    return convert.to_proto_timestamp(value)
+    return to_proto_timestamp(value)
 
 
 PB_USAGE = pb.Usage(
@@ -1177,13 +1233,13 @@ EXPECTED_ALLOCATION = AllocationReport(
 
 # (message with every field set, converter, expected value)
 FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
-    (PB_USAGE, convert.from_proto_usage, EXPECTED_USAGE),
-    (PB_USAGE.optimisations, convert.from_proto_optimisations, EXPECTED_USAGE.optimisations),
-    (PB_FACT, convert.from_proto_ledger_fact, EXPECTED_COMPACTION.facts[0]),
-    (PB_COMPACTION, convert.from_proto_compaction, EXPECTED_COMPACTION),
-    (PB_CHECKPOINT, convert.from_proto_checkpoint, EXPECTED_CHECKPOINT),
-    (PB_EDIT, convert.from_proto_context_edit, EXPECTED_EDIT),
-    (PB_ENTRY, convert.from_proto_active_entry, EXPECTED_ENTRY),
+    (PB_USAGE, from_proto_usage, EXPECTED_USAGE),
+    (PB_USAGE.optimisations, from_proto_optimisations, EXPECTED_USAGE.optimisations),
+    (PB_FACT, from_proto_ledger_fact, EXPECTED_COMPACTION.facts[0]),
+    (PB_COMPACTION, from_proto_compaction, EXPECTED_COMPACTION),
+    (PB_CHECKPOINT, from_proto_checkpoint, EXPECTED_CHECKPOINT),
+    (PB_EDIT, from_proto_context_edit, EXPECTED_EDIT),
+    (PB_ENTRY, from_proto_active_entry, EXPECTED_ENTRY),
     (
         pb.ActiveContext(
             entries=[PB_ENTRY],
@@ -1192,7 +1248,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             total_tokens=4000,
             usage=PB_USAGE,
         ),
-        convert.from_proto_active_context,
+        from_proto_active_context,
         ActiveContext(
             entries=(EXPECTED_ENTRY,),
             next_page_token="next",
@@ -1203,36 +1259,36 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
     ),
     (
         pb.CompactResponse(compaction=PB_COMPACTION, usage=PB_USAGE),
-        convert.from_proto_compact_response,
+        from_proto_compact_response,
         CompactResult(compaction=EXPECTED_COMPACTION, usage=EXPECTED_USAGE),
     ),
     (
         pb.TruncateResponse(truncated_seqs=[2, 3], tokens_removed=90, usage=PB_USAGE),
-        convert.from_proto_truncate_response,
+        from_proto_truncate_response,
         TruncateResult(truncated_seqs=(2, 3), tokens_removed=90, usage=EXPECTED_USAGE),
     ),
     (
         pb.ListCheckpointsResponse(checkpoints=[PB_CHECKPOINT]),
-        convert.from_proto_list_checkpoints_response,
+        from_proto_list_checkpoints_response,
         [EXPECTED_CHECKPOINT],
     ),
     (
         pb.RestoreCheckpointResponse(
             checkpoint=PB_CHECKPOINT, reverted_items=6, undone_edits=2, usage=PB_USAGE
         ),
-        convert.from_proto_restore_checkpoint_response,
+        from_proto_restore_checkpoint_response,
         RestoreResult(
             checkpoint=EXPECTED_CHECKPOINT, reverted_items=6, undone_edits=2, usage=EXPECTED_USAGE
         ),
     ),
     (
         pb.ListContextEditsResponse(edits=[PB_EDIT], next_page_token="more"),
-        convert.from_proto_list_context_edits_response,
+        from_proto_list_context_edits_response,
         Page(entries=(EXPECTED_EDIT,), next_page_token="more"),
     ),
     (
         pb.FileRef(path="b.py", kind="write", whole_file=False),
-        convert.from_proto_file_ref,
+        from_proto_file_ref,
         FileRef(path="b.py", kind="write", whole_file=False),
     ),
     (
@@ -1244,7 +1300,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             replaced=True,
             category=pb.CATEGORY_DIALOG,
         ),
-        convert.from_proto_scored_item,
+        from_proto_scored_item,
         ScoredItem(
             item=make_item(),
             score=0.5,
@@ -1269,7 +1325,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             kind="compaction",
             compaction=PB_COMPACTION,
         ),
-        convert.from_proto_item,
+        from_proto_item,
         Item(
             conversation_id="c",
             seq=50,
@@ -1287,7 +1343,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
     ),
     (
         PB_SETTINGS_LOOP,
-        convert.from_proto_conversation_settings,
+        from_proto_conversation_settings,
         ConversationSettings(
             window_max_tokens=1,
             window_max_items=2,
@@ -1343,7 +1399,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             items_removed=8,
             conversations_removed=9,
         ),
-        convert.from_proto_apply_retention_response,
+        from_proto_apply_retention_response,
         RetentionReport(
             dry_run=True,
             conversations=(
@@ -1366,7 +1422,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
     ),
     (
         PB_TOKENS,
-        convert.from_proto_token_account,
+        from_proto_token_account,
         TokenAccount(
             budget=1,
             total=2,
@@ -1380,7 +1436,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
     ),
     (
         PB_BUDGET,
-        convert.from_proto_category_budget,
+        from_proto_category_budget,
         CategoryBudget("system_output", share=0.05, min_share=0.01, max_share=0.25),
     ),
     (
@@ -1398,9 +1454,9 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             files=("a.py",),
         ),
     ),
-    (PB_CATEGORY, convert.from_proto_category_allocation, EXPECTED_CATEGORY),
-    (PB_PIECE, convert.from_proto_contributor_piece, EXPECTED_PIECE),
-    (PB_ALLOCATION, convert.from_proto_allocation_report, EXPECTED_ALLOCATION),
+    (PB_CATEGORY, from_proto_category_allocation, EXPECTED_CATEGORY),
+    (PB_PIECE, from_proto_contributor_piece, EXPECTED_PIECE),
+    (PB_ALLOCATION, from_proto_allocation_report, EXPECTED_ALLOCATION),
     (
         pb.EnhancedContext(
             recent=[roundtrip.to_proto_scored_item(make_scored())],
@@ -1414,7 +1470,7 @@ FROM_WIRE: list[tuple[Any, Callable[[Any], Any], Any]] = [
             state=pb.CONVERSATION_STATE_CODING,
             allocation=PB_ALLOCATION,
         ),
-        convert.from_proto_enhanced_context,
+        from_proto_enhanced_context,
         EnhancedContext(
             text="# System",
             recent=(make_scored(),),
@@ -1481,31 +1537,31 @@ def test_event_payload_variants(payload: str, message: Any, expected: dict[str, 
     message.id = 77
     message.created_at.CopyFrom(ts(T1))
     assert message.WhichOneof("payload") == payload
-    event = convert.from_proto_event(message)
+    event = from_proto_event(message)
     # The payload's part is set; every other part is empty.
     assert event == Event(id=77, created_at=T1, kind=message.kind, **expected)
     assert roundtrip.to_proto_event(event) == message
 
 
 def test_event_without_payload() -> None:
-    event = convert.from_proto_event(pb.Event(id=1, created_at=ts(T0), kind="future_kind"))
+    event = from_proto_event(pb.Event(id=1, created_at=ts(T0), kind="future_kind"))
     assert event == Event(id=1, created_at=T0, kind="future_kind")  # type: ignore[arg-type]
     assert roundtrip.to_proto_event(event).WhichOneof("payload") is None
 
 
 def test_unset_agent_loop_fields_read_back_as_none_or_default() -> None:
-    assert convert.from_proto_file_ref(pb.FileRef(path="a", kind="read")).whole_file is None
-    item = convert.from_proto_item(pb.Item())
+    assert from_proto_file_ref(pb.FileRef(path="a", kind="read")).whole_file is None
+    item = from_proto_item(pb.Item())
     assert (item.kind, item.compaction) == ("message", None)  # an older server sends no kind
-    assert convert.from_proto_scored_item(pb.ScoredItem()).replaced is False
-    assert convert.from_proto_scored_item(pb.ScoredItem()).category is None
-    entry = convert.from_proto_active_entry(pb.ActiveEntry())
+    assert from_proto_scored_item(pb.ScoredItem()).replaced is False
+    assert from_proto_scored_item(pb.ScoredItem()).category is None
+    entry = from_proto_active_entry(pb.ActiveEntry())
     assert (entry.timestamp, entry.file) == (None, None)
-    assert convert.from_proto_context_edit(pb.ContextEdit()).undone_at is None
+    assert from_proto_context_edit(pb.ContextEdit()).undone_at is None
 
 
 def test_unset_agent_loop_settings_stay_unset() -> None:
-    message = convert.to_proto_conversation_settings(ConversationSettings(context_limit=1000))
+    message = to_proto_conversation_settings(ConversationSettings(context_limit=1000))
     assert message.HasField("context_limit")
     for name in (
         "model",
@@ -1517,14 +1573,14 @@ def test_unset_agent_loop_settings_stay_unset() -> None:
     ):
         assert not message.HasField(name), name
     # Set zero values are sent as set.
-    message = convert.to_proto_conversation_settings(ZERO_SETTINGS)
+    message = to_proto_conversation_settings(ZERO_SETTINGS)
     assert message.HasField("model") and message.HasField("compaction_enabled")
     assert message.HasField("mask_tool_outputs_after_turns")
 
 
 def test_file_ref_whole_file_presence() -> None:
-    assert not convert.to_proto_file_ref(FileRef("a", "read")).HasField("whole_file")
-    message = convert.to_proto_file_ref(FileRef("a", "read", whole_file=False))
+    assert not to_proto_file_ref(FileRef("a", "read")).HasField("whole_file")
+    message = to_proto_file_ref(FileRef("a", "read", whole_file=False))
     assert message.HasField("whole_file") and message.whole_file is False
 
 

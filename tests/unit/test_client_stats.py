@@ -14,7 +14,8 @@ from contextwm_client import (
     StatsResult,
     StoreStats,
 )
-from contextwm_client._convert import from_proto_get_stats_response, to_proto_timestamp
+from contextwm_client._convert.common import to_proto_timestamp
+from contextwm_client._convert.stats import from_proto_get_stats_response
 from contextwm_client.v1 import contextwm_pb2 as pb
 from google.protobuf.message import Message
 

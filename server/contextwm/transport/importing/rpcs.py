@@ -1,4 +1,4 @@
-"""The bulk import RPC of ContextService. Mixed into the servicer; no business logic here."""
+"""The bulk import RPC of ContextService."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.conversations.imports import Imports
-from contextwm.transport.convert_import import from_proto_import_item, to_proto_import_response
+from contextwm.transport.importing.convert import from_proto_import_item, to_proto_import_response
 
 
 class ImportRpcs:

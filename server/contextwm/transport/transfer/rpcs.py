@@ -1,5 +1,4 @@
-"""The export and restore RPCs of ContextService. Mixed into the servicer; no business logic
-here."""
+"""The export and restore RPCs of ContextService."""
 
 from __future__ import annotations
 

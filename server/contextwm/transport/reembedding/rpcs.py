@@ -1,4 +1,4 @@
-"""The re-embedding RPC of ContextService. Mixed into the servicer; no business logic here."""
+"""The re-embedding RPC of ContextService."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.reembedding.reembedder import Reembedder
-from contextwm.transport.convert_reembed import (
+from contextwm.transport.reembedding.convert import (
     from_proto_reembed_request,
     to_proto_reembed_progress,
 )

@@ -1,5 +1,4 @@
-"""The erasure RPCs of ContextService: Forget and DeleteConversation, each with a receipt.
-Mixed into the servicer; no business logic here."""
+"""The erasure RPCs of ContextService: Forget and DeleteConversation, each with a receipt."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.erasure.service import Erasure
-from contextwm.transport.convert_erasure import from_proto_forget, to_proto_receipt
+from contextwm.transport.erasure.convert import from_proto_forget, to_proto_receipt
 
 
 class ErasureRpcs:

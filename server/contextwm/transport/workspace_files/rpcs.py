@@ -1,5 +1,4 @@
-"""The workspace file and tool availability RPCs of ContextService. Mixed into the servicer;
-no business logic here."""
+"""The workspace file and tool availability RPCs of ContextService."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.domain.errors import InvalidArgument
 from contextwm.tool_availability.service import ToolSessions
-from contextwm.transport.convert_files import (
+from contextwm.transport.workspace_files.convert import (
     from_proto_chunk_strategy,
     from_proto_search_files_request,
     to_proto_edit_file_response,

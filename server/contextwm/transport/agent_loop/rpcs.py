@@ -1,5 +1,4 @@
-"""The agent-loop RPCs of ContextService: usage, active context, compaction, truncation,
-checkpoints, context history and Watch. Mixed into the servicer; no business logic here."""
+"""The agent loop's RPCs: usage, active context, compaction, truncation, checkpoints, Watch."""
 
 from __future__ import annotations
 
@@ -9,8 +8,8 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.agent_loop.loop import AgentLoop
-from contextwm.transport import convert_loop
 from contextwm.transport.access import end_with_key
+from contextwm.transport.agent_loop import convert
 
 
 class AgentLoopRpcs:
@@ -24,7 +23,7 @@ class AgentLoopRpcs:
             r = request.reported
             reported = (r.input_tokens, r.cache_read_input_tokens)
         usage = self._loop.usage(request.namespace, request.conversation_id, reported)
-        return convert_loop.to_proto_usage(usage)
+        return convert.to_proto_usage(usage)
 
     def GetActiveContext(
         self, request: pb.GetActiveContextRequest, context: grpc.ServicerContext
@@ -32,7 +31,7 @@ class AgentLoopRpcs:
         page = self._loop.active_context(
             request.namespace, request.conversation_id, request.page_size, request.page_token
         )
-        return convert_loop.to_proto_active_context(page)
+        return convert.to_proto_active_context(page)
 
     def Compact(
         self, request: pb.CompactRequest, context: grpc.ServicerContext
@@ -43,8 +42,8 @@ class AgentLoopRpcs:
             request.summary if request.HasField("summary") else None,
         )
         return pb.CompactResponse(
-            compaction=convert_loop.to_proto_compaction(outcome.compaction),
-            usage=convert_loop.to_proto_usage(outcome.usage),
+            compaction=convert.to_proto_compaction(outcome.compaction),
+            usage=convert.to_proto_usage(outcome.usage),
         )
 
     def Truncate(
@@ -54,7 +53,7 @@ class AgentLoopRpcs:
         return pb.TruncateResponse(
             truncated_seqs=outcome.seqs,
             tokens_removed=outcome.tokens_removed,
-            usage=convert_loop.to_proto_usage(outcome.usage),
+            usage=convert.to_proto_usage(outcome.usage),
         )
 
     def CreateCheckpoint(
@@ -63,14 +62,14 @@ class AgentLoopRpcs:
         checkpoint = self._loop.create_checkpoint(
             request.namespace, request.conversation_id, request.name
         )
-        return convert_loop.to_proto_checkpoint(checkpoint)
+        return convert.to_proto_checkpoint(checkpoint)
 
     def ListCheckpoints(
         self, request: pb.ListCheckpointsRequest, context: grpc.ServicerContext
     ) -> pb.ListCheckpointsResponse:
         checkpoints = self._loop.list_checkpoints(request.namespace, request.conversation_id)
         return pb.ListCheckpointsResponse(
-            checkpoints=[convert_loop.to_proto_checkpoint(c) for c in checkpoints]
+            checkpoints=[convert.to_proto_checkpoint(c) for c in checkpoints]
         )
 
     def RestoreCheckpoint(
@@ -80,10 +79,10 @@ class AgentLoopRpcs:
             request.namespace, request.conversation_id, request.name
         )
         return pb.RestoreCheckpointResponse(
-            checkpoint=convert_loop.to_proto_checkpoint(outcome.checkpoint),
+            checkpoint=convert.to_proto_checkpoint(outcome.checkpoint),
             reverted_items=outcome.reverted_items,
             undone_edits=outcome.undone_edits,
-            usage=convert_loop.to_proto_usage(outcome.usage),
+            usage=convert.to_proto_usage(outcome.usage),
         )
 
     def ListContextEdits(
@@ -93,7 +92,7 @@ class AgentLoopRpcs:
             request.namespace, request.conversation_id, request.page_size, request.page_token
         )
         return pb.ListContextEditsResponse(
-            edits=[convert_loop.to_proto_edit(e) for e in edits], next_page_token=token
+            edits=[convert.to_proto_edit(e) for e in edits], next_page_token=token
         )
 
     def Watch(self, request: pb.WatchRequest, context: grpc.ServicerContext) -> Iterator[pb.Event]:
@@ -104,6 +103,6 @@ class AgentLoopRpcs:
         end_with_key(watch.close)
         try:
             for event in watch:
-                yield convert_loop.to_proto_event(event)
+                yield convert.to_proto_event(event)
         finally:
             watch.close()

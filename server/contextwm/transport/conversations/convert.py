@@ -1,15 +1,13 @@
-"""Converters between protobuf messages and core values: to_proto_x / from_proto_x."""
+"""Converters of conversations, their settings and items: to_proto_x / from_proto_x."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from types import MappingProxyType
 from typing import TypeVar
 
 from contextwm_client.v1 import contextwm_pb2 as pb
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from contextwm.conversations.appends import AppendedItem
 from contextwm.conversations.engine import ConversationInfo
@@ -20,55 +18,33 @@ from contextwm.domain.conversations import (
     WeightsPatch,
     WindowStats,
 )
-from contextwm.domain.items import (
-    FileRef,
-    Item,
-    ItemFilter,
-    ItemState,
-    NewItem,
-    ScoredItem,
-    flag_names,
-    parse_flags,
-)
-from contextwm.retrieval.pipeline import TokenAccount
-
-__all__ = [
-    "from_proto_file",
-    "from_proto_filter",
-    "from_proto_mode",
-    "from_proto_new_item",
-    "from_proto_settings_patch",
-    "from_proto_states",
-    "from_proto_timestamp",
-    "to_proto_append_result",
-    "to_proto_context",
-    "to_proto_conversation",
-    "to_proto_file",
-    "to_proto_item",
-    "to_proto_scored",
-    "to_proto_settings",
-    "to_proto_time_range",
-    "to_proto_timestamp",
-    "to_proto_tokens",
-    "to_proto_window",
-]
-from contextwm.budgets.assembly import AllocationReport
-from contextwm.domain.categories import category_of_role
 from contextwm.domain.errors import InvalidArgument
-from contextwm.retrieval.requests import EnhancedContext
-from contextwm.retrieval.timehints import TimeHint
-from contextwm.transport.convert_budgets import (
+from contextwm.domain.items import FileRef, Item, ItemState, NewItem, flag_names, parse_flags
+from contextwm.transport.budgets.convert import (
     from_proto_budget_patches,
     from_proto_contributor_weights,
-    to_proto_allocation,
     to_proto_budgets,
-    to_proto_category,
     to_proto_contributor_weights,
 )
-from contextwm.transport.convert_retention import (
+from contextwm.transport.retention.convert import (
     from_proto_retention_policy,
     to_proto_retention_policy,
 )
+from contextwm.transport.timestamps import from_proto_timestamp, to_proto_timestamp
+
+__all__ = [
+    "from_proto_file",
+    "from_proto_new_item",
+    "from_proto_settings_patch",
+    "from_proto_states",
+    "to_proto_append_result",
+    "to_proto_conversation",
+    "to_proto_conversation_state",
+    "to_proto_file",
+    "to_proto_item",
+    "to_proto_settings",
+    "to_proto_window",
+]
 
 V = TypeVar("V")
 
@@ -85,27 +61,6 @@ _CONVERSATION_STATE = {
     ConversationState.DEBUGGING: pb.CONVERSATION_STATE_DEBUGGING,
     ConversationState.RESEARCH: pb.CONVERSATION_STATE_RESEARCH,
 }
-_MODES: dict[int, str] = {
-    pb.RETRIEVAL_MODE_UNSPECIFIED: "hybrid",
-    pb.RETRIEVAL_MODE_HYBRID: "hybrid",
-    pb.RETRIEVAL_MODE_DENSE: "dense",
-    pb.RETRIEVAL_MODE_LEXICAL: "lexical",
-}
-
-
-def to_proto_timestamp(seconds: float) -> Timestamp:
-    # Core timestamps are float seconds, exact to well under a microsecond for any date
-    # up to 9999; rounding to whole microseconds gives back what the client sent.
-    micros = round(seconds * 1_000_000)
-    return Timestamp(seconds=micros // 1_000_000, nanos=(micros % 1_000_000) * 1000)
-
-
-def from_proto_timestamp(ts: Timestamp) -> float:
-    return ts.seconds + ts.nanos / 1e9
-
-
-def to_proto_datetime(moment: datetime) -> Timestamp:
-    return to_proto_timestamp(moment.timestamp())
 
 
 def from_proto_settings_patch(msg: pb.ConversationSettings) -> SettingsPatch:
@@ -253,6 +208,10 @@ def to_proto_window(w: WindowStats) -> pb.WindowStats:
     )
 
 
+def to_proto_conversation_state(state: ConversationState) -> pb.ConversationState.ValueType:
+    return _CONVERSATION_STATE[state]
+
+
 def to_proto_conversation(info: ConversationInfo) -> pb.Conversation:
     msg = pb.Conversation(
         namespace=info.record.namespace,
@@ -261,7 +220,7 @@ def to_proto_conversation(info: ConversationInfo) -> pb.Conversation:
         window=to_proto_window(info.window),
         archived_items=info.archived_items,
         total_items=info.total_items,
-        state=_CONVERSATION_STATE[info.state],
+        state=to_proto_conversation_state(info.state),
         created_at=to_proto_timestamp(info.record.created_at),
         last_seq=info.last_seq,
         pending_embeddings=info.pending_embeddings,
@@ -272,79 +231,6 @@ def to_proto_conversation(info: ConversationInfo) -> pb.Conversation:
     return msg
 
 
-def to_proto_scored(s: ScoredItem) -> pb.ScoredItem:
-    p = s.parts
-    return pb.ScoredItem(
-        item=to_proto_item(s.item),
-        score=s.score,
-        parts=pb.ScoreParts(
-            recency=p.recency,
-            importance=p.importance,
-            similarity=p.similarity,
-            lexical=p.lexical,
-            role=p.role,
-            time=p.time,
-        ),
-        neighbor_of=s.neighbor_of or 0,
-        replaced=s.replaced,
-    )
-
-
-def to_proto_time_range(hint: TimeHint | None) -> pb.TimeRange | None:
-    if hint is None:
-        return None
-    msg = pb.TimeRange(phrase=hint.phrase)
-    if hint.since is not None:
-        msg.since.CopyFrom(to_proto_datetime(hint.since))
-    if hint.until is not None:
-        msg.until.CopyFrom(to_proto_datetime(hint.until))
-    return msg
-
-
-def to_proto_tokens(t: TokenAccount) -> pb.TokenAccount:
-    return pb.TokenAccount(
-        budget=t.budget,
-        total=t.total,
-        recent=t.recent,
-        history=t.history,
-        query=t.query,
-        recent_omitted=t.recent_omitted,
-        encoding=t.encoding,
-        system=t.system,
-    )
-
-
-def to_proto_context(
-    ctx: EnhancedContext, allocation: AllocationReport | None = None
-) -> pb.EnhancedContext:
-    recent = [to_proto_scored(s) for s in ctx.recent]
-    history = [to_proto_scored(s) for s in ctx.history]
-    if allocation is not None:
-        for msg in recent:
-            msg.category = to_proto_category(category_of_role(msg.item.role))
-        for msg in history:
-            msg.category = pb.CATEGORY_CONTEXT
-    return pb.EnhancedContext(
-        recent=recent,
-        history=history,
-        text=ctx.text,
-        query=ctx.query,
-        query_from_focus=ctx.query_from_focus,
-        tokens=to_proto_tokens(ctx.tokens),
-        time_range=to_proto_time_range(ctx.time_hint),
-        unindexed_items=ctx.unindexed_items,
-        state=_CONVERSATION_STATE[ctx.state],
-        allocation=to_proto_allocation(allocation) if allocation else None,
-    )
-
-
-def from_proto_mode(mode: int) -> str:
-    try:
-        return _MODES[mode]
-    except KeyError:
-        raise InvalidArgument(f"unknown retrieval mode {mode}") from None
-
-
 def from_proto_states(states: Iterable[int]) -> list[ItemState]:
     out: list[ItemState] = []
     for s in states:
@@ -352,13 +238,3 @@ def from_proto_states(states: Iterable[int]) -> list[ItemState]:
             raise InvalidArgument(f"unknown item state {s}")
         out.append(_STATE_FROM_PROTO[s])
     return out
-
-
-def from_proto_filter(msg: pb.SearchFilter) -> ItemFilter:
-    return ItemFilter(
-        roles=frozenset(msg.roles),
-        flags=parse_flags(msg.flags),
-        since=from_proto_timestamp(msg.since) if msg.HasField("since") else None,
-        until=from_proto_timestamp(msg.until) if msg.HasField("until") else None,
-        metadata=dict(msg.metadata),
-    )

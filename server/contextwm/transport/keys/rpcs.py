@@ -1,4 +1,4 @@
-"""The API key RPCs of ContextService. Mixed into the servicer; no business logic here."""
+"""The API key RPCs of ContextService."""
 
 from __future__ import annotations
 
@@ -6,25 +6,11 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.access.keys import Keys
-from contextwm.domain.access import ApiKey, Role
+from contextwm.domain.access import Role
 from contextwm.domain.errors import InvalidArgument
 from contextwm.transport.access import note_target_key
-from contextwm.transport.convert import from_proto_timestamp, to_proto_timestamp
-
-
-def to_proto_api_key(key: ApiKey) -> pb.ApiKey:
-    out = pb.ApiKey(
-        key_id=key.key_id,
-        name=key.name,
-        role=key.role.name.lower(),
-        namespaces=list(key.namespaces),
-        created_at=to_proto_timestamp(key.created_at),
-    )
-    if key.expires_at is not None:
-        out.expires_at.CopyFrom(to_proto_timestamp(key.expires_at))
-    if key.revoked_at is not None:
-        out.revoked_at.CopyFrom(to_proto_timestamp(key.revoked_at))
-    return out
+from contextwm.transport.keys.convert import to_proto_api_key
+from contextwm.transport.timestamps import from_proto_timestamp
 
 
 class KeyRpcs:

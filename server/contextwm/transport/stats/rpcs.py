@@ -1,5 +1,4 @@
-"""The statistics RPC of ContextService: what the store holds. Mixed into the servicer; no
-business logic here."""
+"""The statistics RPC of ContextService: what the store holds."""
 
 from __future__ import annotations
 
@@ -7,8 +6,8 @@ import grpc
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.conversations.engine import ContextEngine
-from contextwm.transport.convert_files import to_proto_chunk_cache_stats
-from contextwm.transport.convert_stats import to_proto_get_stats_response
+from contextwm.transport.stats.convert import to_proto_get_stats_response
+from contextwm.transport.workspace_files.convert import to_proto_chunk_cache_stats
 from contextwm.workspace_files.service import WorkspaceFiles
 
 

@@ -6,7 +6,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.conversations.imports import ChunkSummary, ImportEntry
 from contextwm.domain.errors import ContextWMError, InvalidArgument
-from contextwm.transport.convert import from_proto_new_item
+from contextwm.transport.conversations.convert import from_proto_new_item
 
 
 def from_proto_import_item(msg: pb.ImportItem) -> ImportEntry:

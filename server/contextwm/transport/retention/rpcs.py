@@ -1,4 +1,4 @@
-"""The retention RPC of ContextService. Mixed into the servicer; no business logic here."""
+"""The retention RPC of ContextService."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.conversations.validation import scope_of
 from contextwm.retention.apply import Retention
-from contextwm.transport.convert_retention import to_proto_retention_report
+from contextwm.transport.retention.convert import to_proto_retention_report
 
 
 class RetentionRpcs:

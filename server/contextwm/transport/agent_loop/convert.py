@@ -1,5 +1,4 @@
-"""Converters of the agent-loop messages: usage, active context, compactions, edits,
-checkpoints and events."""
+"""Converters of the agent loop: usage, active context, compactions, edits, checkpoints, events."""
 
 from __future__ import annotations
 
@@ -17,7 +16,8 @@ from contextwm.domain.history import (
     EventKind,
 )
 from contextwm.domain.usage import Usage
-from contextwm.transport.convert import to_proto_file, to_proto_timestamp
+from contextwm.transport.conversations.convert import to_proto_file
+from contextwm.transport.timestamps import to_proto_timestamp
 
 __all__ = [
     "to_proto_active_context",

@@ -6,7 +6,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.conversations.stats import StatsPage
 from contextwm.domain.stats import ConversationStats, StateStats, StoreStats
-from contextwm.transport.convert import to_proto_timestamp
+from contextwm.transport.timestamps import to_proto_timestamp
 
 __all__ = ["to_proto_get_stats_response", "to_proto_store_stats"]
 

@@ -8,7 +8,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.domain.erasure import ErasureReceipt, forget_filter
 from contextwm.domain.items import ItemFilter
-from contextwm.transport.convert import from_proto_timestamp, to_proto_timestamp
+from contextwm.transport.timestamps import from_proto_timestamp, to_proto_timestamp
 
 __all__ = ["from_proto_forget", "to_proto_receipt"]
 

@@ -1,0 +1,1 @@
+"""The transport of the agent loop: usage, active context, compaction, checkpoints, Watch."""

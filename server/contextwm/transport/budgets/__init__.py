@@ -1,0 +1,1 @@
+"""The transport of category budgets: their settings, options and allocation reports."""

@@ -1,0 +1,1 @@
+"""The transport of conversations and their items: create, read, list, update, append, pin."""

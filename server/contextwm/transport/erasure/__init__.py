@@ -1,0 +1,1 @@
+"""The transport of erasure: Forget and DeleteConversation, with their receipts."""

@@ -1,0 +1,1 @@
+"""The transport of bulk imports."""

@@ -1,0 +1,1 @@
+"""The transport of API keys: create, list, revoke, rotate."""

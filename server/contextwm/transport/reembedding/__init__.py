@@ -1,0 +1,1 @@
+"""The transport of re-embedding after a change of model."""

@@ -1,0 +1,1 @@
+"""The transport of retention: policies in settings, and runs."""

@@ -1,0 +1,1 @@
+"""The transport of the enhanced context and search."""

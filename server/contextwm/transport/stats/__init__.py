@@ -1,0 +1,1 @@
+"""The transport of statistics: what the store holds."""

@@ -1,0 +1,1 @@
+"""The transport of exports and exact restores."""

@@ -1,0 +1,1 @@
+"""The transport of workspace files and tool availability."""
