@@ -304,10 +304,10 @@ class ConversationSettings:
         recent_min_items: The newest window items every enhanced context keeps whatever the
             query, as long as they take at most a quarter of the budget (0..1000).
         protected_tail_items: The newest items no append evicts, whatever older items
-            score: at most this many (1..1000000, capped at window_max_items) ...
+            score: at most this many (1..1000000) ...
         protected_tail_share: ... while together they take at most this share of the
-            window's tokens (0..1). The newest item is always protected, unless it alone is
-            larger than the window.
+            window's item limit and of its token limit (0..1). The newest item is always
+            protected, unless it alone is larger than the window.
         retention: The conversation's own retention policy; each field set overrides its
             namespace's. Read back: only the fields the conversation set.
     """

@@ -70,11 +70,14 @@ def test_the_tail_settings_are_per_conversation_and_checked(client: Client) -> N
     from contextwm_client import ConversationSettings, InvalidArgumentError
 
     client.create_conversation(
-        "fifo", settings=ConversationSettings(window_max_items=5, protected_tail_items=50)
+        "fifo",
+        settings=ConversationSettings(
+            window_max_items=5, protected_tail_items=50, protected_tail_share=1.0
+        ),
     )
     got = client.get_conversation("fifo").settings
-    assert (got.protected_tail_items, got.protected_tail_share) == (50, 0.5)
-    # A tail longer than the window makes it first in, first out: flags no longer decide.
+    assert (got.protected_tail_items, got.protected_tail_share) == (50, 1.0)
+    # A tail as long as the window makes it first in, first out: flags no longer decide.
     client.append_batch("fifo", [NewItem(f"Why does step {k} fail?") for k in range(5)])
     client.append_batch("fifo", [NewItem(f"ok {k}", role="tool") for k in range(5)])
     assert _window(client, "fifo") == {6, 7, 8, 9, 10}

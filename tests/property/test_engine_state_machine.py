@@ -184,10 +184,11 @@ class EngineMachine(RuleBasedStateMachine):
         (unless it is larger than the window), then older ones while they number at most
         protected_tail_items and the item limit and take at most the share of the tokens."""
         settings = self._rt().record.settings
-        most = min(settings.protected_tail_items, settings.window_max_items)
+        share = settings.protected_tail_share
+        most = min(settings.protected_tail_items, share * settings.window_max_items)
         tail: list[int] = []
         for seq in reversed(seqs):
-            if len(tail) >= most:
+            if tail and len(tail) + 1 > most:
                 break
             if (
                 tail

@@ -289,19 +289,28 @@ def test_the_tail_counts_items_and_a_share_of_the_tokens() -> None:
     items = [make_item(s, 10, role="user", flags=Flag.ERROR) for s in range(1, 7)]
     items += [make_item(s, 10) for s in range(7, 11)]  # four plain items, the newest
     w = window_of(*items)
-    # Three protected: the plain items 7 goes first, then the flagged ones by age.
-    cs = ConversationSettings(protected_tail_items=3, recency_half_life_items=0)
+    # Three protected: the plain item 7 goes first, then the flagged ones by age.
+    cs = ConversationSettings(
+        protected_tail_items=3, protected_tail_share=1.0, recency_half_life_items=0
+    )
     assert evict(w, item_limit=5, cs=cs) == [7, 1, 2, 3, 4]
-    # Four allowed by count, but a fifth of 100 tokens holds only two of them.
-    cs = dataclasses.replace(cs, protected_tail_items=4, protected_tail_share=0.2)
-    assert evict(w, token_limit=100, item_limit=7, cs=cs) == [7, 8, 1]
+    # Four allowed by count, but 0.3 of 70 tokens holds only two of them: 9 and 10 stay.
+    cs = dataclasses.replace(cs, protected_tail_items=4, protected_tail_share=0.3)
+    assert evict(w, token_limit=70, item_limit=20, cs=cs) == [7, 8, 1]
+    # A tenth holds only the newest, which always stays.
+    cs = dataclasses.replace(cs, protected_tail_share=0.1)
+    assert evict(w, token_limit=70, item_limit=20, cs=cs) == [7, 8, 9]
 
 
-def test_a_tail_longer_than_the_item_limit_makes_the_window_first_in_first_out() -> None:
+def test_the_tail_takes_its_share_of_a_small_window() -> None:
     items = [make_item(s, role="user", flags=Flag.SOLUTION) for s in range(1, 4)]
     items += [make_item(s) for s in range(4, 9)]
     w = window_of(*items)
+    # Half of a 4-item window: the newest two stay, and the flagged items outlive the rest.
     cs = ConversationSettings(protected_tail_items=100)
+    assert sorted(evict(w, item_limit=4, cs=cs)) == [1, 4, 5, 6]
+    # The whole window: first in, first out.
+    cs = dataclasses.replace(cs, protected_tail_share=1.0)
     assert sorted(evict(w, item_limit=3, cs=cs)) == [1, 2, 3, 4, 5]
 
 
@@ -375,13 +384,13 @@ def reference_tail(
     items: Sequence[Item], cs: ConversationSettings, token_limit: int, item_limit: int
 ) -> set[int]:
     """The protected tail, written out from its definition: the newest item, then older ones
-    while at most protected_tail_items (and item_limit) within the share of the tokens."""
+    while at most protected_tail_items and within the share of both limits."""
     tail: list[Item] = []
     for item in reversed(items):
         grown = sum(i.token_count for i in tail) + item.token_count
-        if len(tail) >= min(cs.protected_tail_items, item_limit):
-            break
-        if tail and grown > cs.protected_tail_share * token_limit:
+        share = cs.protected_tail_share
+        over_items = len(tail) + 1 > min(cs.protected_tail_items, share * item_limit)
+        if tail and (over_items or grown > share * token_limit):
             break
         tail.append(item)
     return {i.seq for i in tail}

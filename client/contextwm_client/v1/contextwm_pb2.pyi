@@ -454,8 +454,8 @@ class ConversationSettings(_message.Message):
     """
     protected_tail_items: _builtins.int
     """The newest items no append evicts, whatever older items score: at most this many
-    (default 20; 1..1000000; capped at window_max_items), while together they take at most
-    protected_tail_share of the window's tokens (default 0.5; 0..1). The newest item is
+    (default 20; 1..1000000), while together they take at most protected_tail_share of the
+    window's item limit and of its token limit (default 0.5; 0..1). The newest item is
     always protected, unless it alone is larger than the window: it then goes to the
     archive.
     """

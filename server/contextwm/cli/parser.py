@@ -801,7 +801,7 @@ def _add_settings_arguments(sub: argparse.ArgumentParser) -> None:
         "--protected-tail-share",
         type=float,
         metavar="SHARE",
-        help="... while they take at most this share of the window's tokens (default 0.5)",
+        help="... while they take at most this share of the window's limits (default 0.5)",
     )
     sub.add_argument(
         "--retention-max-age-seconds", type=float, metavar="S", help="archived items older go"

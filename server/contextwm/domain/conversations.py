@@ -83,7 +83,8 @@ class ConversationSettings:
     # The newest window items every enhanced context keeps, whatever the query.
     recent_min_items: int = 2
     # The newest items no append evicts: at most this many, while they take at most this
-    # share of the window's tokens (the newest item always). Eviction chooses among the rest.
+    # share of the window's item and token limits (the newest item always). Eviction
+    # chooses among the rest.
     protected_tail_items: int = 20
     protected_tail_share: float = 0.5
     adaptive_window: bool = False

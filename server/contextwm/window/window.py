@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -141,14 +142,15 @@ def protected_tail(
     window: Window, settings: ConversationSettings, token_limit: int, item_limit: int
 ) -> int:
     """How many of the window's newest items no eviction may take: the newest item always,
-    then older ones while they number at most protected_tail_items (and item_limit) and take
-    at most protected_tail_share of token_limit together.
+    then older ones while they number at most protected_tail_items and take at most
+    protected_tail_share of both limits (items and tokens) together.
 
     A sliding window that drops what was just said cannot be trusted, whatever older items
     score: flags and similarity decide among the items behind the tail.
     """
-    most = min(settings.protected_tail_items, item_limit)
-    allowance = settings.protected_tail_share * token_limit
+    share = settings.protected_tail_share
+    most = max(1, min(settings.protected_tail_items, math.floor(share * item_limit)))
+    allowance = share * token_limit
     count, tokens = 0, 0
     for entry in reversed(window.newest(most)):
         tokens += entry.item.token_count
