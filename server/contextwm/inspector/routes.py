@@ -25,7 +25,13 @@ HEARTBEAT_SECONDS = 15.0
 # A signed-in browser's cookie lasts this long (the session idles out sooner unused).
 SESSION_COOKIE_SECONDS = 8 * 3600
 # The gRPC status names a page already knows, for the inspector's own refusals.
-_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 413: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+_CODES = {
+    400: "INVALID_ARGUMENT",
+    404: "NOT_FOUND",
+    413: "RESOURCE_EXHAUSTED",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+}
 
 
 @dataclass
@@ -41,10 +47,13 @@ class Backend:
 class Refused(Exception):
     """A request answered with an error status and a message for a person."""
 
-    def __init__(self, status: int, message: str, code: str = "") -> None:
+    def __init__(
+        self, status: int, message: str, code: str = "", headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code or _CODES.get(status, HTTPStatus(status).phrase.upper().replace(" ", "_"))
+        self.headers = headers or {}
 
 
 class Stream(Protocol):
@@ -256,3 +265,8 @@ ROUTES: dict[tuple[str, str], Callable[[Exchange, Backend, dict[str, str]], None
     ("POST", "/api/context"): _context,
     ("POST", "/api/search"): _search,
 }
+
+
+def allowed_methods(path: str) -> tuple[str, ...]:
+    """The methods an API path answers, in ROUTES' order (none: no such path)."""
+    return tuple(verb for verb, route_path in ROUTES if route_path == path)
