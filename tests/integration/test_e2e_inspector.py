@@ -6,9 +6,12 @@ is saved (into docs/screenshots with INSPECTOR_SCREENSHOTS=docs/screenshots)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import rich_conversation
@@ -20,6 +23,7 @@ from contextwm.settings import ServerSettings
 from contextwm_client import Client, ConversationSettings, ImportItem, NewItem
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 BIG_ITEMS = 100_000
@@ -211,6 +215,91 @@ def test_the_usage_chart_shows_the_compaction_as_a_drop(
     marker = f"#{compaction.seq} compaction #1 {compaction.compaction.tokens_after:,}"
     assert marker in texts, texts
     screenshot(browser, "usage", inspected.shots)
+
+
+def test_both_pagers_have_a_seq_box_that_jumps_there(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/rich", "#timeline[data-rendered]")
+    pagers = browser.find_elements(By.CSS_SELECTOR, "#timeline-view .pager")
+    assert len(pagers) == 2
+    boxes = [p.find_elements(By.CSS_SELECTOR, "input[type=number]") for p in pagers]
+    assert [len(b) for b in boxes] == [1, 1]
+    boxes[0][0].send_keys("4", Keys.ENTER)
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#seq-4.here"))
+    open_page(browser, inspected.url + "#/n/default/c/rich", "#timeline[data-rendered]")
+    bottom = browser.find_elements(By.CSS_SELECTOR, "#timeline-view .pager input[type=number]")[1]
+    bottom.send_keys("2", Keys.ENTER)
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#seq-2.here"))
+
+
+def read_json(inspected: Inspected, path: str) -> Any:
+    with urllib.request.urlopen(inspected.url.rstrip("/") + path, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_the_usage_chart_draws_what_get_usage_reported_with_masked_outputs(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    client, ns, cid = inspected.client, "charts", "masking"
+    client.create_conversation(
+        cid,
+        namespace=ns,
+        settings=ConversationSettings(
+            mask_tool_outputs_after_turns=1, context_limit=1500, reserved_reply_tokens=300
+        ),
+    )
+    reported: dict[int, int] = {}
+    for k in range(5):
+        for role, text in (
+            ("user", f"Run check {k}."),
+            ("tool", f"check {k}: a line of build output\n" * 40),
+            ("assistant", f"Check {k} passed."),
+        ):
+            seq = client.append(cid, text, role=role, namespace=ns).seq  # type: ignore[arg-type]
+            reported[seq] = client.get_usage(cid, namespace=ns).active_tokens
+    stored = sum(i.token_count for i in client.iter_items(cid, namespace=ns))
+    usable = client.get_usage(cid, namespace=ns).usable_tokens
+    # Counted at full size, the tool outputs would cross the usable limit; masked, never.
+    assert max(reported.values()) < usable < stored
+    done = client.compact(cid, "Five checks ran and passed.", namespace=ns).compaction
+    marker = max(i.seq for i in client.iter_items(cid, namespace=ns))
+    reported[marker] = client.get_usage(cid, namespace=ns).active_tokens
+    seq = client.append(cid, "What next?", namespace=ns).seq
+    reported[seq] = client.get_usage(cid, namespace=ns).active_tokens
+
+    data = read_json(inspected, f"/api/usage?namespace={ns}&conversation={cid}")
+    assert {p["seq"]: p["tokens"] for p in data["points"]} == reported
+    # The compaction's own figures: the point before it is its "before", its point its after.
+    points = {p["seq"]: p["tokens"] for p in data["points"]}
+    assert (points[marker - 1], points[marker]) == (done.tokens_before, done.tokens_after)
+
+    open_page(browser, inspected.url + f"#/n/{ns}/c/{cid}/usage", "#usage-chart")
+    limit = browser.find_element(By.CSS_SELECTOR, "#usage-chart line.limit")
+    at_limit = float(limit.get_attribute("y1") or 0)
+    dots = browser.find_elements(By.CSS_SELECTOR, "#usage-chart circle")
+    assert len(dots) == len(reported)
+    # SVG's y grows downwards: every point is drawn on or below the usable limit.
+    assert all(float(d.get_attribute("cy") or 0) > at_limit for d in dots)
+
+
+def test_an_open_timeline_tells_of_items_appended_since_it_loaded(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    client, ns, cid = inspected.client, "charts", "growing"
+    for k in range(3):
+        client.append(cid, f"Message {k}.", namespace=ns)
+    open_page(browser, inspected.url + f"#/n/{ns}/c/{cid}", "#timeline[data-rendered]")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline .item")) == 3
+    client.append(cid, "Message 3.", namespace=ns)
+    client.append(cid, "Message 4.", namespace=ns)
+    note = wait(browser, lambda d: d.find_element(By.ID, "changed"))
+    wait(browser, lambda d: "2 new items" in note.text)
+    assert "#5" in note.text
+    note.find_element(By.TAG_NAME, "a").click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#seq-5"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline .item")) == 5
+    assert not browser.find_elements(By.ID, "changed")
 
 
 def test_why_this_context_returns_what_get_context_returns(

@@ -225,6 +225,37 @@ def test_a_wrong_method_gets_405_with_allow_and_every_answer_keeps_the_headers(
         connection.close()
 
 
+def test_a_page_that_left_gives_its_event_stream_back_at_once(
+    start_service: StartService,
+) -> None:
+    service = start_service(inspector_port=0)
+    port = service.inspector_port
+    assert port is not None
+    with Client(f"127.0.0.1:{service.port}") as client:
+        client.append("c", "hello")
+
+        def open_stream() -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            # From the first event: one comes at once, with no new append to the others.
+            connection.request("GET", "/api/events?conversation=c&after=0")
+            response = connection.getresponse()
+            assert response.status == 200
+            return connection, response
+
+        # Pages that were open and left: each held one of the server's Watch streams.
+        for connection, _ in [open_stream() for _ in range(service.settings.limits.max_watchers)]:
+            connection.close()
+        # Given back within moments: a new page's stream follows the conversation.
+        deadline = time.monotonic() + 5
+        while True:
+            connection, response = open_stream()
+            line = response.readline()
+            connection.close()
+            if line != b"event: failed\n" or time.monotonic() > deadline:
+                break
+        assert line.startswith(b"id: "), line
+
+
 def test_only_loopback_names_are_answered_on_loopback(start_service: StartService) -> None:
     service = start_service(inspector_port=0)
     page = Browser(f"http://127.0.0.1:{service.inspector_port}")

@@ -4,7 +4,6 @@ its usage over time."""
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,8 @@ from contextwm.conversations.validation import DEFAULT_NAMESPACE
 from contextwm.domain.access import ApiKey
 from contextwm.inspector.plain import plain
 from contextwm.inspector.reads import Reads
+from contextwm.inspector.replay import Rules, usage_points
+from contextwm.ports.tokens import TokenCounter
 
 # Conversations per page of a namespace's list (each costs a usage read).
 CONVERSATIONS_PER_PAGE = 25
@@ -42,13 +43,17 @@ class Caller:
 class Pages:
     """The data of each page, read with the caller's key."""
 
-    def __init__(self, reads: Reads, activity: ActivityOf) -> None:
+    def __init__(
+        self, reads: Reads, activity: ActivityOf, counters: Callable[[str], TokenCounter]
+    ) -> None:
         """Args:
         reads: calls to the server.
         activity: the conversations and when each was last active.
+        counters: the server's token counter of each encoding, to replay usage with.
         """
         self._reads = reads
         self._activity = activity
+        self._counters = counters
 
     def namespaces(self, caller: Caller) -> list[dict[str, Any]]:
         """The namespaces the caller's key covers (every one without a key), with their
@@ -186,8 +191,10 @@ class Pages:
 
     def usage(self, caller: Caller, namespace: str, conversation_id: str) -> dict[str, Any]:
         """The usage now, and the active context's tokens after each item over the
-        conversation's life: compactions, truncations and replaced reads are drops."""
+        conversation's life, as GetUsage counted them: compactions, truncations, replaced
+        reads and masked tool outputs are drops."""
         ids: dict[str, Any] = {"namespace": namespace, "conversation_id": conversation_id}
+        found = self._call(caller, "GetConversation", pb.GetConversationRequest(**ids))
         active = self._call(
             caller, "GetActiveContext", pb.GetActiveContextRequest(**ids, page_size=1)
         )
@@ -197,39 +204,9 @@ class Pages:
             for e in self._all(caller, "ListContextEdits", "edits", **ids)
             if not e.HasField("undone_at")
         ]
-        times = [_seconds(i.timestamp) for i in items]
-        seqs = [i.seq for i in items]
-        drops: dict[int, list[tuple[str, int]]] = {}
-        for edit in edits:
-            if edit.kind == "duplicate_read":
-                at, what = edit.related_seq, "replaced read"
-            elif edit.kind == "truncation":
-                what = "truncation"
-                # Dropped when it was made: after the newest item then, at the earliest
-                # after the last item it removed.
-                index = bisect.bisect_right(times, _seconds(edit.created_at)) - 1
-                at = max(seqs[index] if index >= 0 else 0, max(edit.seqs, default=0))
-            else:
-                continue
-            drops.setdefault(at, []).append((what, edit.tokens_saved))
-        points: list[dict[str, Any]] = []
-        level = 0
-        for item in items:
-            if item.state == pb.ITEM_STATE_REVERTED:
-                continue
-            events = []
-            if item.kind == "compaction" and not item.compaction.undone:
-                level = item.compaction.tokens_after
-                events.append(f"compaction #{item.compaction.number}")
-            else:
-                level += item.token_count
-            for what, saved in drops.get(item.seq, ()):
-                level = max(0, level - saved)
-                events.append(f"{what}: {saved:,} tokens saved")
-            event = "; ".join(events)
-            points.append(
-                {"seq": item.seq, "time": _seconds(item.timestamp), "tokens": level, "event": event}
-            )
+        settings = found.settings
+        rules = Rules(settings.mask_tool_outputs_after_turns, settings.replace_duplicate_reads)
+        points = usage_points(items, edits, rules, self._counters(settings.encoding))
         return {"usage": plain(active.usage), "points": thinned(points, USAGE_POINTS)}
 
     def context(self, caller: Caller, request: pb.GetContextRequest) -> dict[str, Any]:
@@ -291,10 +268,6 @@ class Pages:
 
 def _first_seq(active: pb.ActiveContext) -> int:
     return active.entries[0].seq if active.entries else 0
-
-
-def _seconds(stamp: Any) -> float:
-    return float(stamp.seconds + stamp.nanos / 1e9)
 
 
 def thinned(points: list[dict[str, Any]], most: int) -> list[dict[str, Any]]:

@@ -20,8 +20,11 @@ from contextwm.inspector.plain import plain
 from contextwm.inspector.reads import ReadFailed, Reads, request_of
 from contextwm.inspector.sessions import Sessions
 
-# An idle event stream sends a comment this often, so that a dead browser is noticed.
+# An idle event stream sends a comment this often, for proxies that end quiet connections.
 HEARTBEAT_SECONDS = 15.0
+# How often a stream looks whether its browser went: each holds one of the server's few
+# Watch streams (limits.max_watchers), which a page left behind must give back at once.
+GONE_CHECK_SECONDS = 0.5
 # A signed-in browser's cookie lasts this long (the session idles out sooner unused).
 SESSION_COOKIE_SECONDS = 8 * 3600
 # The gRPC status names a page already knows, for the inspector's own refusals.
@@ -88,6 +91,10 @@ class Exchange(Protocol):
 
     def open_stream(self) -> Stream: ...
 
+    def gone(self) -> bool:
+        """Whether the browser closed the connection of an open stream."""
+        ...
+
 
 def stream_events(h: Exchange, backend: Backend, caller: Caller, request: pb.WatchRequest) -> None:
     """Streams a conversation's events as server-sent events until the browser goes,
@@ -105,14 +112,21 @@ def stream_events(h: Exchange, backend: Backend, caller: Caller, request: pb.Wat
 
     threading.Thread(target=pump, name="contextwm-inspector-watch", daemon=True).start()
     stream = h.open_stream()
+    quiet = 0.0
     try:
         while True:
             try:
-                event = waiting.get(timeout=HEARTBEAT_SECONDS)
+                event = waiting.get(timeout=GONE_CHECK_SECONDS)
             except queue.Empty:
-                stream.write(b": still here\n\n")
-                stream.flush()
+                if h.gone():
+                    return
+                quiet += GONE_CHECK_SECONDS
+                if quiet >= HEARTBEAT_SECONDS:
+                    quiet = 0.0
+                    stream.write(b": still here\n\n")
+                    stream.flush()
                 continue
+            quiet = 0.0
             if event is None:
                 return
             if isinstance(event, ReadFailed):

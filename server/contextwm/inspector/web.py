@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import ssl
 import threading
 from http import HTTPStatus
@@ -332,3 +333,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         return self.wfile
+
+    def gone(self) -> bool:
+        # The browser sends nothing more on a stream's connection (it is closed after the
+        # stream): the socket turns readable only when the browser closes it.
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)

@@ -52,4 +52,6 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
+// Back from the browser's page cache with its stream closed: follow again.
+window.addEventListener("pageshow", (event) => { if (event.persisted) route(); });
 route();

@@ -57,26 +57,54 @@ export async function timelineView(ns, cid, body, params, info) {
   }
   const first = data.items.length ? data.items[0].seq : 0;
   const base = `#/n/${enc(ns)}/c/${enc(cid)}`;
-  const jump = el("input", { type: "number", id: "jump-seq", min: 1, max: data.last_seq, placeholder: "seq" });
-  const pager = () => el("div", { class: "pager" },
+  // Each pager has its own box: one element can only be in one place.
+  const jumpTo = (where) => {
+    const box = el("input", { type: "number", id: `jump-seq-${where}`, class: "jump-seq", min: 1, max: data.last_seq, placeholder: "seq" });
+    return el("form", { onsubmit: (e) => { e.preventDefault(); location.hash = `${base}?at=${box.value}`; } }, box, el("button", { class: "plain", type: "submit" }, "Go"));
+  };
+  const pager = (where) => el("div", { class: "pager", id: `pager-${where}` },
     first > 1 ? el("a", { href: `${base}?after=${Math.max(0, first - 1 - 200)}`, class: "older", text: "← earlier" }) : null,
     el("span", { class: "quiet", text: data.items.length ? `items #${first}–#${data.items[data.items.length - 1].seq} of ${number(data.total_items)} (last #${data.last_seq})` : "no items" }),
     data.next_after !== null ? el("a", { href: `${base}?after=${data.next_after}`, class: "newer", text: "later →" }) : null,
     data.last_seq > 200 ? el("a", { href: `${base}?after=${Math.max(0, data.last_seq - 200)}`, text: "latest" }) : null,
-    el("form", { onsubmit: (e) => { e.preventDefault(); location.hash = `${base}?at=${jump.value}`; } }, jump, el("button", { class: "plain", type: "submit" }, "Go")));
+    jumpTo(where));
   body.replaceChildren(
     el("div", { class: "row" }, legend(), el("span", { class: "quiet", text: `${info.checkpoints.length} checkpoints` })),
-    pager(),
+    pager("top"),
     el("div", { class: "timeline", id: "timeline", "data-items": data.items.length }, rows.length ? rows : el("p", { class: "quiet", text: "Nothing here." })),
-    pager());
+    pager("bottom"));
   // Read by the tests and the benchmark: the first screen's time.
   window.inspectorTimings = { timeline: performance.now() - started, timelineSinceLoad: performance.now() };
   document.getElementById("timeline").setAttribute("data-rendered", "yes");
   if (at) document.getElementById(`seq-${at}`)?.scrollIntoView({ block: "center" });
+  followChanges(ns, cid, body, data, base);
+}
+
+// Tells of what happened since the screen was read: items appended after its conversation's
+// last seq then (a usage event comes with every append), and changes to the states shown.
+function followChanges(ns, cid, body, data, base) {
+  const changes = new Set();
+  let pending = null;
   onEvent((kind) => {
-    if (kind !== "usage") {
-      const note = document.getElementById("changed") || body.insertBefore(el("p", { id: "changed", class: "quiet" }), body.firstChild);
-      note.replaceChildren(`The conversation changed (${kind}). `, el("a", { href: "#", onclick: (e) => { e.preventDefault(); window.dispatchEvent(new HashChangeEvent("hashchange")); }, text: "Reload" }));
-    }
+    if (kind !== "usage") changes.add(kind.replace(/_/g, " "));
+    clearTimeout(pending);
+    pending = setTimeout(async () => {
+      if (!body.isConnected) return;
+      const fresh = await api(`/api/conversation?${q({ namespace: ns, conversation: cid })}`).catch(() => null);
+      if (!fresh || !body.isConnected) return;
+      const grown = Number(fresh.conversation.last_seq) - Number(data.last_seq);
+      if (grown <= 0 && !changes.size) return;
+      const said = [];
+      if (grown > 0) said.push(`${number(grown)} new item${grown === 1 ? "" : "s"} since this screen was read, up to #${fresh.conversation.last_seq}`);
+      if (changes.size) said.push(`${said.length ? "the" : "The"} conversation changed (${[...changes].join(", ")})`);
+      // The newest stretch shows new items when read again; an older one moves to the newest.
+      const latest = grown > 0 && data.next_after !== null;
+      const note = document.getElementById("changed") || body.insertBefore(el("p", { id: "changed", class: "notice" }), body.firstChild);
+      note.replaceChildren(`${said.join("; ")}. `, el("a", {
+        href: latest ? `${base}?after=${Math.max(0, Number(fresh.conversation.last_seq) - 200)}` : "#",
+        onclick: latest ? null : (e) => { e.preventDefault(); window.dispatchEvent(new HashChangeEvent("hashchange")); },
+        text: latest ? "Go to the newest" : grown > 0 ? "Show them" : "Read this screen again",
+      }));
+    }, 300);
   });
 }
