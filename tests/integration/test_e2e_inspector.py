@@ -127,6 +127,17 @@ def test_the_timeline_marks_states_and_the_compaction_expands_to_its_summary(
     items = {i.seq: i for i in inspected.client.iter_items("rich")}
     rows = browser.find_elements(By.CSS_SELECTOR, "#timeline .item")
     assert [int(r.get_attribute("data-seq") or 0) for r in rows] == sorted(items)
+    # The run of compacted items is folded into one row, which opens.
+    compacted = [s for s, i in items.items() if i.state == "compacted"]
+    fold = browser.find_element(By.CSS_SELECTOR, "#timeline details.run")
+    assert fold.find_element(By.TAG_NAME, "summary").text.startswith(
+        f"{len(compacted)} compacted items, #{compacted[0]}–#{compacted[-1]}"
+    )
+    inside = fold.find_elements(By.CSS_SELECTOR, ".item")
+    assert [int(r.get_attribute("data-seq") or 0) for r in inside] == compacted
+    assert not any(r.is_displayed() for r in inside)
+    fold.find_element(By.TAG_NAME, "summary").click()
+    wait(browser, lambda d: all(r.is_displayed() for r in inside))
     for row in rows:
         state = items[int(row.get_attribute("data-seq") or 0)].state
         assert row.get_attribute("data-state") == state
@@ -150,10 +161,12 @@ def test_the_timeline_marks_states_and_the_compaction_expands_to_its_summary(
     marker = browser.find_element(By.CSS_SELECTOR, ".event.compaction")
     title = marker.find_element(By.TAG_NAME, "summary")
     freed = compaction.tokens_before - compaction.tokens_after
+    # The items it counts are the ones whose badge says compacted.
     assert title.text == (
-        f"Context compacted #1: {compaction.items_archived:,} items archived,"
+        f"Context compacted #1: {compaction.items_archived:,} items compacted,"
         f" {freed:,} tokens freed"
     )
+    assert compaction.items_archived == len(compacted)
     summary = marker.find_element(By.CSS_SELECTOR, "pre.summary")
     assert not summary.is_displayed()
     title.click()
@@ -302,6 +315,83 @@ def test_an_open_timeline_tells_of_items_appended_since_it_loaded(
     assert not browser.find_elements(By.ID, "changed")
 
 
+def test_the_timeline_filters_by_role_state_and_flag(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    open_page(browser, inspected.url + "#/n/default/c/rich", "#timeline[data-rendered]")
+    items = list(inspected.client.iter_items("rich"))
+
+    def shown() -> list[int]:
+        rows = browser.find_elements(By.CSS_SELECTOR, "#timeline .item")
+        return [int(r.get_attribute("data-seq") or 0) for r in rows]
+
+    def choose(name: str, value: str, expected: list[int]) -> None:
+        before = browser.find_element(By.ID, "timeline")
+        Select(browser.find_element(By.ID, f"filter-{name}")).select_by_value(value)
+        wait(browser, lambda d: f"{name}={value}" in d.current_url)
+        # The screen read again, not the one before it.
+        wait(browser, lambda d: d.find_element(By.ID, "timeline") != before)
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline[data-rendered]"))
+        assert shown() == expected
+
+    tools = [i.seq for i in items if i.role == "tool"]
+    assert tools
+    choose("role", "tool", tools)
+    # Filters add up: tool outputs that are compacted (none is folded when asked by state).
+    compacted_tools = [i.seq for i in items if i.role == "tool" and i.state == "compacted"]
+    choose("state", "compacted", compacted_tools)
+    assert all(r.is_displayed() for r in browser.find_elements(By.CSS_SELECTOR, "#timeline .item"))
+    before = browser.find_element(By.ID, "timeline")
+    browser.find_element(By.ID, "filter-clear").click()
+    wait(browser, lambda d: "role=" not in d.current_url)
+    wait(browser, lambda d: d.find_element(By.ID, "timeline") != before)
+    choose("flag", "pinned", [i.seq for i in items if "pinned" in i.flags])
+    assert "matching items" in browser.find_element(By.ID, "pager-top").text
+
+
+def test_the_model_s_view_shows_what_get_active_context_sends(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    for cid in ("masked", "rich"):
+        open_page(browser, inspected.url + f"#/n/default/c/{cid}/active", "#sent[data-rendered]")
+        entries = list(inspected.client.iter_active_context(cid))
+        rows = browser.find_elements(By.CSS_SELECTOR, "#sent .sent")
+        assert [
+            (
+                int(r.get_attribute("data-seq") or 0),
+                r.get_attribute("data-treatment"),
+                int(r.get_attribute("data-tokens") or 0),
+            )
+            for r in rows
+        ] == [(e.seq, e.treatment, e.token_count) for e in entries]
+        for row, entry in zip(rows, entries, strict=True):
+            # The text sent: a placeholder or notice where the model does not get the item.
+            content = row.find_element(By.CSS_SELECTOR, ".content")
+            assert content.get_attribute("textContent") == entry.content
+        sections = {
+            r.get_attribute("data-section"): int(r.get_attribute("data-tokens") or 0)
+            for r in browser.find_elements(By.CSS_SELECTOR, "#sections tr.section")
+        }
+        usage = inspected.client.get_usage(cid)
+        assert sum(sections.values()) == sum(e.token_count for e in entries) == usage.active_tokens
+        expected = {
+            "masked tool outputs": sum(e.token_count for e in entries if e.treatment == "masked"),
+            "truncation notices": sum(
+                e.token_count for e in entries if e.treatment == "truncation_notice"
+            ),
+            "compaction summary": sum(e.token_count for e in entries if e.kind == "compaction"),
+        }
+        assert {k: sections[k] for k in expected} == expected
+        assert browser.find_element(By.ID, "sent-total").text == f"{usage.active_tokens:,}"
+        if cid == "masked":
+            placeholder = next(e for e in entries if e.treatment == "masked")
+            assert placeholder.content.startswith("[output of tool at seq 2 omitted")
+            assert expected["masked tool outputs"] > 0
+        else:
+            assert expected["truncation notices"] > 0 and expected["compaction summary"] > 0
+            screenshot(browser, "sent-to-the-model", inspected.shots)
+
+
 def test_why_this_context_returns_what_get_context_returns(
     inspected: Inspected, browser: WebDriver
 ) -> None:
@@ -332,6 +422,24 @@ def test_why_this_context_returns_what_get_context_returns(
         for row in rows:
             assert row.find_elements(By.CSS_SELECTOR, ".parts span")
     assert 1 in [s.item.seq for s in expected.history + expected.recent], "the deploy port"
+    # The score's parts in figures, in sight without hovering.
+    for row, hit in zip(
+        shown.find_elements(By.CSS_SELECTOR, ".scored"),
+        expected.history + expected.recent,
+        strict=True,
+    ):
+        figures = [f.text for f in row.find_elements(By.CSS_SELECTOR, ".figure")]
+        parts = dataclasses.asdict(hit.parts)
+        assert figures == [f"{name} {value:.2f}" for name, value in parts.items() if value]
+    # The window items that did not fit, each named.
+    chosen = {s.item.seq for s in expected.history + expected.recent}
+    window = [i.seq for i in inspected.client.iter_items("rich") if i.state == "window"]
+    assert expected.tokens.recent_omitted > 0
+    named = shown.find_elements(By.CSS_SELECTOR, "#left-out-a .left-out-item")
+    assert [int(n.get_attribute("data-seq") or 0) for n in named] == [
+        s for s in window if s not in chosen
+    ]
+    assert len(named) == expected.tokens.recent_omitted
 
     lexical = inspected.client.get_context(
         "rich", "Which port do we deploy to?", max_tokens=1000, mode="lexical", categories=True
@@ -348,6 +456,17 @@ def test_why_this_context_returns_what_get_context_returns(
     ]
     assert shown_categories == [(s.item.seq, s.category) for s in lexical.history + lexical.recent]
     assert {c for _, c in shown_categories} >= {"context", "dialog"}
+    # What differs between the two answers is marked on each side.
+    in_b = {s.item.seq for s in lexical.history + lexical.recent}
+    for side, mine, theirs in (("a", chosen, in_b), ("b", in_b, chosen)):
+        only = browser.find_elements(By.CSS_SELECTOR, f"#result-{side} .scored.only")
+        assert sorted(int(r.get_attribute("data-seq") or 0) for r in only) == sorted(mine - theirs)
+        assert all(f"only in {side.upper()}" in r.text for r in only)
+    assert chosen != in_b, "the two answers differ"
+    summary = browser.find_element(By.ID, "differences-text").text
+    assert summary.startswith(f"{len(chosen & in_b)} items in both answers")
+    differs = browser.find_elements(By.CSS_SELECTOR, "#result-a td.differs[data-figure=total]")
+    assert bool(differs) == (expected.tokens.total != lexical.tokens.total)
     screenshot(browser, "why-this-context", inspected.shots)
 
 
@@ -363,6 +482,22 @@ def test_a_search_hit_jumps_to_its_place_in_the_timeline(
     links[0].click()
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f"#seq-{target}.here"))
     assert "/c/rich" in browser.current_url
+
+
+def test_a_search_snippet_shows_the_match_highlighted(
+    inspected: Inspected, browser: WebDriver
+) -> None:
+    filler = "Nothing of note happened in this part of the long log. " * 12
+    inspected.client.append(
+        "log", filler + "Then the zebra crossing sensor failed twice. " + filler, namespace="snips"
+    )
+    open_page(browser, inspected.url + "#/n/snips/search?q=Zebra%20sensor", "#hits table")
+    snippet = browser.find_element(By.CSS_SELECTOR, "#hits tr.hit .snippet")
+    marks = [m.text for m in snippet.find_elements(By.TAG_NAME, "mark")]
+    # Around the match, deep in the item, and each word of the query found is marked.
+    assert marks == ["zebra", "sensor"]
+    assert snippet.text.startswith("…") and snippet.text.endswith("…")
+    assert "Then the zebra crossing sensor failed twice." in snippet.text
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.access.guard import Authenticator
 from contextwm.domain.errors import Unauthenticated
-from contextwm.inspector.pages import TIMELINE_ITEMS, Caller, Pages
+from contextwm.inspector.pages import STATE_NAMES, TIMELINE_ITEMS, Caller, ItemFilter, Pages
 from contextwm.inspector.plain import plain
 from contextwm.inspector.reads import ReadFailed, Reads, request_of
 from contextwm.inspector.sessions import Sessions
@@ -224,6 +224,11 @@ def _conversation(h: Exchange, b: Backend, q: dict[str, str]) -> None:
 
 def _timeline(h: Exchange, b: Backend, q: dict[str, str]) -> None:
     caller = h.caller(b)
+    states = _listed(q, "state")
+    unknown = states - set(STATE_NAMES)
+    if unknown:
+        raise Refused(400, f"unknown state {sorted(unknown)[0]!r}: one of {', '.join(STATE_NAMES)}")
+    only = ItemFilter(_listed(q, "role"), states, _listed(q, "flag"))
     h.answer(
         b.pages.timeline(
             caller,
@@ -231,6 +236,24 @@ def _timeline(h: Exchange, b: Backend, q: dict[str, str]) -> None:
             _text(q, "conversation", required=True),
             max(0, _number(q, "after", 0)),
             _number(q, "limit", TIMELINE_ITEMS),
+            only,
+        )
+    )
+
+
+def _listed(query: dict[str, str], name: str) -> frozenset[str]:
+    """A parameter's comma-separated values (none: empty)."""
+    return frozenset(v.strip() for v in query.get(name, "").split(",") if v.strip())
+
+
+def _active(h: Exchange, b: Backend, q: dict[str, str]) -> None:
+    caller = h.caller(b)
+    h.answer(
+        b.pages.active(
+            caller,
+            _text(q, "namespace"),
+            _text(q, "conversation", required=True),
+            _number(q, "start", 0),
         )
     )
 
@@ -275,6 +298,7 @@ ROUTES: dict[tuple[str, str], Callable[[Exchange, Backend, dict[str, str]], None
     ("GET", "/api/conversation"): _conversation,
     ("GET", "/api/timeline"): _timeline,
     ("GET", "/api/usage"): _usage,
+    ("GET", "/api/active"): _active,
     ("GET", "/api/events"): _events,
     ("POST", "/api/context"): _context,
     ("POST", "/api/search"): _search,
