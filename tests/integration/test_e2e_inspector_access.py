@@ -141,6 +141,9 @@ def test_bad_requests_get_a_clear_status_and_message(start_service: StartService
         "/api/timeline": (400, "INVALID_ARGUMENT"),
         "/api/timeline?conversation=c&after=ten": (400, "INVALID_ARGUMENT"),
         "/api/timeline?conversation=nobody": (404, "NOT_FOUND"),
+        "/api/timeline?conversation=c&state=gone": (400, "INVALID_ARGUMENT"),
+        "/api/active": (400, "INVALID_ARGUMENT"),
+        "/api/active?conversation=nobody": (404, "NOT_FOUND"),
         "/api/conversations?namespace=bad%20name": (400, "INVALID_ARGUMENT"),
         "/static/../app.py": (404, "NOT_FOUND"),
     }
