@@ -379,7 +379,7 @@ class Service:
         )
         listening.server.serve(servicer, engine.events, CallAccess(guard, key_streams, quotas))
         if listening.inspector is not None:
-            listening.inspector.serve(keys, store)
+            listening.inspector.serve(keys, store, engine.counters)
         store_probe = None
         if settings.store:
             store_probe = StoreProbe(store, listening.server.set_ready)

@@ -4,6 +4,7 @@ through a real headless Chromium."""
 
 from __future__ import annotations
 
+import http.client
 import http.cookiejar
 import json
 import re
@@ -140,6 +141,9 @@ def test_bad_requests_get_a_clear_status_and_message(start_service: StartService
         "/api/timeline": (400, "INVALID_ARGUMENT"),
         "/api/timeline?conversation=c&after=ten": (400, "INVALID_ARGUMENT"),
         "/api/timeline?conversation=nobody": (404, "NOT_FOUND"),
+        "/api/timeline?conversation=c&state=gone": (400, "INVALID_ARGUMENT"),
+        "/api/active": (400, "INVALID_ARGUMENT"),
+        "/api/active?conversation=nobody": (404, "NOT_FOUND"),
         "/api/conversations?namespace=bad%20name": (400, "INVALID_ARGUMENT"),
         "/static/../app.py": (404, "NOT_FOUND"),
     }
@@ -164,6 +168,95 @@ def test_bad_requests_get_a_clear_status_and_message(start_service: StartService
     status, body, _ = page.call("/api/context", {"conversationId": "c", "maxTokens": 50})
     assert status == 200 and body["recent"][0]["item"]["content"] == "hello"
     assert body["tokens"]["total"] <= 50
+
+
+def test_a_wrong_method_gets_405_with_allow_and_every_answer_keeps_the_headers(
+    start_service: StartService,
+) -> None:
+    service = start_service(inspector_port=0)
+    port = service.inspector_port
+    assert port is not None
+
+    def send(method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            connection.request(method, path, body=body or None)
+            response = connection.getresponse()
+            return response.status, dict(response.headers), response.read()
+        finally:
+            connection.close()
+
+    cases = {
+        ("DELETE", "/api/namespaces"): (405, "GET"),
+        ("PUT", "/api/conversation?conversation=c"): (405, "GET"),
+        ("PATCH", "/api/timeline"): (405, "GET"),
+        ("POST", "/api/timeline?conversation=c"): (405, "GET"),
+        ("GET", "/api/search"): (405, "POST"),
+        ("DELETE", "/api/sign-out"): (405, "POST"),
+        ("PUT", "/static/inspector.js"): (405, "GET, HEAD"),
+        ("POST", "/"): (405, "GET, HEAD"),
+        ("DELETE", "/api/nothing"): (404, None),
+        ("BREW", "/api/namespaces"): (501, None),
+    }
+    for (method, path), (status, allow) in cases.items():
+        got, headers, raw = send(method, path, b'{"a": 1}' if method != "GET" else b"")
+        assert got == status, (method, path, got, raw[:80])
+        assert headers.get("Allow") == allow, (method, path, headers)
+        # The same headers as every other answer: the policy, no sniffing, no caching.
+        assert "default-src 'self'" in headers["Content-Security-Policy"], (method, path)
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Cache-Control"] == "no-store"
+        assert headers["Content-Type"].startswith("application/json"), (method, path)
+        body = json.loads(raw)
+        assert body["error"] and method in body["error"], body
+    # HEAD reads a page's or asset's headers, without the body.
+    status, headers, raw = send("HEAD", "/static/inspector.js")
+    assert (status, raw) == (200, b"") and int(headers["Content-Length"]) > 0
+    assert "default-src 'self'" in headers["Content-Security-Policy"]
+    # A wrong method does not break the connection's next request.
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("DELETE", "/api/namespaces", body=b"x" * 100)
+        first = connection.getresponse()
+        first.read()
+        if first.getheader("Connection") == "close":
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/api/namespaces")
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+
+
+def test_a_page_that_left_gives_its_event_stream_back_at_once(
+    start_service: StartService,
+) -> None:
+    service = start_service(inspector_port=0)
+    port = service.inspector_port
+    assert port is not None
+    with Client(f"127.0.0.1:{service.port}") as client:
+        client.append("c", "hello")
+
+        def open_stream() -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            # From the first event: one comes at once, with no new append to the others.
+            connection.request("GET", "/api/events?conversation=c&after=0")
+            response = connection.getresponse()
+            assert response.status == 200
+            return connection, response
+
+        # Pages that were open and left: each held one of the server's Watch streams.
+        for connection, _ in [open_stream() for _ in range(service.settings.limits.max_watchers)]:
+            connection.close()
+        # Given back within moments: a new page's stream follows the conversation.
+        deadline = time.monotonic() + 5
+        while True:
+            connection, response = open_stream()
+            line = response.readline()
+            connection.close()
+            if line != b"event: failed\n" or time.monotonic() > deadline:
+                break
+        assert line.startswith(b"id: "), line
 
 
 def test_only_loopback_names_are_answered_on_loopback(start_service: StartService) -> None:

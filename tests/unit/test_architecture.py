@@ -329,10 +329,11 @@ def test_only_transport_imports_grpc() -> None:
 def test_the_inspector_reads_through_the_service_only() -> None:
     # Its pages read through gRPC calls to the server's own ContextService (see above); of the
     # service's parts it uses the keys (who signed in), the listing of conversations, the
-    # address rules and the settings, never the engine, retrieval, a model or a store.
+    # address rules and the settings, never the engine, retrieval, a model or a store. The
+    # active context's rules (llm_context) replay a conversation's usage as it was counted.
     found = {f: r for f, r in reached("inspector").items() if r}
     allowed = {"access", "conversations", "domain", "exposure", "ports", "settings"}
-    allowed |= {"tls_files", "transport"}
+    allowed |= {"tls_files", "transport", "llm_context"}
     assert {p for r in found.values() for p in r} <= allowed
     assert (
         violations(

@@ -1,14 +1,16 @@
 """The inspector's pure parts: messages as plain JSON values, sign-in sessions, the thinning
-of a long usage chart, and where it may be served."""
+and replay of a long usage chart, the timeline's filter, and where it may be served."""
 
 from __future__ import annotations
 
 import json
 
 from contextwm.exposure import Exposure, inspector_refusal
-from contextwm.inspector.pages import thinned
+from contextwm.inspector.pages import ItemFilter, thinned
 from contextwm.inspector.plain import plain
+from contextwm.inspector.replay import Rules, usage_points
 from contextwm.inspector.sessions import IDLE_SECONDS, Sessions
+from contextwm.llm_context.active_context import mask_placeholder
 from contextwm_client.v1 import contextwm_pb2 as pb
 
 
@@ -78,3 +80,54 @@ def test_the_inspector_is_served_off_loopback_only_with_keys_and_tls_or_insecure
     assert no_tls is not None and "without TLS" in no_tls and "--insecure" in no_tls
     assert inspector_refusal(Exposure("10.0.0.5", 8080, api_keys=True, tls=True)) is None
     assert inspector_refusal(Exposure("::", 8080, api_keys=True, insecure=True)) is None
+
+
+class WordCounter:
+    """A token per word: enough to see what the replay counts."""
+
+    encoding = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_the_usage_replay_counts_masked_outputs_as_placeholders_and_restarts_at_compactions() -> (
+    None
+):
+    def item(seq: int, role: str, tokens: int, **fields: object) -> pb.Item:
+        return pb.Item(seq=seq, role=role, token_count=tokens, **fields)  # type: ignore[arg-type]
+
+    placeholder = WordCounter().count(mask_placeholder(None, 2, 500))
+    items = [
+        item(1, "user", 5),
+        item(2, "tool", 500),
+        item(3, "assistant", 5),  # the tool output is one assistant turn old: masked
+        item(4, "user", 7, state=pb.ITEM_STATE_REVERTED),  # undone by a restore: not counted
+        item(5, "user", 20, kind="compaction", compaction=pb.Compaction(number=1)),
+        item(6, "user", 3),
+    ]
+    points = usage_points(items, [], Rules(1, True), WordCounter())
+    assert [(p["seq"], p["tokens"]) for p in points] == [
+        (1, 5),
+        (2, 505),
+        (3, 5 + placeholder + 5),
+        (5, 20),
+        (6, 23),
+    ]
+    assert points[3]["event"] == "compaction #1"
+    # Without masking the output stays at its full size.
+    unmasked = usage_points(items, [], Rules(0, True), WordCounter())
+    assert unmasked[2]["tokens"] == 510
+
+
+def test_an_item_filter_lets_through_any_of_its_roles_and_flags() -> None:
+    tool = pb.Item(role="tool", flags=["error"])
+    user = pb.Item(role="user", flags=["pinned", "code"])
+    assert ItemFilter().lets(tool) and ItemFilter().lets(user)
+    assert [ItemFilter(roles=frozenset({"tool", "system"})).lets(i) for i in (tool, user)] == [
+        True,
+        False,
+    ]
+    assert [ItemFilter(flags=frozenset({"code"})).lets(i) for i in (tool, user)] == [False, True]
+    both = ItemFilter(roles=frozenset({"user"}), flags=frozenset({"error"}))
+    assert not both.lets(tool) and not both.lets(user)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from contextwm.access.guard import Authenticator
@@ -16,6 +17,7 @@ from contextwm.inspector.reads import Reads
 from contextwm.inspector.routes import Backend
 from contextwm.inspector.web import Inspector
 from contextwm.ports.retention_store import RetentionStore
+from contextwm.ports.tokens import TokenCounter
 from contextwm.settings import ServerSettings, SettingsError
 from contextwm.tls_files import tls_configured
 from contextwm.transport.server import GrpcServer
@@ -76,9 +78,15 @@ class InspectorListening:
     def port(self) -> int:
         return self.inspector.port
 
-    def serve(self, keys: Authenticator, store: RetentionStore) -> None:
+    def serve(
+        self,
+        keys: Authenticator,
+        store: RetentionStore,
+        counters: Callable[[str], TokenCounter],
+    ) -> None:
         """Answers pages from now on, reading through the private socket (and, for which
-        conversations there are and when each was last active, the store)."""
+        conversations there are and when each was last active, the store); counters are the
+        service's own, so that a replayed usage counts as the service did."""
 
         def activity(namespace: str | None) -> list[tuple[str, str, float]]:
             return [
@@ -87,7 +95,7 @@ class InspectorListening:
             ]
 
         reads = Reads(self.address)
-        self.inspector.serve(Backend(Pages(reads, activity), reads, keys, self._required))
+        self.inspector.serve(Backend(Pages(reads, activity, counters), reads, keys, self._required))
 
     def stop(self) -> None:
         self.inspector.stop()

@@ -15,17 +15,26 @@ from contextwm_client.v1 import contextwm_pb2 as pb
 
 from contextwm.access.guard import Authenticator
 from contextwm.domain.errors import Unauthenticated
-from contextwm.inspector.pages import TIMELINE_ITEMS, Caller, Pages
+from contextwm.inspector.pages import STATE_NAMES, TIMELINE_ITEMS, Caller, ItemFilter, Pages
 from contextwm.inspector.plain import plain
 from contextwm.inspector.reads import ReadFailed, Reads, request_of
 from contextwm.inspector.sessions import Sessions
 
-# An idle event stream sends a comment this often, so that a dead browser is noticed.
+# An idle event stream sends a comment this often, for proxies that end quiet connections.
 HEARTBEAT_SECONDS = 15.0
+# How often a stream looks whether its browser went: each holds one of the server's few
+# Watch streams (limits.max_watchers), which a page left behind must give back at once.
+GONE_CHECK_SECONDS = 0.5
 # A signed-in browser's cookie lasts this long (the session idles out sooner unused).
 SESSION_COOKIE_SECONDS = 8 * 3600
 # The gRPC status names a page already knows, for the inspector's own refusals.
-_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 413: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+_CODES = {
+    400: "INVALID_ARGUMENT",
+    404: "NOT_FOUND",
+    413: "RESOURCE_EXHAUSTED",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+}
 
 
 @dataclass
@@ -41,10 +50,13 @@ class Backend:
 class Refused(Exception):
     """A request answered with an error status and a message for a person."""
 
-    def __init__(self, status: int, message: str, code: str = "") -> None:
+    def __init__(
+        self, status: int, message: str, code: str = "", headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code or _CODES.get(status, HTTPStatus(status).phrase.upper().replace(" ", "_"))
+        self.headers = headers or {}
 
 
 class Stream(Protocol):
@@ -79,6 +91,10 @@ class Exchange(Protocol):
 
     def open_stream(self) -> Stream: ...
 
+    def gone(self) -> bool:
+        """Whether the browser closed the connection of an open stream."""
+        ...
+
 
 def stream_events(h: Exchange, backend: Backend, caller: Caller, request: pb.WatchRequest) -> None:
     """Streams a conversation's events as server-sent events until the browser goes,
@@ -96,14 +112,21 @@ def stream_events(h: Exchange, backend: Backend, caller: Caller, request: pb.Wat
 
     threading.Thread(target=pump, name="contextwm-inspector-watch", daemon=True).start()
     stream = h.open_stream()
+    quiet = 0.0
     try:
         while True:
             try:
-                event = waiting.get(timeout=HEARTBEAT_SECONDS)
+                event = waiting.get(timeout=GONE_CHECK_SECONDS)
             except queue.Empty:
-                stream.write(b": still here\n\n")
-                stream.flush()
+                if h.gone():
+                    return
+                quiet += GONE_CHECK_SECONDS
+                if quiet >= HEARTBEAT_SECONDS:
+                    quiet = 0.0
+                    stream.write(b": still here\n\n")
+                    stream.flush()
                 continue
+            quiet = 0.0
             if event is None:
                 return
             if isinstance(event, ReadFailed):
@@ -201,6 +224,11 @@ def _conversation(h: Exchange, b: Backend, q: dict[str, str]) -> None:
 
 def _timeline(h: Exchange, b: Backend, q: dict[str, str]) -> None:
     caller = h.caller(b)
+    states = _listed(q, "state")
+    unknown = states - set(STATE_NAMES)
+    if unknown:
+        raise Refused(400, f"unknown state {sorted(unknown)[0]!r}: one of {', '.join(STATE_NAMES)}")
+    only = ItemFilter(_listed(q, "role"), states, _listed(q, "flag"))
     h.answer(
         b.pages.timeline(
             caller,
@@ -208,6 +236,24 @@ def _timeline(h: Exchange, b: Backend, q: dict[str, str]) -> None:
             _text(q, "conversation", required=True),
             max(0, _number(q, "after", 0)),
             _number(q, "limit", TIMELINE_ITEMS),
+            only,
+        )
+    )
+
+
+def _listed(query: dict[str, str], name: str) -> frozenset[str]:
+    """A parameter's comma-separated values (none: empty)."""
+    return frozenset(v.strip() for v in query.get(name, "").split(",") if v.strip())
+
+
+def _active(h: Exchange, b: Backend, q: dict[str, str]) -> None:
+    caller = h.caller(b)
+    h.answer(
+        b.pages.active(
+            caller,
+            _text(q, "namespace"),
+            _text(q, "conversation", required=True),
+            _number(q, "start", 0),
         )
     )
 
@@ -252,7 +298,13 @@ ROUTES: dict[tuple[str, str], Callable[[Exchange, Backend, dict[str, str]], None
     ("GET", "/api/conversation"): _conversation,
     ("GET", "/api/timeline"): _timeline,
     ("GET", "/api/usage"): _usage,
+    ("GET", "/api/active"): _active,
     ("GET", "/api/events"): _events,
     ("POST", "/api/context"): _context,
     ("POST", "/api/search"): _search,
 }
+
+
+def allowed_methods(path: str) -> tuple[str, ...]:
+    """The methods an API path answers, in ROUTES' order (none: no such path)."""
+    return tuple(verb for verb, route_path in ROUTES if route_path == path)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import ssl
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import PurePath
@@ -18,7 +20,7 @@ from contextwm.domain.errors import Unauthenticated
 from contextwm.exposure import host_port, is_loopback
 from contextwm.inspector.pages import Caller
 from contextwm.inspector.reads import ReadFailed
-from contextwm.inspector.routes import ROUTES, Backend, Refused, Stream
+from contextwm.inspector.routes import ROUTES, Backend, Refused, Stream, allowed_methods
 from contextwm.inspector.sessions import Sessions
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,8 @@ _TYPES = {
     ".js": "text/javascript; charset=utf-8",
 }
 _STATIC = resources.files("contextwm.inspector") / "static"
+# What the page and its assets answer (HEAD: their headers only).
+_PAGE_METHODS = ("GET", "HEAD")
 # Every file the page may load, by name: what ships in static/, nothing else.
 _ASSETS = {
     f.name: _TYPES[PurePath(f.name).suffix]
@@ -114,6 +118,18 @@ class _Server(ThreadingHTTPServer):
         log.debug("inspector: a connection from %s failed", client_address, exc_info=True)
 
 
+def _asset_name(path: str) -> str | None:
+    """The static file a page path names (None: none)."""
+    name = "index.html" if path in ("/", "/index.html") else path.removeprefix("/static/")
+    if name not in _ASSETS or (path != "/" and not path.startswith(("/static/", "/index"))):
+        return None
+    return name
+
+
+def _asset_methods(path: str) -> tuple[str, ...]:
+    return _PAGE_METHODS if _asset_name(path) is not None else ()
+
+
 def _handler_for(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         owner = inspector
@@ -125,33 +141,66 @@ class _Handler(BaseHTTPRequestHandler):
     owner: Inspector
     server_version = "contextwm-inspector"
     protocol_version = "HTTP/1.1"
+    # Request body bytes not read yet (an answer that leaves some closes the connection).
+    _unread = 0
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("inspector: " + format, *args)
 
+    # Every method HTTP defines for a resource is answered by path: what the path allows, or
+    # 405 saying what it does allow. Others reach send_error's 501.
     def do_GET(self) -> None:
         self._answer("GET")
 
+    def do_HEAD(self) -> None:
+        self._answer("HEAD")
+
     def do_POST(self) -> None:
         self._answer("POST")
+
+    def do_PUT(self) -> None:
+        self._answer("PUT")
+
+    def do_DELETE(self) -> None:
+        self._answer("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._answer("PATCH")
+
+    def do_OPTIONS(self) -> None:
+        self._answer("OPTIONS")
 
     def _answer(self, verb: str) -> None:
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         try:
+            self._unread = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self._unread = 1  # unknown: the connection cannot be reused
+        try:
             self._check_host()
-            if verb == "GET" and not url.path.startswith("/api/"):
+            api = url.path.startswith("/api/")
+            allowed = allowed_methods(url.path) if api else _asset_methods(url.path)
+            if not allowed:
+                raise Refused(404, f"no {verb} {url.path} here")
+            if verb == "OPTIONS":
+                self._send(204, "", b"", {"Allow": ", ".join(allowed)})
+                return
+            if verb not in allowed:
+                raise Refused(
+                    405,
+                    f"{verb} is not allowed on {url.path}: it answers {' and '.join(allowed)}",
+                    headers={"Allow": ", ".join(allowed)},
+                )
+            if not api:
                 self._asset(url.path)
                 return
             backend = self.owner.backend
             if backend is None:
                 raise Refused(503, "the server is still loading; try again in a moment")
-            route = ROUTES.get((verb, url.path))
-            if route is None:
-                raise Refused(404, f"no {verb} {url.path} here")
-            route(self, backend, query)
+            ROUTES[(verb, url.path)](self, backend, query)
         except Refused as exc:
-            self.answer({"error": str(exc), "code": exc.code}, exc.status)
+            self.answer({"error": str(exc), "code": exc.code}, exc.status, exc.headers)
         except ReadFailed as exc:
             self.answer({"error": exc.message, "code": exc.code}, exc.http_status)
         except (BrokenPipeError, ConnectionResetError):
@@ -171,8 +220,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(421, f"the inspector answers loopback addresses only, not {host!r}")
 
     def _asset(self, path: str) -> None:
-        name = "index.html" if path in ("/", "/index.html") else path.removeprefix("/static/")
-        if name not in _ASSETS or (path != "/" and not path.startswith(("/static/", "/index"))):
+        name = _asset_name(path)
+        if name is None:
             raise Refused(404, f"no {path} here")
         body = (_STATIC / name).read_bytes()
         self._send(200, _ASSETS[name], body)
@@ -222,8 +271,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise Refused(400, "Content-Length is not a number") from None
         if size > MAX_BODY_BYTES:
             raise Refused(413, f"the request body is over {MAX_BODY_BYTES} bytes")
+        raw = self.rfile.read(size)
+        self._unread = 0
         try:
-            data = json.loads(self.rfile.read(size) or b"{}")
+            data = json.loads(raw or b"{}")
         except ValueError as exc:
             raise Refused(400, f"the request body is not JSON: {exc}") from None
         if not isinstance(data, dict):
@@ -234,16 +285,36 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
         self._send(status, "application/json; charset=utf-8", body, headers)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (a method nothing here answers, a malformed
+        request line, headers too large) as JSON, with the headers of every other answer
+        instead of its HTML page without them."""
+        command = getattr(self, "command", None)
+        if code == 501 and command:
+            message = f"{command} is not a method the inspector answers"
+        refused = Refused(code, message or HTTPStatus(code).phrase)
+        self.close_connection = True
+        body = json.dumps({"error": str(refused), "code": refused.code}).encode()
+        self._send(code, "application/json; charset=utf-8", body, {"Connection": "close"})
+
     def _send(
         self, status: int, kind: str, body: bytes, headers: dict[str, str] | None = None
     ) -> None:
+        extra = dict(headers or {})
+        if getattr(self, "_unread", 0):
+            # A body this answer did not read would be taken for the next request.
+            extra["Connection"] = "close"
+            self.close_connection = True
         self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in {**_HEADERS, **(headers or {})}.items():
+        if kind:
+            self.send_header("Content-Type", kind)
+        if status != 204:
+            self.send_header("Content-Length", str(len(body)))
+        for name, value in {**_HEADERS, **extra}.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        if getattr(self, "command", None) != "HEAD":
+            self.wfile.write(body)
 
     @property
     def sessions(self) -> Sessions:
@@ -262,3 +333,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         return self.wfile
+
+    def gone(self) -> bool:
+        # The browser sends nothing more on a stream's connection (it is closed after the
+        # stream): the socket turns readable only when the browser closes it.
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)

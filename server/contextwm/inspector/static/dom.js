@@ -82,3 +82,30 @@ export function crumbs(parts) {
   const nav = document.getElementById("crumbs");
   nav.replaceChildren(...parts.map(([label, href], i) => (i < parts.length - 1 && href ? el("a", { href, text: label }) : el("span", { text: label }))));
 }
+
+// The words of a query worth finding in a text: two letters or digits or more.
+export function words(query) {
+  return [...new Set(String(query || "").toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) || [])];
+}
+
+// About `width` characters of text around the first of the words found (the start when
+// none is), each word found marked: a snippet that shows why it matched.
+export function around(text, found, width = 300) {
+  const content = String(text || "");
+  const pattern = found.length ? new RegExp(found.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "giu") : null;
+  const hit = pattern ? pattern.exec(content) : null;
+  const start = hit ? Math.max(0, hit.index - Math.floor(width / 3)) : 0;
+  const end = Math.min(content.length, start + width);
+  const shown = content.slice(start, end);
+  const nodes = [start > 0 ? "…" : ""];
+  let from = 0;
+  if (pattern) {
+    pattern.lastIndex = 0;
+    for (const match of shown.matchAll(pattern)) {
+      nodes.push(shown.slice(from, match.index), el("mark", { text: match[0] }));
+      from = match.index + match[0].length;
+    }
+  }
+  nodes.push(shown.slice(from), end < content.length ? "…" : "");
+  return nodes.filter((n) => n !== "");
+}

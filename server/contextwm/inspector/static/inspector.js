@@ -1,6 +1,7 @@
 // The contextwm inspector: one page, a view per route (#/...), every figure read from the
 // server's JSON reads. Text from conversations is only ever set as textContent.
 
+import { activeView } from "./active.js";
 import { api, Failed } from "./api.js";
 import { crumbs, el, enc, q, show } from "./dom.js";
 import { conversationsView, namespacesView } from "./conversations.js";
@@ -21,12 +22,13 @@ async function conversationView(ns, cid, tab, params) {
   const info = await api(`/api/conversation?${q({ namespace: ns, conversation: cid })}`);
   const base = `#/n/${enc(ns)}/c/${enc(cid)}`;
   const tabs = el("nav", { class: "tabs" },
-    [["timeline", "Timeline"], ["usage", "Usage"], ["why", "Why this context"]].map(([name, label]) =>
+    [["timeline", "Timeline"], ["active", "Sent to the model"], ["usage", "Usage"], ["why", "Why this context"]].map(([name, label]) =>
       el("a", { href: name === "timeline" ? base : `${base}/${name}`, class: tab === name ? "on" : "", id: `tab-${name}`, text: label })),
     el("a", { href: `#/n/${enc(ns)}/search`, text: "Search" }));
   const body = el("section", { id: `${tab}-view` });
   show(el("h1", { text: cid }), usageHead(info.usage), tabs, body);
   follow(ns, cid, info.conversation.last_event_id);
+  if (tab === "active") return activeView(ns, cid, body, params);
   if (tab === "usage") return usageView(ns, cid, body);
   if (tab === "why") return whyView(ns, cid, body, info);
   return timelineView(ns, cid, body, params, info);
@@ -52,4 +54,6 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
+// Back from the browser's page cache with its stream closed: follow again.
+window.addEventListener("pageshow", (event) => { if (event.persisted) route(); });
 route();

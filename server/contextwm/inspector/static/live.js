@@ -49,8 +49,18 @@ export function follow(ns, cid, after) {
   for (const kind of ["usage", "eviction", "compaction", "truncation", "duplicate_read", "checkpoint_created", "checkpoint_restored", "erasure"]) {
     source.addEventListener(kind, handle(kind));
   }
-  source.addEventListener("failed", (message) => { source.close(); });
+  source.addEventListener("failed", (message) => {
+    source.close();
+    // Say so: a bar that silently stops moving reads as a conversation at rest.
+    const head = document.getElementById("usage");
+    if (!head) return;
+    const said = document.getElementById("live-stopped") || head.appendChild(el("span", { id: "live-stopped", class: "error" }));
+    said.textContent = `Live updates stopped: ${JSON.parse(message.data).error}`;
+  });
 }
+
+// A page left behind gives its stream back at once: the server has only a few to share.
+window.addEventListener("pagehide", () => stopFollowing());
 
 export function stopFollowing() {
   if (live) live.source.close();

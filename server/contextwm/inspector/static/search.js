@@ -1,7 +1,7 @@
 // Search a namespace; each hit links to its place in the timeline.
 
 import { api } from "./api.js";
-import { crumbs, el, enc, q, short, show } from "./dom.js";
+import { around, crumbs, el, enc, q, short, show, words } from "./dom.js";
 
 export async function searchView(ns, params) {
   crumbs([["Namespaces", "#/"], [ns, `#/n/${enc(ns)}`], ["Search"]]);
@@ -15,6 +15,7 @@ export async function searchView(ns, params) {
   input.focus();
   if (!query) return;
   const data = await api("/api/search", { namespace: ns, query, topK: 20, includeWindow: true, mode: `RETRIEVAL_MODE_${(params.get("mode") || "hybrid").toUpperCase()}` });
+  const found = words(query);
   results.replaceChildren(data.hits.length
     ? el("table", {}, el("tr", {}, ["conversation", "item", "state", "score", "content"].map((h) => el("th", { text: h }))),
       data.hits.map((h) => el("tr", { class: "hit" },
@@ -22,6 +23,6 @@ export async function searchView(ns, params) {
         el("td", {}, el("a", { class: "hit-link", href: `#/n/${enc(ns)}/c/${enc(h.item.conversation_id)}?at=${h.item.seq}`, text: `#${h.item.seq}` })),
         el("td", { text: short(h.item.state) }),
         el("td", { text: Number(h.score).toFixed(3) }),
-        el("td", { class: "snippet", text: h.item.content.slice(0, 300) }))))
+        el("td", { class: "snippet" }, around(h.item.content, found)))))
     : el("p", { class: "quiet", text: "No hits." }));
 }

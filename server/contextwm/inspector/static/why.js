@@ -1,7 +1,7 @@
 // Why this context: GetContext's answer for one or two option sets, drawn.
 
 import { api } from "./api.js";
-import { bar, el, enc, number, short } from "./dom.js";
+import { around, bar, el, enc, number, short, words } from "./dom.js";
 
 const PARTS = ["recency", "importance", "similarity", "lexical", "role", "time"];
 
@@ -33,7 +33,7 @@ function optionsForm(side, defaults) {
   return { grid, fields: f, request };
 }
 
-function scoredRow(ns, cid, scored, section) {
+function scoredRow(ns, cid, scored, section, found) {
   const item = scored.item;
   const parts = scored.parts || {};
   const sum = PARTS.reduce((s, p) => s + Math.max(0, parts[p] || 0), 0);
@@ -51,8 +51,10 @@ function scoredRow(ns, cid, scored, section) {
     el("span", { text: category ? `${item.role} · ${category}` : item.role }),
     el("span", { class: "quiet", text: `${number(item.token_count)} t` }),
     el("span", { text: Number(scored.score).toFixed(3) }),
-    partsBar,
-    el("div", { class: "snippet", text: (scored.neighbor_of ? `(neighbour of #${scored.neighbor_of}) ` : "") + (scored.replaced ? "(replaced by a later read) " : "") + item.content.slice(0, 300) }));
+    el("div", {}, partsBar,
+      // The figures in sight, not only on hover: which part made the score.
+      el("div", { class: "figures" }, PARTS.filter((p) => Number(parts[p] || 0) !== 0).map((p) => el("span", { class: `figure f-${p}`, "data-part": p, text: `${p} ${Number(parts[p]).toFixed(2)}` })))),
+    el("div", { class: "snippet" }, scored.neighbor_of ? `(neighbour of #${scored.neighbor_of}) ` : "", scored.replaced ? "(replaced by a later read) " : "", around(item.content, found)));
 }
 
 function accountBar(tokens) {
@@ -68,15 +70,30 @@ function accountBar(tokens) {
   return stack;
 }
 
+// The window items that did not fit, by name: read just after the answer, so a conversation
+// that changed meanwhile can make them differ from the answer's count.
+function leftOut(ns, cid, count, items, side) {
+  if (!count && !items.length) return null;
+  return el("div", { class: "left-out", id: `left-out-${side}` },
+    el("h2", { text: `Left out: ${number(count)} window item${count === 1 ? "" : "s"} did not fit the budget` }),
+    items.length !== count ? el("p", { class: "quiet", text: `The conversation changed since the answer: ${number(items.length)} window items are not in it now.` }) : null,
+    items.map((i) => el("div", { class: "left-out-item", "data-seq": i.seq },
+      el("a", { href: `#/n/${enc(ns)}/c/${enc(cid)}?at=${i.seq}`, text: `#${i.seq}` }),
+      el("span", { text: i.role }),
+      el("span", { class: "quiet", text: `${number(i.token_count)} t` }),
+      el("span", { class: "snippet", text: i.content + (i.clipped ? "…" : "") }))));
+}
+
 function contextResult(ns, cid, data, side) {
   const t = data.tokens;
+  const found = words(data.query);
   const out = el("div", { class: "card result", id: `result-${side}`, "data-total": t.total, "data-budget": t.budget });
   out.append(
     el("h2", { text: "Token account" }),
     accountBar(t),
     el("table", { class: "account" },
       el("tr", {}, ["budget", "total", "recent", "history", "query", "system", "window items left out"].map((h) => el("th", { text: h }))),
-      el("tr", {}, [t.budget, t.total, t.recent, t.history, t.query, t.system, t.recent_omitted].map((v) => el("td", { text: number(v) })))),
+      el("tr", {}, [["budget", t.budget], ["total", t.total], ["recent", t.recent], ["history", t.history], ["query", t.query], ["system", t.system], ["recent_omitted", t.recent_omitted]].map(([k, v]) => el("td", { "data-figure": k, "data-value": v, text: number(v) })))),
     el("p", { class: "quiet", text: `query: “${data.query.length > 240 ? `${data.query.slice(0, 240)}…` : data.query}”${data.query_from_focus ? " (the focus stood in for an empty query)" : ""} · state ${short(data.state)}${data.time_range ? ` · time range read from “${data.time_range.phrase}”` : ""}${data.unindexed_items ? ` · ${data.unindexed_items} items not embedded yet (found lexically only)` : ""}` }),
   );
   if (data.allocation) {
@@ -96,10 +113,10 @@ function contextResult(ns, cid, data, side) {
   out.append(
     el("h2", { text: `History (${data.history.length})` }),
     el("div", { class: "legend" }, PARTS.map((p) => el("span", {}, el("i", { class: `p-${p}` }), p))),
-    el("div", { class: "scored-list history" }, data.history.map((s) => scoredRow(ns, cid, s, "history"))),
+    el("div", { class: "scored-list history" }, data.history.map((s) => scoredRow(ns, cid, s, "history", found))),
     el("h2", { text: `Recent window (${data.recent.length})` }),
-    el("div", { class: "scored-list recent" }, data.recent.map((s) => scoredRow(ns, cid, s, "recent"))),
-    t.recent_omitted ? el("p", { class: "quiet", text: `Left out: ${t.recent_omitted} window items did not fit the budget.` }) : null,
+    el("div", { class: "scored-list recent" }, data.recent.map((s) => scoredRow(ns, cid, s, "recent", found))),
+    leftOut(ns, cid, t.recent_omitted, data.left_out || [], side),
     el("details", {}, el("summary", { text: "Rendered text" }), el("pre", { class: "rendered", text: data.text })));
   return out;
 }
@@ -111,7 +128,7 @@ export function whyView(ns, cid, body, info) {
   const sideB = el("div", { class: "card", id: "side-b" }, el("h2", { text: "Options B" }), b.grid);
   sideB.hidden = true;
   compare.addEventListener("change", () => { sideB.hidden = !compare.checked; });
-  const results = el("div", { class: "compare", id: "results" });
+  const results = el("div", { id: "results" });
   const form = el("form", {
     id: "why-form",
     onsubmit: async (event) => {
@@ -120,7 +137,8 @@ export function whyView(ns, cid, body, info) {
       try {
         const sides = compare.checked ? [["a", a], ["b", b]] : [["a", a]];
         const answers = await Promise.all(sides.map(([, s]) => api("/api/context", s.request(ns, cid))));
-        results.replaceChildren(...answers.map((data, i) => contextResult(ns, cid, data, sides[i][0])));
+        const shown = answers.map((data, i) => contextResult(ns, cid, data, sides[i][0]));
+        results.replaceChildren(answers.length === 2 ? differences(shown, answers) : "", el("div", { class: "compare" }, shown));
         results.setAttribute("data-done", "yes");
       } catch (error) {
         results.replaceChildren(el("p", { class: "error", id: "why-error", text: error.message }));
@@ -132,4 +150,39 @@ export function whyView(ns, cid, body, info) {
   body.replaceChildren(
     el("p", { class: "quiet", text: "Exactly what GetContext returns for these options: each item with its score parts, what was left out, the token account and the category allocation." }),
     form, results);
+}
+
+// What differs between two answers: each item only one of them holds, or holds in another
+// section, is marked on its row; the token figures that differ are marked in the accounts;
+// and a summary says it in one place.
+function differences(shown, answers) {
+  const placed = answers.map((data) => new Map([...data.history.map((s) => [s.item.seq, "history"]), ...data.recent.map((s) => [s.item.seq, "recent"])]));
+  const names = ["A", "B"];
+  const only = [[], []];
+  shown.forEach((card, i) => {
+    const other = placed[1 - i];
+    for (const row of card.querySelectorAll(".scored")) {
+      const seq = Number(row.dataset.seq);
+      const section = row.classList.contains("history") ? "history" : "recent";
+      if (!other.has(seq)) {
+        row.classList.add("only");
+        row.dataset.only = names[i];
+        row.querySelector(".snippet").prepend(el("span", { class: "badge diff", text: `only in ${names[i]}` }));
+        only[i].push(seq);
+      } else if (other.get(seq) !== section) {
+        row.classList.add("moved");
+        row.querySelector(".snippet").prepend(el("span", { class: "badge diff", text: `${other.get(seq)} in ${names[1 - i]}` }));
+      }
+    }
+    const cells = shown[1 - i].querySelectorAll("td[data-figure]");
+    for (const cell of card.querySelectorAll("td[data-figure]")) {
+      const twin = [...cells].find((c) => c.dataset.figure === cell.dataset.figure);
+      if (twin && twin.dataset.value !== cell.dataset.value) cell.classList.add("differs");
+    }
+  });
+  const both = [...placed[0].keys()].filter((seq) => placed[1].has(seq)).length;
+  const list = (seqs) => (seqs.length ? seqs.sort((a, b) => a - b).map((s) => `#${s}`).join(", ") : "none");
+  return el("div", { class: "card differences", id: "differences" },
+    el("h2", { text: "What differs" }),
+    el("p", { id: "differences-text", text: `${number(both)} items in both answers · only in A: ${list(only[0])} · only in B: ${list(only[1])} · tokens ${number(answers[0].tokens.total)} (A) and ${number(answers[1].tokens.total)} (B)` }));
 }
