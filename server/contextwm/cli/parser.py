@@ -637,8 +637,8 @@ def _add_keys_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 IMPORT_HELP = (
-    "import timelines (JSON Lines of items, OpenAI chat records) into the server, or restore"
-    " what `contextwm export` wrote"
+    "import timelines (JSON Lines of items, OpenAI chat records, ChatGPT and Claude exports)"
+    " into the server, or restore what `contextwm export` wrote"
 )
 
 
@@ -657,8 +657,10 @@ def _add_import_command(sub: argparse.ArgumentParser) -> None:
         default="auto",
         help='items: one item a line; openai: chat records ({"messages": [...]}) as JSON'
         " Lines or a .json file; export: what `contextwm export` wrote, restored exactly;"
-        " auto (default): files that start as an export are one, .json files are chat"
-        " records, and each line is a chat record if it has messages, else an item",
+        " chatgpt, claude: the conversations.json of a ChatGPT or Claude data export (or"
+        " the export's .zip), a conversation a chat; auto (default): files that start as an"
+        " export are one, .json files are chat records, and each line is a chat record if it"
+        " has messages, else an item",
     )
     sub.add_argument(
         "--map",

@@ -23,9 +23,17 @@ from contextwm_client import (
 )
 
 from contextwm.cli import transfer
+from contextwm.cli.importing.chat_exports import ChatReader
 from contextwm.cli.importing.progress import Progress, Tally
 from contextwm.cli.importing.resume import Point, ResumePoints, Witness
-from contextwm.cli.importing.sources import BadLine, Input, Reader, Record, parse_mapping
+from contextwm.cli.importing.sources import (
+    CHAT_FORMATS,
+    BadLine,
+    Input,
+    Reader,
+    Record,
+    parse_mapping,
+)
 
 # Bad lines printed one by one; the rest are counted in the summary.
 MAX_NOTED = 100
@@ -47,12 +55,14 @@ class _Interrupted(Exception):
 @dataclass(frozen=True, slots=True)
 class _Line:
     """A line handed over: where it ends, the stream position of its first item, its items'
-    conversations, and for a skipped line (no items) why."""
+    conversations, for a skipped line (no items) why, and for a chat the messages on its
+    other branches (not sent)."""
 
     point: Point
     first: int
     conversations: tuple[tuple[str, str], ...] = ()
     skipped: str | None = None
+    other_branches: int = 0
 
 
 class _Call:
@@ -83,6 +93,7 @@ class _Call:
         point: Point,
         conversations: tuple[tuple[str, str], ...] = (),
         skipped: str | None = None,
+        other_branches: int = 0,
     ) -> bool:
         """Records a line about to be handed over, once few enough items are unanswered
         (more than a chunk and less than two are, between lines: the server answers a
@@ -91,7 +102,7 @@ class _Call:
             self.changed.wait_for(lambda: self.handed - self.done < self.ahead or self.ended)
             if self.ended:
                 return False
-            self.lines.append(_Line(point, self.handed, conversations, skipped))
+            self.lines.append(_Line(point, self.handed, conversations, skipped, other_branches))
             self.handed += len(conversations)
             return True
 
@@ -132,7 +143,16 @@ class ImportRun:
         self.client = client
         self.args = args
         mapping = parse_mapping(args.map)
-        self.reader = Reader(args.format, mapping, args.conversation_field)
+        self.reader: Reader | ChatReader
+        if args.format in CHAT_FORMATS:
+            if mapping or args.conversation_field:
+                raise ValueError(
+                    f"--map and --conversation-field do not apply to --format {args.format}:"
+                    " an export's fields are known"
+                )
+            self.reader = ChatReader(args.format)
+        else:
+            self.reader = Reader(args.format, mapping, args.conversation_field)
         # What decides what the server stores of an input besides its lines: a resume point
         # holds for these only.
         self.sending: dict[str, Any] = {
@@ -336,7 +356,7 @@ class ImportRun:
                         return
                     continue
                 where = tuple((i.namespace or "", i.conversation_id) for i in record.items)
-                if not call.hand(last, where):
+                if not call.hand(last, where, other_branches=record.other_branches):
                     return
                 yield from record.items
                 sent += len(record.items)
@@ -359,6 +379,7 @@ class ImportRun:
         tally.out_of_order += result.out_of_order - before.out_of_order
         point = None
         for line in lines:
+            tally.other_branches += line.other_branches
             if line.skipped is not None:
                 tally.skipped += 1
                 self.bad += 1

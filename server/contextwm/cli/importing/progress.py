@@ -26,6 +26,7 @@ class Tally:
     skipped: int = 0  # lines that could not be read
     failed: int = 0  # items the server refused
     out_of_order: int = 0  # stored with a timestamp before an earlier item's
+    other_branches: int = 0  # messages of chats on branches other than the one shown
     conversations: set[tuple[str, str]] = field(default_factory=set)  # holding its items
 
     @property
@@ -136,6 +137,12 @@ class Progress:
             + (
                 f"; {tally.out_of_order:,} stored with a time before an earlier item's"
                 if tally.out_of_order
+                else ""
+            )
+            + (
+                f"; {counted(tally.other_branches, 'message', grouped=True)} on other"
+                " branches of chats left out"
+                if tally.other_branches
                 else ""
             )
         )

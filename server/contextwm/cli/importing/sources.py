@@ -1,7 +1,7 @@
 """Reading timelines to import: JSON Lines of items, OpenAI chat records (a JSON file or JSON
-Lines), fields renamed by a mapping, plain or gzip-compressed, from a file or standard input.
-Each item gets an idempotency key derived from its place and text in the input, so that
-re-reading the same input names the same items."""
+Lines), fields renamed by a mapping, plain or gzip-compressed, from a file or standard input
+(chat exports: chat_exports.py). Each item gets an idempotency key derived from its place and
+text in the input, so that re-reading the same input names the same items."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import json
 import sys
+import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,8 +20,11 @@ from contextwm_client import FileKind, FileRef, Flag, ImportItem, NewItem, Role
 
 from contextwm.cli.render import not_json
 
-Format = Literal["auto", "items", "openai", "export"]
-FORMATS: tuple[Format, ...] = ("auto", "items", "openai", "export")
+Format = Literal["auto", "items", "openai", "export", "chatgpt", "claude"]
+FORMATS: tuple[Format, ...] = ("auto", "items", "openai", "export", "chatgpt", "claude")
+# The exports people download from their chat accounts (read by chat_exports.py).
+ChatFormat = Literal["chatgpt", "claude"]
+CHAT_FORMATS: tuple[ChatFormat, ...] = ("chatgpt", "claude")
 
 # The item fields a mapping may rename (ours = theirs).
 FIELDS = (
@@ -36,6 +40,8 @@ FIELDS = (
 )
 # OpenAI roles that contextwm names otherwise.
 _OPENAI_ROLES = {"developer": "system", "function": "tool"}
+# A field that tells a chat of an export from an OpenAI record, to say which --format fits.
+_EXPORT_KEYS = (("chatgpt", "mapping"), ("claude", "chat_messages"))
 # Where an OpenAI record may carry its conversation id, in this order.
 _OPENAI_ID_FIELDS = ("conversation_id", "id")
 
@@ -53,16 +59,20 @@ class Record:
         end: The input's byte position after the line: where a resumed import seeks to.
         items: The line's items (OpenAI records have one per message).
         error: Why the line was skipped, when it was.
+        other_branches: Of a ChatGPT chat, messages on branches other than the one it
+            shows: not imported, only counted.
     """
 
     line: int
     end: int
     items: tuple[ImportItem, ...] = ()
     error: str | None = None
+    other_branches: int = 0
 
 
 class Input:
-    """One input: a path, "-" for standard input, or a .gz file (read directly)."""
+    """One input: a path, "-" for standard input, a .gz file (read directly), or for chat
+    exports the .zip archive they come in."""
 
     def __init__(self, path: str, stdin: IO[bytes] | None = None) -> None:
         """Args:
@@ -73,24 +83,49 @@ class Input:
         self.name = "<stdin>" if path == "-" else path
         self._stdin = stdin
         self.gzipped = path.endswith(".gz")
-        self.seekable = path != "-" and not self.gzipped
+        self.zipped = path.endswith(".zip")
+        self.seekable = path != "-" and not self.gzipped and not self.zipped
 
     def size(self) -> int | None:
         """The file's size on disk (compressed for .gz), None for standard input."""
         return None if self.path == "-" else Path(self.path).stat().st_size
 
-    def open(self) -> tuple[IO[bytes], IO[bytes]]:
+    def open(self, member: str | None = None) -> tuple[IO[bytes], IO[bytes]]:
         """Opens it: (the uncompressed bytes, the raw file whose position shows progress).
+
+        Args:
+            member: Of a .zip archive, the file to read (at its top or in a folder).
 
         Raises:
             OSError: It cannot be read.
+            BadLine: A .zip archive without the member, or one that is not a zip archive.
         """
         if self.path == "-":
             raw: IO[bytes] = self._stdin or sys.stdin.buffer
         else:
             raw = open(self.path, "rb")  # noqa: SIM115 - the caller closes both
+        if self.zipped:
+            try:
+                return self._member(raw, member), raw
+            except BaseException:
+                raw.close()
+                raise
         data = cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if self.gzipped else raw
         return data, raw
+
+    def _member(self, raw: IO[bytes], member: str | None) -> IO[bytes]:
+        """The member of a .zip archive, read as it is inflated (never extracted whole)."""
+        if member is None:
+            raise BadLine(f"{self.name}: .zip archives are read for --format chatgpt or claude")
+        try:
+            archive = zipfile.ZipFile(raw)
+        except zipfile.BadZipFile as e:
+            raise BadLine(f"{self.name}: not a zip archive ({e})") from e
+        names = [n for n in archive.namelist() if n == member or n.endswith("/" + member)]
+        if not names:
+            raise BadLine(f"{self.name}: the archive has no {member}")
+        # The shallowest one: the export's own, not a copy in a folder of it.
+        return archive.open(min(names, key=lambda n: n.count("/")))
 
     def identity(self) -> dict[str, Any] | None:
         """What tells this input from another at resume time (None for standard input)."""
@@ -230,7 +265,10 @@ class Reader:
         """The items of an OpenAI chat record, one per message with text."""
         messages = record.get("messages")
         if not isinstance(messages, list):
-            raise BadLine('an OpenAI record needs a "messages" list')
+            hint = next(
+                (f" (a {f} export? --format {f})" for f, k in _EXPORT_KEYS if k in record), ""
+            )
+            raise BadLine(f'an OpenAI record needs a "messages" list{hint}')
         fields = [self.conversation_field] if self.conversation_field else _OPENAI_ID_FIELDS
         conversation = next((record[f] for f in fields if record.get(f)), None)
         if conversation is None:
