@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 # Resamples of the questions, and the interval's coverage. A fixed seed keeps a report
 # reproducible from the same outcomes.
 RESAMPLES = 2000
@@ -42,6 +40,8 @@ def lead(service: Sequence[bool], selectors: Mapping[str, Sequence[bool]]) -> Le
     """
     if not service or not selectors:
         return None
+    import numpy as np  # here, not at the top: the command line loads without numpy
+
     best = max(selectors, key=lambda name: (sum(selectors[name]), name))
     ours = np.asarray(service, dtype=np.float64)
     theirs = np.asarray(selectors[best], dtype=np.float64)
