@@ -144,7 +144,8 @@ def test_list_namespaces(store: BaseStore) -> None:
     ]:
         store.put(ns, "k", {"v": 1})
     assert store.list_namespaces() == [
-        ("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"), ("a", "c", "f"), ("x",),
+        ("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"),
+        ("a", "c", "f"), ("x",),
     ]  # fmt: skip
     assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [
         ("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f"),

@@ -70,6 +70,7 @@ class _Stored:
     namespace: tuple[str, ...]
     key: str
     value: dict[str, Any]
+    seq: int
     version: str
     created_at: datetime
     updated_at: datetime
@@ -239,7 +240,7 @@ class ContextWMStore(BaseStore):
             for versions in self._versions(conversation.conversation_id, scans).values()
         ]
         kept = [s for s in current if matches(s.value, op.filter)]
-        kept.sort(key=lambda s: (-s.updated_at.timestamp(), s.namespace, s.key))
+        kept.sort(key=lambda s: (-s.updated_at.timestamp(), -s.seq, s.namespace, s.key))
         return [s.as_search_item(None) for s in kept[op.offset : op.offset + op.limit]]
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -397,6 +398,7 @@ def _decode(item: Item) -> _Stored | None:
         namespace=store_namespace(item.conversation_id),
         key=meta[KEY_KEY],
         value=json.loads(meta[VALUE_KEY]),
+        seq=item.seq,
         version=meta.get(VERSION_KEY, ""),
         created_at=datetime.fromisoformat(created) if created else item.timestamp,
         updated_at=item.timestamp,
