@@ -70,7 +70,8 @@ class ContextWMChatMessageHistory(BaseChatMessageHistory):
         return [item_to_message(item) for item in items if item.kind == "message"]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Appends the messages in one AppendBatch call (all or none of them).
+        """Appends the messages in one AppendBatch call, all or none of them (a list over
+        1,000 goes as calls of 1,000, each all or none: see `Client.append_batch`).
 
         Raises:
             ValueError: A message is not one to store, or a field of it is not JSON (before

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.store.base import (
     BaseStore,
@@ -95,10 +95,11 @@ class ContextWMStore(BaseStore):
 
     Mapping: the store owns a contextwm namespace; each LangGraph namespace is the
     conversation whose id is its labels joined by "." (("users", "alice") is "users.alice");
-    each value is one item whose metadata holds its key (`langgraph.key`), the value as JSON
-    (`langgraph.value`), when it was first put (`langgraph.created_at`; the item's timestamp
-    is when it was last put), the namespace's labels (`langgraph.ns.0`, ...) and whether it is
-    indexed; the item's content is the value's text, which contextwm embeds and indexes.
+    each value is one item (role "user") whose metadata holds its key (`langgraph.key`), the
+    value as JSON (`langgraph.value`), when it was first put (`langgraph.created_at`; the
+    item's timestamp is when it was last put), the namespace's labels (`langgraph.ns.0`, ...)
+    and whether it is indexed; the item's content is the value's text, which contextwm embeds
+    and indexes.
 
     A put appends the new version, then erases the older ones (`Client.forget` on their
     version's metadata); a delete erases every version of the key. Reads take the newest
@@ -298,7 +299,7 @@ class ContextWMStore(BaseStore):
         content = text or (op.key if op.key.strip() else NOT_INDEXED)
         return NewItem(content=content, role="user", metadata=metadata)
 
-    def _text(self, value: Mapping[str, Any], index: Any) -> str:
+    def _text(self, value: Mapping[str, Any], index: Literal[False] | list[str] | None) -> str:
         """The value's text to index: the store's fields, or the put's own; "" for none."""
         if index is False:
             return ""
