@@ -15,7 +15,8 @@ BLOCKED_IMPORT_PROBE = """
 import sys
 from importlib.abc import MetaPathFinder
 
-BLOCKED = ("torch", "faiss", "numpy", "sentence_transformers", "contextwm")
+BLOCKED = ("torch", "faiss", "numpy", "sentence_transformers", "contextwm", "langchain_core",
+           "langgraph")
 
 class Blocker(MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
@@ -45,6 +46,27 @@ def test_client_imports_without_server_or_ml_packages() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_an_adapter_without_its_extra_says_what_to_install() -> None:
+    probe = BLOCKED_IMPORT_PROBE.replace(
+        "import contextwm_client\n",
+        "import contextwm_client\nimport contextwm_client.integrations\n"
+        "try:\n"
+        "    import contextwm_client.integrations.langchain\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    said, ok = result.stdout.strip().splitlines()
+    assert said.startswith(
+        "contextwm_client.integrations.langchain needs langchain-core and langgraph:"
+        ' pip install "contextwm-client[langchain]"'
+    )
+    assert ok == "ok"
 
 
 def test_client_depends_on_grpcio_and_protobuf_only() -> None:
