@@ -4,8 +4,9 @@
 The domain imports nothing else of ours and the ports only the domain; the feature packages
 and ports never import grpc, the transport, the client, the adapters or the metrics (only
 the observability package imports prometheus_client), and each feature imports only the
-features it is allowed to, never another package's private names; the transport never
-touches SQLite, FAISS or the adapters, and keeps each feature's RPCs and converters in one
+features it is allowed to, never another package's private names; only the two tracing
+modules import OpenTelemetry, and nothing imports them at its top (a server without tracing
+loads none of it); the transport never touches SQLite, FAISS or the adapters, and keeps each feature's RPCs and converters in one
 package of its own, below the shared wiring; within the service only the transport imports
 grpc (the cli package, which hosts the client commands, excepted); the datadir package,
 which checks data directories offline, imports no feature package; the access package's
