@@ -454,7 +454,7 @@ def environment_variables(environ: Mapping[str, str]) -> dict[tuple[str, ...], s
         if name.startswith(ENV_PREFIX) and name not in CLIENT_VARIABLES
     }
     otel = _otel_variable(environ)
-    if otel is not None and (otel == OTEL_DISABLED or ("otlp_endpoint",) not in variables):
+    if otel is not None and (otel not in OTEL_ENDPOINTS or ("otlp_endpoint",) not in variables):
         variables[("otlp_endpoint",)] = otel
     return variables
 

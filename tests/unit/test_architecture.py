@@ -6,14 +6,15 @@ and ports never import grpc, the transport, the client, the adapters or the metr
 the observability package imports prometheus_client), and each feature imports only the
 features it is allowed to, never another package's private names; only the two tracing
 modules import OpenTelemetry, and nothing imports them at its top (a server without tracing
-loads none of it); the transport never touches SQLite, FAISS or the adapters, and keeps each feature's RPCs and converters in one
-package of its own, below the shared wiring; within the service only the transport imports
-grpc (the cli package, which hosts the client commands, excepted); the datadir package,
-which checks data directories offline, imports no feature package; the access package's
-tokens and key service import only the domain and the ports; the MCP server imports only the
-client of the service; the client never imports the service package. The store is used by
-its role ports, the whole of it only where it is held, implemented or checked; every method
-of the SQLite store belongs to one role (read off the classes: the one check that imports).
+loads none of it); the transport never touches SQLite, FAISS or the adapters, and keeps each
+feature's RPCs and converters in one package of its own, below the shared wiring; within
+the service only the transport imports grpc (the cli package, which hosts the client
+commands, excepted); the datadir package, which checks data directories offline, imports no
+feature package; the access package's tokens and key service import only the domain and the
+ports; the MCP server imports only the client of the service; the client never imports the
+service package. The store is used by its role ports, the whole of it only where it is held,
+implemented or checked; every method of the SQLite store belongs to one role (read off the
+classes: the one check that imports).
 """
 
 from __future__ import annotations
