@@ -2,12 +2,16 @@
 named and attributed by the GenAI memory conventions (an RPC span for the other calls), the
 caller's W3C traceparent continued, content attributes only when asked for; the spans kept by
 the SDK's in-memory exporter, or sent over OTLP/gRPC to a receiver the test starts while the
-server runs in a subprocess; and a server without tracing loads none of OpenTelemetry."""
+server runs in a subprocess; the tracing page's client example, whose calls join the agent's
+span (with asyncio, each task's own); and a server without tracing loads none of
+OpenTelemetry."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -19,14 +23,15 @@ from typing import Any
 import pytest
 from conftest import StartService
 from contextwm.app import Service
-from contextwm_client import Client, ImportItem, NewItem, NotFoundError
+from contextwm_client import AsyncClient, Client, ImportItem, NewItem, NotFoundError
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import SpanKind, StatusCode, Tracer
 from otlp_receiver import OtlpReceiver
 from server_process import ServerProcess
 
+DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "tracing.md"
 SERVICE = "contextwm.v1.ContextService"
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 PARENT_ID = "b7ad6b7169203331"
@@ -236,6 +241,64 @@ def test_a_streamed_import_is_one_span_counting_its_items(
     assert attributes(first)["gen_ai.memory.record.count"] == 5
     assert attributes(again)["gen_ai.memory.record.count"] == 0
     assert "gen_ai.memory.store.id" not in attributes(first)  # two conversations: no one store
+
+
+def docs_example(target: str) -> dict[str, Any]:
+    """Runs docs/tracing.md's client example against target; returns what it defined."""
+    blocks = re.findall(r"```python\n(.*?)```", DOCS_PAGE.read_text(), flags=re.S)
+    (example,) = [b for b in blocks if "call_metadata" in b]
+    defined: dict[str, Any] = {}
+    exec(example.replace("127.0.0.1:50051", target), defined)
+    return defined
+
+
+def agent_tracer() -> Tracer:
+    """The agent's own tracing, apart from the server's (its spans are not checked)."""
+    return TracerProvider().get_tracer("agent")
+
+
+def test_the_pages_example_puts_the_servers_spans_under_the_agents(
+    start_service: StartService, spans: Spans
+) -> None:
+    service = traced(start_service, spans)
+    client: Client = docs_example(f"127.0.0.1:{service.port}")["client"]
+    with client:
+        with agent_tracer().start_as_current_span("invoke_agent") as turn:
+            client.append("c1", "a turn of the agent")
+            client.get_context("c1", "turn", max_tokens=200)
+        client.get_conversation("c1")  # after the agent's span: a trace of its own
+
+    inside, also_inside, after = spans.get_finished_spans()
+    agent = turn.get_span_context()
+    for span in (inside, also_inside):
+        assert span.context is not None and span.parent is not None
+        assert span.context.trace_id == agent.trace_id
+        assert span.parent.span_id == agent.span_id
+    assert after.parent is None
+
+
+def test_the_asyncio_client_sends_each_tasks_own_trace(
+    start_service: StartService, spans: Spans
+) -> None:
+    service = traced(start_service, spans)
+    target = f"127.0.0.1:{service.port}"
+    trace_headers = docs_example(target)["trace_headers"]
+    tracer = agent_tracer()
+
+    async def turn(client: AsyncClient, name: str) -> int:
+        with tracer.start_as_current_span(name) as span:
+            await asyncio.sleep(0)  # the other task runs its own span meanwhile
+            await client.append("c1", name)
+            return span.get_span_context().span_id
+
+    async def run() -> list[int]:
+        async with AsyncClient(target, call_metadata=trace_headers) as client:
+            return list(await asyncio.gather(turn(client, "a"), turn(client, "b")))
+
+    parents = asyncio.run(run())
+    found = spans.get_finished_spans()
+    assert sorted(s.parent.span_id for s in found if s.parent is not None) == sorted(parents)
+    assert len(found) == 2 and parents[0] != parents[1]
 
 
 # Run in a fresh interpreter: what a server without tracing loads, calls served included.
