@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,10 +58,10 @@ class Tracing:
         to settings.otlp_endpoint.
 
         The exporter reads OpenTelemetry's other variables itself (OTEL_EXPORTER_OTLP_HEADERS,
-        _CERTIFICATE, _TIMEOUT, _COMPRESSION), the provider its sampler's
-        (OTEL_TRACES_SAMPLER, default: the caller's decision, else every call) and the
-        resource's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; the service is "contextwm"
-        unless they name it).
+        _CERTIFICATE, _TIMEOUT, _COMPRESSION; the URL's scheme says whether TLS is used),
+        the provider its sampler's (OTEL_TRACES_SAMPLER, default: the caller's decision,
+        else every call) and the resource's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES;
+        the service is "contextwm" unless they name it).
 
         Raises:
             SettingsError: OpenTelemetry is not installed.
@@ -77,11 +78,12 @@ class Tracing:
         if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
             resource = resource.merge(Resource({SERVICE_NAME: "contextwm"}))
         sdk = SdkTracerProvider(resource=resource)
+        # The URL's scheme decides TLS, as the settings say (not OTEL_EXPORTER_OTLP_INSECURE).
+        plaintext = urllib.parse.urlsplit(settings.otlp_endpoint).scheme == "http"
+        exporter = OTLPSpanExporter(endpoint=settings.otlp_endpoint, insecure=plaintext)
         # Batched, off the call path: a call only queues its span; a full queue drops spans
         # rather than slowing calls.
-        sdk.add_span_processor(
-            BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.otlp_endpoint))
-        )
+        sdk.add_span_processor(BatchSpanProcessor(exporter))
         log.info("tracing calls to %s (OTLP/gRPC)", settings.otlp_endpoint)
         return cls(sdk, owned=True)
 
