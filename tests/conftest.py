@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,6 +23,9 @@ from contextwm.settings import ServerSettings
 from contextwm_client import Client
 from postgres_server import PostgresServer
 from stores import STORES, RoleStore, open_store
+
+if TYPE_CHECKING:  # imported by the tracing tests only
+    from opentelemetry.trace import TracerProvider
 
 
 @pytest.fixture(scope="session")
@@ -98,14 +101,19 @@ def start_service(
     PostgreSQL database under both_stores); stops them afterwards.
 
     Keyword arguments override ServerSettings fields (conversation=..., limits=...), except
-    `model`, an Embedder instance to use instead of the shared one, and `clock`, the wall
-    clock the server reads. Servers started by one test share its PostgreSQL database.
+    `model`, an Embedder instance to use instead of the shared one, `clock`, the wall
+    clock the server reads, and `tracer_provider`, an OpenTelemetry tracer provider that
+    gets a span per call. Servers started by one test share its PostgreSQL database.
     """
     started: list[Service] = []
     store = request.getfixturevalue("pg_dsn") if store_kind == "postgresql" else ""
 
     def start(
-        *, model: Embedder | None = None, clock: Callable[[], float] = time.time, **overrides: Any
+        *,
+        model: Embedder | None = None,
+        clock: Callable[[], float] = time.time,
+        tracer_provider: TracerProvider | None = None,
+        **overrides: Any,
     ) -> Service:
         data_dir = overrides.pop("data_dir", tmp_path / f"data{len(started)}")
         # The shared model embeds in-process here: a child process per server would load the
@@ -116,7 +124,9 @@ def start_service(
             ),
             **overrides,
         )
-        service = Service.start(settings, embedder=model or embedder, clock=clock)
+        service = Service.start(
+            settings, embedder=model or embedder, clock=clock, tracer_provider=tracer_provider
+        )
         started.append(service)
         return service
 

@@ -150,6 +150,7 @@ class AsyncClient:
         on_wait: Callable[[str], None] | None = None,
         tls: Tls | None = None,
         api_key: str | None = None,
+        call_metadata: Callable[[], Iterable[tuple[str, str]]] | None = None,
     ) -> None:
         """Opens a channel (lazily: nothing is sent before the first call).
 
@@ -172,6 +173,9 @@ class AsyncClient:
                 TLS) and the server name to expect; its files are read here.
             api_key: Sent with every call as `authorization: Bearer <key>`; reading it from
                 a file (and stripping its newline) is the caller's part.
+            call_metadata: Called as each call starts, for metadata to send with that call
+                only (after `metadata`): the W3C `traceparent` of the caller's current span,
+                say, so that the server's span joins the caller's trace (docs/tracing.md).
 
         Raises:
             ValueError: An api_key that is empty or holds whitespace, an api_key beside an
@@ -206,6 +210,7 @@ class AsyncClient:
         self._timeout = timeout
         # Every call sends these (the one place the API key joins them).
         self._metadata = (*metadata, *key_metadata)
+        self._call_metadata = call_metadata
         self._ready_timeout = ready_timeout
         self._on_wait = on_wait
         self._waited = ready_timeout is None
@@ -249,7 +254,7 @@ class AsyncClient:
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             # wait_for_ready: while nothing listens, the call waits rather than fails.
             statuses = self._health_watch(
-                request, timeout=left, metadata=self._metadata or None, wait_for_ready=True
+                request, timeout=left, metadata=self._metadata_now(), wait_for_ready=True
             )
             try:
                 async for status in statuses:
@@ -289,6 +294,12 @@ class AsyncClient:
     def _ns(self, namespace: str | None) -> str:
         return self._namespace if namespace is None else namespace
 
+    def _metadata_now(self) -> tuple[tuple[str, str], ...] | None:
+        """The metadata of a call starting now: the client's, then call_metadata's."""
+        if self._call_metadata is None:
+            return self._metadata or None
+        return (*self._metadata, *self._call_metadata()) or None
+
     async def _invoke(
         self,
         rpc: grpc.aio.UnaryUnaryMultiCallable[_Request, _Response]
@@ -303,7 +314,7 @@ class AsyncClient:
             return await rpc(
                 request,
                 timeout=self._timeout if isinstance(timeout, _Default) else timeout,
-                metadata=self._metadata or None,
+                metadata=self._metadata_now(),
             )
         except grpc.RpcError as exc:
             raise map_rpc_error(exc) from exc
@@ -668,7 +679,7 @@ class AsyncClient:
         requests = _requests.import_chunks(self._ns(namespace), items, chunk_size)
         if not self._waited:
             await self._wait_first()
-        call = self._stub.Import(requests, timeout=timeout, metadata=self._metadata or None)
+        call = self._stub.Import(requests, timeout=timeout, metadata=self._metadata_now())
         result = NO_IMPORT
         try:
             async for message in call:
@@ -709,7 +720,7 @@ class AsyncClient:
         request = _requests.export(self._ns(namespace), conversation_id or "")
         if not self._waited:
             await self._wait_first()
-        call = self._stub.Export(request, timeout=timeout, metadata=self._metadata or None)
+        call = self._stub.Export(request, timeout=timeout, metadata=self._metadata_now())
         try:
             async for chunk in call:
                 for entry in chunk.lines:
@@ -1351,7 +1362,7 @@ class AsyncClient:
         """
         request = _requests.watch(self._ns(namespace), conversation_id, after_event_id)
         try:
-            call = self._stub.Watch(request, timeout=timeout, metadata=self._metadata or None)
+            call = self._stub.Watch(request, timeout=timeout, metadata=self._metadata_now())
         except grpc.RpcError as exc:  # the call fails on reading, but be sure
             raise map_rpc_error(exc) from exc
         return AsyncEventStream(call, after_event_id)
@@ -1703,7 +1714,7 @@ class AsyncClient:
         request = _requests.reembed(ns, conversation_id, all_namespaces)
         if not self._waited:
             await self._wait_first()
-        call = self._stub.Reembed(request, timeout=timeout, metadata=self._metadata or None)
+        call = self._stub.Reembed(request, timeout=timeout, metadata=self._metadata_now())
         try:
             async for message in call:
                 yield from_proto_reembed_progress(message)

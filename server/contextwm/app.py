@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from contextwm.access.guard import Guard
 from contextwm.access.keys import Keys
@@ -51,6 +52,11 @@ from contextwm.workspace_files.chunk_cache import ChunkCache
 from contextwm.workspace_files.service import WorkspaceFiles
 from contextwm.workspace_files.sessions import Sessions
 
+if TYPE_CHECKING:  # OpenTelemetry is loaded only when tracing is on
+    from opentelemetry.trace import TracerProvider
+
+    from contextwm.observability.tracing import Tracing
+
 log = logging.getLogger(__name__)
 
 
@@ -92,6 +98,22 @@ def open_audit_log(settings: ServerSettings) -> AuditLog | None:
         raise SettingsError(
             f"audit_log = {settings.audit_log!r}: cannot open it for appending: {exc.strerror}"
         ) from None
+
+
+def open_tracing(
+    settings: ServerSettings, provider: TracerProvider | None = None
+) -> Tracing | None:
+    """The tracing the settings ask for (otlp_endpoint), or that provider gives; None when
+    off, and then nothing of OpenTelemetry is imported.
+
+    Raises:
+        SettingsError: otlp_endpoint is set but OpenTelemetry is not installed.
+    """
+    if provider is None and not settings.otlp_endpoint:
+        return None
+    from contextwm.observability.tracing import Tracing
+
+    return Tracing.start(settings, provider)
 
 
 def listening_tls(settings: ServerSettings) -> ServerTls | None:
@@ -156,6 +178,7 @@ class Service:
     key_streams: OpenStreams | None = None
     audit: AuditLog | None = None  # when settings.audit_log is set
     inspector: InspectorListening | None = None  # when settings.inspector_port is set
+    tracing: Tracing | None = None  # when settings.otlp_endpoint is set (or tests trace)
 
     @property
     def metrics_port(self) -> int | None:
@@ -174,6 +197,7 @@ class Service:
         *,
         embedder: Embedder | None = None,
         clock: Callable[[], float] = time.time,
+        tracer_provider: TracerProvider | None = None,
     ) -> Service:
         """Listens, then builds everything and reports ready: `listen(settings).load(...)`.
 
@@ -181,16 +205,20 @@ class Service:
             settings: the server settings.
             embedder: an already loaded embedder to share (tests load the model once).
             clock: the wall clock (tests move it on to age items and conversations).
+            tracer_provider: trace every call into this provider, whatever otlp_endpoint
+                says (tests keep spans in memory); it stays the caller's to shut down.
 
         Raises:
             DataDirInUse: another server runs on the data directory.
             UnusableStore: the store file is damaged or missing where it should be; nothing
                 was written to it.
         """
-        return cls.listen(settings).load(embedder, clock)
+        return cls.listen(settings, tracer_provider=tracer_provider).load(embedder, clock)
 
     @classmethod
-    def listen(cls, settings: ServerSettings) -> Listening:
+    def listen(
+        cls, settings: ServerSettings, *, tracer_provider: TracerProvider | None = None
+    ) -> Listening:
         """Takes the data directory, checks its store, then binds the metrics port (if
         enabled) and starts the gRPC server: health probes answer from here on, while the
         model loads (see `Listening.load`).
@@ -204,10 +232,15 @@ class Service:
             SettingsError: the TLS settings cannot be used, or the address (or the
                 inspector's) is not loopback and lacks API keys and TLS (see `listening_tls`
                 and `inspector.listening.check_address`): nothing was created. Or the data
-                directory cannot be created.
+                directory cannot be created, or otlp_endpoint is set without OpenTelemetry
+                installed.
         """
         tls = listening_tls(settings)
         check_address(settings)
+        if settings.otlp_endpoint and tracer_provider is None:
+            from contextwm.observability.tracing import probe
+
+            probe()  # a missing package is refused before anything is created
         data = DataDir(settings.data_dir)
         try:
             data.root.mkdir(parents=True, exist_ok=True)
@@ -220,6 +253,7 @@ class Service:
         metrics = None
         store = None
         inspector = None
+        tracing = None
         try:
             # First, before anything listens or the model loads: a refusal comes at once.
             if not settings.store:
@@ -227,11 +261,14 @@ class Service:
             store = open_store(settings, data)
             if settings.metrics_port is not None:
                 metrics = Metrics.start(settings.metrics_host, settings.metrics_port)
+            tracing = open_tracing(settings, tracer_provider)
             server = GrpcServer(
                 workers=settings.workers,
                 max_message_bytes=settings.max_message_bytes,
                 observe=metrics.observe_call if metrics is not None else None,
                 audit=audit,
+                tracer=tracing.tracer() if tracing is not None else None,
+                trace_content=settings.trace_content,
             )
             address = (
                 f"unix:{settings.socket}" if settings.socket else f"{settings.host}:{settings.port}"
@@ -249,6 +286,8 @@ class Service:
                 store.close()
             if audit is not None:
                 audit.close()
+            if tracing is not None:
+                tracing.stop()
             lock.release()
             raise
         where = address if settings.socket else f"{settings.host}:{port}"
@@ -259,7 +298,9 @@ class Service:
             security,
             settings.data_dir,
         )
-        return Listening(settings, data, store, lock, server, port, metrics, audit, inspector)
+        return Listening(
+            settings, data, store, lock, server, port, metrics, audit, inspector, tracing
+        )
 
     @classmethod
     def _build(
@@ -403,6 +444,7 @@ class Service:
             key_streams,
             listening.audit,
             listening.inspector,
+            listening.tracing,
         )
 
     def stop(self, grace: float | None = None) -> None:
@@ -428,6 +470,8 @@ class Service:
             self.metrics.stop()
         if self.audit is not None:
             self.audit.close()
+        if self.tracing is not None:
+            self.tracing.stop()  # after the drain: the last calls' spans go too
         self.lock.release()
 
 
@@ -446,6 +490,7 @@ class Listening:
     metrics: Metrics | None = None
     audit: AuditLog | None = None
     inspector: InspectorListening | None = None
+    tracing: Tracing | None = None
 
     def load(
         self,
@@ -477,5 +522,7 @@ class Listening:
         self.server.stop(0)
         if self.metrics is not None:
             self.metrics.stop()
+        if self.tracing is not None:
+            self.tracing.stop()
         self.store.close()
         self.lock.release()

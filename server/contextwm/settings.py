@@ -145,6 +145,12 @@ class ServerSettings:
     # The audit trail: "" none, "stderr", or a file appended to (one JSON line per key
     # change, refused call, deletion and retention run).
     audit_log: str = ""
+    # OpenTelemetry traces: a span per call, sent over OTLP/gRPC to this collector
+    # (http://collector:4317); "" off. The standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and
+    # OTEL_EXPORTER_OTLP_ENDPOINT set it too. Needs the `contextwm[otel]` extra.
+    otlp_endpoint: str = ""
+    # Spans also carry the query texts and the records read or written (sensitive: off).
+    trace_content: bool = False
 
 
 # The tables of ServerSettings, merged by functions of their own.
@@ -439,22 +445,76 @@ def _weights(values: Mapping[str, Any], source: str) -> WeightsPatch:
 def environment_variables(environ: Mapping[str, str]) -> dict[tuple[str, ...], str]:
     """The CONTEXTWM_* variables by the setting each sets, as a path:
     CONTEXTWM_PORT -> ("port",); CONTEXTWM_LIMITS__MAX_ITEM_TOKENS -> ("limits", "max_item_tokens").
+    OpenTelemetry's own variables set otlp_endpoint where CONTEXTWM_OTLP_ENDPOINT does not
+    (see `_otel_variable`).
     """
-    return {
+    variables = {
         tuple(name[len(ENV_PREFIX) :].lower().split("__")): name
         for name in environ
         if name.startswith(ENV_PREFIX) and name not in CLIENT_VARIABLES
     }
+    otel = _otel_variable(environ)
+    if otel is not None and (otel not in OTEL_ENDPOINTS or ("otlp_endpoint",) not in variables):
+        variables[("otlp_endpoint",)] = otel
+    return variables
+
+
+# OpenTelemetry's standard variables (its SDK's "environment variable specification"): the
+# first of the endpoints that is set names the collector; either switch turns tracing off.
+OTEL_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+OTEL_DISABLED = "OTEL_SDK_DISABLED"
+OTEL_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
+OTEL_PROTOCOLS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+
+
+def _otel_variable(environ: Mapping[str, str]) -> str | None:
+    """The OpenTelemetry variable that decides otlp_endpoint, if one does: OTEL_SDK_DISABLED
+    (or OTEL_TRACES_EXPORTER=none) turns tracing off whatever else says so; otherwise the
+    first endpoint variable that is set."""
+    if environ.get(OTEL_DISABLED, "").strip().lower() == "true":
+        return OTEL_DISABLED
+    if environ.get(OTEL_TRACES_EXPORTER, "").strip().lower() == "none":
+        return OTEL_TRACES_EXPORTER
+    return next((name for name in OTEL_ENDPOINTS if environ.get(name, "").strip()), None)
+
+
+def _otel_value(name: str, environ: Mapping[str, str]) -> str:
+    """otlp_endpoint as OpenTelemetry's variable name gives it ("" for a switch that turns
+    tracing off).
+
+    Raises:
+        SettingsError: the variables ask for OTLP over HTTP, which this server does not send.
+    """
+    if name not in OTEL_ENDPOINTS:
+        return ""
+    for variable in OTEL_PROTOCOLS:
+        protocol = environ.get(variable, "").strip()
+        if protocol:
+            if protocol != "grpc":
+                raise SettingsError(
+                    f"environment: {variable}={protocol}: contextwm sends traces over OTLP/gRPC"
+                    f" only; set it to grpc (or unset it) and point {name} at the collector's"
+                    " gRPC port (4317)"
+                )
+            break
+    return environ[name].strip()
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    """CONTEXTWM_PORT=1 -> port; CONTEXTWM_LIMITS__MAX_ITEM_TOKENS=5 -> limits.max_item_tokens."""
+    """CONTEXTWM_PORT=1 -> port; CONTEXTWM_LIMITS__MAX_ITEM_TOKENS=5 -> limits.max_item_tokens;
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4317 -> otlp_endpoint.
+
+    Raises:
+        SettingsError: OpenTelemetry's variables ask for what this server cannot do.
+    """
     out: dict[str, Any] = {}
     for path, name in environment_variables(environ).items():
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
-        node[path[-1]] = environ[name]
+        node[path[-1]] = (
+            environ[name] if name.startswith(ENV_PREFIX) else _otel_value(name, environ)
+        )
     return out
 
 
@@ -546,6 +606,12 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
     if settings.key_request_burst < 0 or settings.key_max_request_bytes < 0:
         raise SettingsError(
             "key_request_burst and key_max_request_bytes must be 0 (the default, none) or more"
+        )
+    endpoint = urllib.parse.urlsplit(settings.otlp_endpoint)
+    if settings.otlp_endpoint and (endpoint.scheme not in {"http", "https"} or not endpoint.netloc):
+        raise SettingsError(
+            f"otlp_endpoint = {settings.otlp_endpoint!r}: expected the collector's OTLP/gRPC"
+            " address as a URL, http://collector:4317 (plaintext) or https://... (TLS)"
         )
     if settings.embedder not in {"minilm", "hashing"}:
         raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")

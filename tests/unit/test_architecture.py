@@ -4,15 +4,17 @@
 The domain imports nothing else of ours and the ports only the domain; the feature packages
 and ports never import grpc, the transport, the client, the adapters or the metrics (only
 the observability package imports prometheus_client), and each feature imports only the
-features it is allowed to, never another package's private names; the transport never
-touches SQLite, FAISS or the adapters, and keeps each feature's RPCs and converters in one
-package of its own, below the shared wiring; within the service only the transport imports
-grpc (the cli package, which hosts the client commands, excepted); the datadir package,
-which checks data directories offline, imports no feature package; the access package's
-tokens and key service import only the domain and the ports; the MCP server imports only the
-client of the service; the client never imports the service package. The store is used by
-its role ports, the whole of it only where it is held, implemented or checked; every method
-of the SQLite store belongs to one role (read off the classes: the one check that imports).
+features it is allowed to, never another package's private names; only the two tracing
+modules import OpenTelemetry, and nothing imports them at its top (a server without tracing
+loads none of it); the transport never touches SQLite, FAISS or the adapters, and keeps each
+feature's RPCs and converters in one package of its own, below the shared wiring; within
+the service only the transport imports grpc (the cli package, which hosts the client
+commands, excepted); the datadir package, which checks data directories offline, imports no
+feature package; the access package's tokens and key service import only the domain and the
+ports; the MCP server imports only the client of the service; the client never imports the
+service package. The store is used by its role ports, the whole of it only where it is held,
+implemented or checked; every method of the SQLite store belongs to one role (read off the
+classes: the one check that imports).
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def test_core_and_ports_import_no_transport_client_or_adapters(layer: str) -> No
         "contextwm.adapters",
         "contextwm.observability",
         "prometheus_client",
+        "opentelemetry",
     )
     assert violations(modules(SERVER / layer), forbidden) == []
 
@@ -118,6 +121,60 @@ def test_only_the_observability_package_imports_prometheus_client() -> None:
     others = [p for p in modules(SERVER) if p.relative_to(SERVER).parts[0] != "observability"]
     assert violations(others, ("prometheus_client",)) == []
     assert violations(modules(SERVER / "observability"), ("prometheus_client",))
+
+
+# Where OpenTelemetry may be imported: the SDK's set-up and the interceptor that makes the
+# spans, each loaded only when tracing is on (anywhere else, a server without tracing would
+# load it too).
+TRACING = {SERVER / "observability" / "tracing.py", SERVER / "transport" / "tracing.py"}
+
+
+def runtime_imports(path: Path) -> Iterator[tuple[int, str]]:
+    """The modules a file imports when it runs: those under `if TYPE_CHECKING:` (names for
+    annotations only) left out."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.lineno, node.module
+
+
+def test_only_the_tracing_modules_import_opentelemetry() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in modules(SERVER)
+        if path not in TRACING
+        for line, name in runtime_imports(path)
+        if matches(name, "opentelemetry")
+    ]
+    assert found == []
+    for path in TRACING:
+        assert violations([path], ("opentelemetry",)), path
+
+
+def test_the_tracing_modules_are_imported_only_where_tracing_is_switched_on() -> None:
+    # Nested imports (in code that runs when tracing is on, or under TYPE_CHECKING) are how
+    # they are reached; one at a module's top would load OpenTelemetry into every server.
+    names = ("contextwm.observability.tracing", "contextwm.transport.tracing")
+    for path in modules(SERVER):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names if a.name.startswith(names)]
+            elif isinstance(node, ast.ImportFrom):
+                found = [node.module or ""] if (node.module or "").startswith(names) else []
+            else:
+                continue
+            assert found == [], f"{path.relative_to(ROOT)}:{node.lineno} imports {found}"
 
 
 def ours(name: str) -> str | None:
@@ -191,6 +248,7 @@ TRANSPORT_SHARED = {
     "servicer",
     "store_probe",
     "timestamps",
+    "tracing",
 }
 
 
@@ -205,7 +263,7 @@ def test_the_transport_is_grouped_by_feature() -> None:
         assert names and names <= {"rpcs.py", "convert.py"}, feature.name
     files = [p for feature in features for p in modules(feature)]
     # The wiring composes the features' mixins, never the reverse.
-    wiring = ("servicer", "server", "interceptors", "readiness", "store_probe")
+    wiring = ("servicer", "server", "interceptors", "readiness", "store_probe", "tracing")
     assert violations(files, tuple(f"contextwm.transport.{m}" for m in wiring)) == []
     # Converters only translate messages: the calls and their contexts stay in rpcs.py.
     converters = [p for p in files if p.name == "convert.py"]

@@ -116,7 +116,7 @@ def _reporter(
     return report
 
 
-def _as_answered(outcome: str, context: grpc.ServicerContext) -> str:
+def as_answered(outcome: str, context: grpc.ServicerContext) -> str:
     """The status the client got: a call that ended without an error after the client
     stopped waiting (gone, out of time, or cut by shutdown) was answered by gRPC, not by us."""
     if outcome != "OK" or context.is_active():
@@ -268,7 +268,7 @@ def _answered(
         outcome = "INTERNAL"
         _abort(context, exc, method)
     finally:
-        report(_as_answered(outcome, context), start)
+        report(as_answered(outcome, context), start)
 
 
 def _unary(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from concurrent import futures
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import grpc
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
@@ -18,6 +18,9 @@ from contextwm.transport.access import CallAccess
 from contextwm.transport.interceptors import CallObserver, ErrorInterceptor
 from contextwm.transport.readiness import LIVENESS, READINESS, SERVICE_NAME, LateServicer
 from contextwm.transport.servicer import ContextServicer
+
+if TYPE_CHECKING:  # OpenTelemetry is loaded only when tracing is on
+    from opentelemetry.trace import Tracer
 
 # Health Watch streams served at once; more wait for one to end.
 HEALTH_WATCHERS = 16
@@ -45,15 +48,26 @@ class GrpcServer:
         max_message_bytes: int,
         observe: CallObserver | None = None,
         audit: AuditLog | None = None,
+        tracer: Tracer | None = None,
+        trace_content: bool = False,
     ) -> None:
         """Args:
         observe: told of every finished ContextService call (the metrics), if given.
         audit: where key changes, refused calls and deletions are recorded, if given.
+        tracer: where a span per ContextService call goes (`transport.tracing`), if tracing
+            is on; None installs nothing and loads nothing of OpenTelemetry.
+        trace_content: the spans also carry query texts and records.
         """
         self._interceptor = ErrorInterceptor(observe, audit)
+        interceptors: list[grpc.ServerInterceptor] = [self._interceptor]  # type: ignore[type-arg]
+        if tracer is not None:
+            from contextwm.transport.tracing import TracingInterceptor
+
+            # First: its span holds the whole call, the key check and the final status too.
+            interceptors.insert(0, TracingInterceptor(tracer, content=trace_content))
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contextwm-rpc"),
-            interceptors=[self._interceptor],
+            interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.max_send_message_length", max_message_bytes),
