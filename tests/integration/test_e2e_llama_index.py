@@ -10,7 +10,9 @@ or the test passes its own."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -29,6 +31,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
 from offline import refuse_internet
 
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "llama-index.md"
 T = TypeVar("T")
 
 
@@ -266,3 +269,26 @@ def test_one_agent_turn_sends_the_model_the_enhanced_context(service: Service) -
         ]
 
     run(service, body)
+
+
+def test_the_pages_example_runs_as_written(
+    service: Service, client: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With LlamaIndex's default tokenizer (the tiktoken table it ships), offline."""
+    example = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)[0]
+    assert "127.0.0.1:50051" in example
+    code = example.replace("127.0.0.1:50051", f"127.0.0.1:{service.port}")
+    exec(compile(code, str(PAGE), "exec"), {})
+    printed = capsys.readouterr().out
+    flushed = [i.content for i in client.iter_items("ops-chat-1")]
+    assert flushed[:2] == [
+        "Billing runs on db-3 and listens on port 5432.",
+        "Noted: billing is on db-3, port 5432.",
+    ]
+    memory_block = printed.split("[system] <memory>\n<contextwm>\n", 1)[1].split("</contextwm>")[0]
+    assert "user: Billing runs on db-3 and listens on port 5432." in memory_block
+    # What Memory still holds follows the block, then the question; then the answer.
+    tail = printed.split("</memory>\n", 1)[1].splitlines()
+    assert tail[-2:] == ["[user] Which port does billing use?", "Billing listens on 5432."]
+    held = [line for line in tail[:-2] if line.startswith("[")]
+    assert held and all(line[line.index("] ") + 2 :] not in flushed for line in held)

@@ -6,7 +6,9 @@ model, checking what the model was sent."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import pytest
@@ -18,12 +20,19 @@ from contextwm.app import Service
 from contextwm_client import AsyncClient, Client, ConversationSettings, NotFoundError
 from contextwm_client.integrations._response_items import compact_items
 from contextwm_client.integrations.openai_agents import ContextWMSession
+from offline import refuse_internet
 
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "openai-agents.md"
 T = TypeVar("T")
 ClientKind = Literal["sync", "asyncio"]
 MakeSession = Callable[..., ContextWMSession]
 # Traces would be sent to OpenAI: the tests never reach the network.
 OFFLINE = RunConfig(tracing_disabled=True)
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    refuse_internet(monkeypatch)
 
 
 def with_sessions(
@@ -320,3 +329,34 @@ def test_one_agent_turn_with_a_budget_sends_the_enhanced_context(
         assert len(model.calls[0].input) < len(history)
 
     with_sessions(service, "sync", body)
+
+
+def test_the_pages_example_runs_as_written(
+    service: Service, client: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)[0]
+    assert "127.0.0.1:50051" in example
+    code = example.replace("127.0.0.1:50051", f"127.0.0.1:{service.port}")
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(PAGE), "exec"), namespace)
+    assert capsys.readouterr().out.splitlines() == [
+        "Billing listens on 5432.",
+        "You asked which port billing uses.",
+        "6 items in the session",
+    ]
+    second_turn = namespace["model"].calls[-1].input
+    assert [(i.get("type", "message"), i.get("role")) for i in second_turn] == [
+        ("message", "user"),
+        ("function_call", None),
+        ("function_call_output", None),
+        ("message", "assistant"),
+        ("message", "user"),
+    ]
+    assert [i.role for i in client.iter_items("ops-agent-1")] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
