@@ -202,3 +202,37 @@ def test_words_every_turn_shares_do_not_decide(client: Client) -> None:
     ctx = client.get_context("chat", "What is the name of Caroline's greyhound?", max_tokens=80)
     best = max((*ctx.history, *ctx.recent), key=lambda s: s.score)
     assert best.seq == 8
+
+
+def test_the_words_of_the_best_hits_find_turns_that_share_none_with_the_question(
+    client: Client,
+) -> None:
+    # Only the first turn answers in the question's words; the outage report names what it
+    # named, and nothing the question asks. Unrelated chatter comes between and after.
+    client.create_conversation("heron-db", settings=ConversationSettings(window_max_items=10))
+    items = [NewItem("The Heron project's database is called Bluefin.", timestamp=DAY0)]
+    items += [
+        NewItem(f"{FILLER[k % len(FILLER)]} (aside {k})", timestamp=DAY0 + timedelta(hours=k))
+        for k in range(40)
+    ]
+    items.append(
+        NewItem(
+            "Bluefin fell over twice last night; bring it back with the --safe switch.",
+            timestamp=DAY0 + timedelta(days=3),
+        )
+    )
+    items += [
+        NewItem(f"{FILLER[k % len(FILLER)]} (later {k})", timestamp=DAY0 + timedelta(days=4))
+        for k in range(20)
+    ]
+    client.append_batch("heron-db", items)
+    question = "what do we know about Heron's database?"
+    ctx = client.get_context("heron-db", question, max_tokens=200)
+    found = {s.item.seq: s for s in ctx.history}
+    assert {1, 42} <= found.keys()
+    assert ctx.total_tokens <= 200
+    # It shares no word with the question, yet it has a lexical score: Bluefin's.
+    assert found[42].parts.lexical > 0.0
+    # Search ranks by the words asked alone: there it has none.
+    hits = client.search(question, conversation_id="heron-db", include_window=True, top_k=20)
+    assert all(h.parts.lexical == 0.0 for h in hits.hits if h.item.seq == 42)

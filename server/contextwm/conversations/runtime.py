@@ -70,8 +70,9 @@ class ConversationRuntime:
     last_used: float = 0.0
     # time.monotonic() of the last search of the index: saving waits until it has rested.
     last_search: float = 0.0
-    # How many items hold each common query term, and the item total when it was counted:
-    # counting a term thousands of items hold costs more than the rest of its search.
+    # How many items hold each term counted lately, and the item total when it was counted:
+    # counting a term thousands of items hold costs more than the rest of its search, and
+    # the feedback round weighs the same words of the best hits query after query.
     term_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property

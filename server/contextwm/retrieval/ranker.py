@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
 from typing import Protocol
@@ -17,8 +17,14 @@ from contextwm.conversations.vectors import Vectors
 from contextwm.domain.conversations import ConversationSettings
 from contextwm.domain.items import Item, ItemFilter, ItemState, ScoredItem, ScoreParts
 from contextwm.ports.item_store import ItemStore
-from contextwm.ports.lexical_store import LexicalStore
+from contextwm.ports.lexical_store import LexicalStore, TermPostings
 from contextwm.ports.vector_store import VectorStore
+from contextwm.retrieval.feedback import (
+    FEEDBACK_HITS,
+    candidate_terms,
+    feedback_terms,
+    widened,
+)
 from contextwm.retrieval.query_terms import query_terms
 from contextwm.retrieval.ranking import (
     DENSE_FLOOR_RANK,
@@ -172,27 +178,95 @@ class Ranker:
         terms = query_terms(text)
         if not terms:
             return {}
-        store = self.store
+        return self._bm25(rt, self._postings(rt, terms), states, flt, limit)
+
+    def _postings(self, rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, TermPostings]:
+        """Each term's postings; a common term's count comes from the runtime's cache while
+        the conversation has grown by less than COUNT_DRIFT since it was counted."""
+        known = self._cached_counts(rt, terms)
+        postings = self.store.term_postings(rt.key, terms, MAX_POSTINGS, known)
+        self._cache_counts(rt, {t: p.count for t, p in postings.items() if p.count > MAX_POSTINGS})
+        return postings
+
+    def _counts(self, rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, int]:
+        """How many items hold each term, from the runtime's cache where it is fresh: the
+        feedback round weighs dozens of words per query, mostly the same ones again."""
+        counts = self._cached_counts(rt, terms)
+        missing = [t for t in terms if t not in counts]
+        if missing:
+            looked_up = self.store.term_postings(rt.key, missing, MAX_POSTINGS, counts)
+            fresh = {t: p.count for t, p in looked_up.items()}
+            self._cache_counts(rt, fresh)
+            counts.update(fresh)
+        return counts
+
+    @staticmethod
+    def _cached_counts(rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, int]:
         cached = rt.term_counts
         known: dict[str, int] = {}
         for t in terms:
             count = cached.get(t)
             if count is not None and rt.total - count[1] <= rt.total * COUNT_DRIFT:
                 known[t] = count[0]
-        postings = store.term_postings(rt.key, terms, MAX_POSTINGS, known)
-        if len(cached) > MAX_COUNTED_TERMS:
+        return known
+
+    @staticmethod
+    def _cache_counts(rt: ConversationRuntime, counts: Mapping[str, int]) -> None:
+        cached = rt.term_counts
+        if len(cached) + len(counts) > MAX_COUNTED_TERMS:
             cached.clear()
-        for t, p in postings.items():
-            if p.count > MAX_POSTINGS and t not in known:
-                cached[t] = (p.count, rt.total)
-        weights = matched_idf(postings, rt.total)
+        for t, count in counts.items():
+            cached[t] = (count, rt.total)
+
+    def _bm25(
+        self,
+        rt: ConversationRuntime,
+        postings: Mapping[str, TermPostings],
+        states: Sequence[ItemState],
+        flt: ItemFilter | None,
+        limit: int,
+        boost: Mapping[str, float] | None = None,
+    ) -> dict[int, float]:
+        weights = matched_idf(postings, rt.total, boost)
         rows = sorted(weights, key=lambda r: -weights[r])
         if flt is None or flt.empty:
             # Length moves a score by a factor of about 2 at most: the items holding the
             # most of the query's weight are all that can rank.
             rows = rows[: 2 * limit]
-        items = store.row_items(rt.key, rows, states, flt)
+        items = self.store.row_items(rt.key, rows, states, flt)
         return bm25(weights, items, rt.tokens / max(rt.total, 1))
+
+    def with_feedback(
+        self,
+        rt: ConversationRuntime,
+        found: Signals,
+        ranked: list[Ranked],
+        text: str,
+        *,
+        states: Sequence[ItemState],
+        limit: int,
+        threshold: float | None,
+    ) -> list[Ranked]:
+        """A hybrid ranking again, its lexical side widened by the rare words of its best
+        hits (see retrieval.feedback); unchanged when words found nothing (rt.lock held)."""
+        if not found.lexical or not ranked:
+            return ranked
+        best = ranked[:FEEDBACK_HITS]
+        hits = self.items(rt, [r.seq for r in best])
+        top = best[0].score or 1.0
+        held = candidate_terms(
+            [(hits[r.seq].content, r.score / top) for r in best if r.seq in hits],
+            set(query_terms(text)),
+        )
+        if not held:
+            return ranked
+        chosen = feedback_terms(held, self._counts(rt, list(held)), rt.total)
+        if not chosen:
+            return ranked
+        boost = {t: held[t] for t in chosen}
+        extra = self._bm25(rt, self._postings(rt, chosen), states, None, limit, boost)
+        signals = dataclasses.replace(found, lexical=widened(found.lexical, extra))
+        return self.rank(rt, signals, threshold=threshold, mode="hybrid")
 
     @staticmethod
     def threshold(rt: ConversationRuntime, asked: float | None, mode: str) -> float | None:

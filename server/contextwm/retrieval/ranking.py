@@ -39,13 +39,18 @@ class Ranked:
     measured: bool = True  # whether similarity was measured
 
 
-def matched_idf(postings: Mapping[str, TermPostings], items: int) -> dict[int, float]:
+def matched_idf(
+    postings: Mapping[str, TermPostings],
+    items: int,
+    boost: Mapping[str, float] | None = None,
+) -> dict[int, float]:
     """For the rows listed in postings, the summed IDF of the query terms each contains.
 
     Args:
         postings: for each query term, the items that contain it (TermPostings.count is the
             term's document frequency in the conversation).
         items: how many items the conversation holds.
+        boost: a factor on each term's IDF (1 for a term left out).
     """
     weight: dict[int, float] = {}
     # A list cut short (a common term) is an arbitrary sample of the items holding the term:
@@ -53,8 +58,9 @@ def matched_idf(postings: Mapping[str, TermPostings], items: int) -> dict[int, f
     # unless no list is complete.
     complete = [p for p in postings.values() if 0 < p.count == len(p.rows)]
     cut = [p for p in postings.values() if p.count > len(p.rows)]
+    factor = {id(p): (boost or {}).get(t, 1.0) for t, p in postings.items()}
     for p in complete + cut:
-        idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
+        idf = factor[id(p)] * math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
         joins = p.count == len(p.rows) or not complete
         for row in p.rows:
             if joins or row in weight:

@@ -203,4 +203,9 @@ class Retriever:
             lexical=q.lexical(tuple(states)),
         )
         threshold = self.ranker.threshold(rt, request.similarity_threshold, request.mode)
-        return self.ranker.rank(rt, found, threshold=threshold, mode=request.mode)
+        ranked = self.ranker.rank(rt, found, threshold=threshold, mode=request.mode)
+        if request.mode != "hybrid":
+            return ranked
+        return self.ranker.with_feedback(
+            rt, found, ranked, q.search, states=states, limit=request.hits, threshold=threshold
+        )
