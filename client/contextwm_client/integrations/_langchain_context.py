@@ -6,9 +6,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from contextwm_client._aio import AsyncClient
-from contextwm_client._client import Client
-from contextwm_client._types import EnhancedContext
+from contextwm_client import AsyncClient, Client, EnhancedContext
 
 ContextRole = Literal["user", "system"]
 

@@ -8,9 +8,7 @@ from contextlib import suppress
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from contextwm_client._client import Client
-from contextwm_client._exceptions import NotFoundError
-from contextwm_client._vocabulary import ItemState
+from contextwm_client import Client, ItemState, NotFoundError
 from contextwm_client.integrations._langchain_messages import item_to_message, message_to_item
 
 # Reverted items were undone by a checkpoint restore: they are not the history any more.

@@ -19,8 +19,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from contextwm_client._types import Item, NewItem
-from contextwm_client._vocabulary import Flag, Role
+from contextwm_client import Flag, Item, NewItem, Role
 
 # Item metadata the adapter writes; other keys are the caller's and are left alone.
 TYPE_KEY = "langchain.type"

@@ -28,10 +28,7 @@ from langgraph.store.base import (
 from langgraph.store.base import Item as StoreItem
 from langgraph.store.base.embed import get_text_at_path
 
-from contextwm_client._client import Client
-from contextwm_client._exceptions import NotFoundError
-from contextwm_client._types import Item, NewItem
-from contextwm_client._vocabulary import ItemState
+from contextwm_client import Client, Item, ItemState, NewItem, NotFoundError
 
 # Item metadata of a stored value. The labels are there so that a search's metadata filter
 # can keep it to a namespace prefix, on the server, before top_k is cut.
