@@ -185,20 +185,26 @@ class Ranker:
         the conversation has grown by less than COUNT_DRIFT since it was counted."""
         known = self._cached_counts(rt, terms)
         postings = self.store.term_postings(rt.key, terms, MAX_POSTINGS, known)
-        self._cache_counts(rt, {t: p.count for t, p in postings.items() if p.count > MAX_POSTINGS})
+        # Only counts read now: re-caching a known one would restart its drift allowance.
+        self._cache_counts(
+            rt,
+            {t: p.count for t, p in postings.items() if p.count > MAX_POSTINGS and t not in known},
+        )
         return postings
 
-    def _counts(self, rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, int]:
-        """How many items hold each term, from the runtime's cache where it is fresh: the
-        feedback round weighs dozens of words per query, mostly the same ones again."""
+    def _counts(
+        self, rt: ConversationRuntime, terms: Sequence[str]
+    ) -> tuple[dict[str, int], dict[str, TermPostings]]:
+        """How many items hold each term, from the runtime's cache where it is fresh (the
+        feedback round weighs dozens of words per query, mostly the same ones again), and
+        the postings of the terms it had to look up."""
         counts = self._cached_counts(rt, terms)
         missing = [t for t in terms if t not in counts]
-        if missing:
-            looked_up = self.store.term_postings(rt.key, missing, MAX_POSTINGS, counts)
-            fresh = {t: p.count for t, p in looked_up.items()}
-            self._cache_counts(rt, fresh)
-            counts.update(fresh)
-        return counts
+        looked_up = self.store.term_postings(rt.key, missing, MAX_POSTINGS) if missing else {}
+        fresh = {t: p.count for t, p in looked_up.items()}
+        self._cache_counts(rt, fresh)
+        counts.update(fresh)
+        return counts, looked_up
 
     @staticmethod
     def _cached_counts(rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, int]:
@@ -260,11 +266,15 @@ class Ranker:
         )
         if not held:
             return ranked
-        chosen = feedback_terms(held, self._counts(rt, list(held)), rt.total)
+        counts, looked_up = self._counts(rt, list(held))
+        chosen = feedback_terms(held, counts, rt.total)
         if not chosen:
             return ranked
+        # The chosen words' rows: those just looked up are at hand, the rest are read once.
+        postings = self._postings(rt, [t for t in chosen if t not in looked_up])
+        postings.update({t: looked_up[t] for t in chosen if t in looked_up})
         boost = {t: held[t] for t in chosen}
-        extra = self._bm25(rt, self._postings(rt, chosen), states, None, limit, boost)
+        extra = self._bm25(rt, postings, states, None, limit, boost)
         signals = dataclasses.replace(found, lexical=widened(found.lexical, extra))
         return self.rank(rt, signals, threshold=threshold, mode="hybrid")
 

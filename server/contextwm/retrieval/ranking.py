@@ -56,11 +56,12 @@ def matched_idf(
     # A list cut short (a common term) is an arbitrary sample of the items holding the term:
     # it adds its weight to items the complete lists found, but brings none of its own
     # unless no list is complete.
-    complete = [p for p in postings.values() if 0 < p.count == len(p.rows)]
-    cut = [p for p in postings.values() if p.count > len(p.rows)]
-    factor = {id(p): (boost or {}).get(t, 1.0) for t, p in postings.items()}
-    for p in complete + cut:
-        idf = factor[id(p)] * math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
+    complete = [(t, p) for t, p in postings.items() if 0 < p.count == len(p.rows)]
+    cut = [(t, p) for t, p in postings.items() if p.count > len(p.rows)]
+    for t, p in complete + cut:
+        idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
+        if boost is not None:
+            idf *= boost.get(t, 1.0)
         joins = p.count == len(p.rows) or not complete
         for row in p.rows:
             if joins or row in weight:
