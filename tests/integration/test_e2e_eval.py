@@ -88,6 +88,8 @@ def test_eval_scores_the_service_beside_the_selectors(
     assert got[(3, "contextwm", 64)]["recall"] in (0.0, 0.5, 1.0)
     assert {r["kind"] for r in rows if r["line"] == 2} == {"ops"}
     assert "Hit rate by kind at 200 tokens" in printed
+    assert "== Lead over the best simple selector at each budget" in printed
+    assert "paired bootstrap interval" in printed
 
 
 def test_labels_it_cannot_use_are_refused_by_line(
