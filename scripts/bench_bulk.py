@@ -9,7 +9,7 @@ Measures:
    from its start to its exit. Items are acknowledged only once embedded and stored, so the
    import's rate is the ingest rate; the store is then checked: every item stored, none
    without vector;
-2. raw: SentenceTransformerEmbedder (all-MiniLM-L6-v2) in this process, alone on the
+2. raw: the server's default engine (all-MiniLM-L6-v2) in this process, alone on the
    machine (the server idle), embedding a sample of the next part's texts in batches of 256
    (the import's chunk) and 64 (the model's own batch), the faster counted, right before
    each part is imported. The machine is shared and its speed drifts by more than the margin
@@ -239,7 +239,7 @@ def replicas_import(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    from contextwm.app import make_embedder
 
     args = parse_args(argv)
     if args.postgresql:
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         parts = timeline(tmp, args.items, args.conversations, args.parts, args.seed)
         size = sum(path.stat().st_size for path, _ in parts)
         log(f"timeline: {args.items:,} items in {args.parts} parts, {size / 2**20:.1f} MiB")
-        embedder = SentenceTransformerEmbedder()
+        embedder = make_embedder("minilm")
         with ServerProcess(tmp / "data") as server:
             with Client(server.target, timeout=120.0) as client:
                 client.append("warmup", "warm up the server's caches")

@@ -339,9 +339,9 @@ def run(
         work = Path(tmp)
         servers: list[tuple[str, Any]] = []
         if args.cached_server:
-            from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+            from contextwm.app import make_embedder
 
-            model = SentenceTransformerEmbedder()
+            model = make_embedder("minilm")
             cache = VectorCache(CACHE, model.model_name)
             texts = [t.content for c in conversations for t in c.turns]
             cache.fill(texts + [q.text for q in questions], model.embed)

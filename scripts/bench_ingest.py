@@ -2,7 +2,7 @@
 
 Measures, in one run:
 
-1. raw batched embedding throughput of the service's model (SentenceTransformerEmbedder,
+1. raw batched embedding throughput of the service's model (the server's default engine,
    all-MiniLM-L6-v2) in this process, on a sample of the same texts, in batches of 32 (the
    indexer's batch size) and 64, before the server starts (so nothing competes with it),
    and once more after the ingest with the server idle, to show drift on a shared machine;
@@ -279,9 +279,9 @@ def main() -> int:
     mean_tokens = sum(sample_tokens) / len(sample_tokens)
 
     sample = flat[: args.embed_sample]
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    from contextwm.app import make_embedder
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder("minilm")
     raw_load0 = loadavg()
     raw = raw_embedding(embedder, sample)
     raw_load = (raw_load0, loadavg())

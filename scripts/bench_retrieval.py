@@ -370,9 +370,9 @@ def main() -> int:
     data_dir.mkdir()
     log(f"data dir {data_dir}")
 
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    from contextwm.app import make_embedder
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder("minilm")
     assert embedder.model_name == MODEL, embedder.model_name
 
     t0 = time.perf_counter()

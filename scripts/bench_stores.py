@@ -93,9 +93,9 @@ def main() -> int:
     for d in dirs.values():
         d.mkdir()
 
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    from contextwm.app import make_embedder
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder("minilm")
     pool = embed_pool(embedder, args.pool, args.seed)
     gen = TextGenerator(args.seed + 1)
     database = PostgresServer(durable=True)

@@ -15,6 +15,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from certificates import Pki, make_pki
+from contextwm.adapters.embedder_onnx import OnnxEmbedder
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.adapters.postgres.store import PostgresStore
 from contextwm.app import Service
@@ -67,8 +68,14 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> SentenceTransformerEmbedder:
-    """The bundled all-MiniLM-L6-v2, loaded once per test session (the slowest start-up)."""
+def embedder() -> OnnxEmbedder:
+    """The bundled all-MiniLM-L6-v2 on the default engine, loaded once per test session."""
+    return OnnxEmbedder()
+
+
+@pytest.fixture(scope="session")
+def torch_embedder() -> SentenceTransformerEmbedder:
+    """The same model on PyTorch: the reference the default engine is tested against."""
     return SentenceTransformerEmbedder()
 
 
@@ -93,7 +100,7 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def start_service(
     tmp_path: Path,
-    embedder: SentenceTransformerEmbedder,
+    embedder: Embedder,
     store_kind: str,
     request: pytest.FixtureRequest,
 ) -> Iterator[StartService]:

@@ -13,9 +13,9 @@ import numpy.typing as npt
 import psycopg
 from conftest import StartService
 from contextwm.adapters.embedder_fake import HashingEmbedder
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.datadir.layout import DataDir
 from contextwm.domain.conversations import ConversationSettings
+from contextwm.ports.embedder import Embedder
 from contextwm_client import Client, NewItem
 
 OLD_MODEL = HashingEmbedder().model_name
@@ -89,7 +89,7 @@ class WatchedEmbedder:
     re-embed embeds the items of a stale conversation, so the marker "in default/b)" tells
     that a re-embed has a batch of b in hand."""
 
-    def __init__(self, inner: SentenceTransformerEmbedder, marker: str) -> None:
+    def __init__(self, inner: Embedder, marker: str) -> None:
         self._inner = inner
         self._marker = marker
         self.seen = threading.Event()

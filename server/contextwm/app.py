@@ -61,15 +61,20 @@ log = logging.getLogger(__name__)
 
 
 def make_embedder(kind: str, main_thread: MainThread | None = None) -> Embedder:
-    """The embedder a setting names: the bundled MiniLM model (embedding queries on
-    main_thread, when given), or a hashing one for tests."""
+    """The embedder a setting names (see EMBEDDERS): the bundled MiniLM on ONNX Runtime, in
+    int8 or on PyTorch (embedding queries on main_thread, when given), or a hashing one for
+    tests."""
     if kind == "hashing":
         from contextwm.adapters.embedder_fake import HashingEmbedder
 
         return HashingEmbedder()
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    if kind == "minilm-torch":
+        from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(main_thread=main_thread)
+        return SentenceTransformerEmbedder(main_thread=main_thread)
+    from contextwm.adapters.embedder_onnx import OnnxEmbedder
+
+    return OnnxEmbedder(quantized=kind == "minilm-int8")
 
 
 def open_store(settings: ServerSettings, data: DataDir) -> Store:
@@ -318,9 +323,11 @@ class Service:
         faiss.omp_set_num_threads(1)
         batch_embedder = None
         try:
-            if settings.indexer_process and settings.embedder == "minilm":
+            if settings.indexer_process and settings.embedder != "hashing":
                 # Started first: the child loads its model while this process loads its own.
-                batch_embedder = ProcessEmbedder(niceness=settings.indexer_niceness)
+                batch_embedder = ProcessEmbedder(
+                    settings.embedder, niceness=settings.indexer_niceness
+                )
             embedder = embedder or make_embedder(settings.embedder, main_thread)
             # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
             embedder.embed(["warm-up"])

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from contextwm.settings import SettingsError, load_settings
+from contextwm.settings import EMBEDDERS, SettingsError, load_settings
 
 # The exit status when the data directory cannot be served (damaged store, another server
 # on it): distinct, so that a supervisor can be told not to restart into the same refusal
@@ -67,7 +67,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level", choices=["debug", "info", "warning", "error"], help="(default info)"
     )
     parser.add_argument(
-        "--embedder", choices=["minilm", "hashing"], help="minilm (default) or hashing (tests only)"
+        "--embedder",
+        choices=EMBEDDERS,
+        help="minilm (default; ONNX Runtime), minilm-int8 (quantised: faster, its own vectors), "
+        "minilm-torch (PyTorch) or hashing (tests only)",
     )
     parser.add_argument(
         "--metrics-port",

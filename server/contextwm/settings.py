@@ -35,6 +35,9 @@ CLIENT_VARIABLES = frozenset(
     f"{ENV_PREFIX}{name}" for name in ("TARGET", "API_KEY", "TLS_CA", "TLS_CERT", "TLS_KEY")
 )
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# The embedder setting's values: the bundled MiniLM on ONNX Runtime, the same quantised to
+# int8 (its own vectors and index), the same on PyTorch, and a fast stand-in for tests.
+EMBEDDERS = ("minilm", "minilm-int8", "minilm-torch", "hashing")
 
 
 def without_password(url: str) -> str:
@@ -92,7 +95,7 @@ class ServerSettings:
     workers: int = 16
     log_level: str = "info"
     sqlite_synchronous: str = "NORMAL"
-    embedder: str = "minilm"
+    embedder: str = "minilm"  # one of EMBEDDERS
     index_wait_seconds: float = 5.0
     indexer_batch_size: int = 32
     # Embed appended items in a child process (the bundled model only), this much nicer.
@@ -613,8 +616,12 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
             f"otlp_endpoint = {settings.otlp_endpoint!r}: expected the collector's OTLP/gRPC"
             " address as a URL, http://collector:4317 (plaintext) or https://... (TLS)"
         )
-    if settings.embedder not in {"minilm", "hashing"}:
-        raise SettingsError("embedder must be minilm (the bundled model) or hashing (tests)")
+    if settings.embedder not in EMBEDDERS:
+        raise SettingsError(
+            "embedder must be minilm (the bundled model), minilm-int8 (the same, quantised: "
+            "faster, slightly different vectors), minilm-torch (the bundled model on PyTorch) "
+            "or hashing (tests)"
+        )
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):
         if root and not Path(root).is_dir():
             raise SettingsError(f"workspace root {root!r} is not an existing directory")

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 from conftest import StartService
-from contextwm.adapters.embedder_st import QUERY_BATCH, SentenceTransformerEmbedder
+from contextwm.adapters.query_coalescing import QUERY_BATCH
 from contextwm.indexing.pacing import DRAIN_BATCH
+from contextwm.ports.embedder import Embedder
 from contextwm_client import Client, ConversationSettings, FileRef, NewItem
 from recording_embedder import RecordingEmbedder
 
@@ -46,7 +47,7 @@ def test_evicted_items_keep_all_fields_and_are_found_by_meaning(client: Client) 
 
 
 def test_concurrent_appends_are_embedded_in_batches(
-    start_service: StartService, embedder: SentenceTransformerEmbedder
+    start_service: StartService, embedder: Embedder
 ) -> None:
     recording = RecordingEmbedder(embedder)
     service = start_service(model=recording)
@@ -73,7 +74,7 @@ def test_concurrent_appends_are_embedded_in_batches(
 
 
 def test_a_burst_s_backlog_is_embedded_in_large_batches(
-    start_service: StartService, embedder: SentenceTransformerEmbedder
+    start_service: StartService, embedder: Embedder
 ) -> None:
     """Once appends stop, the indexer embeds what they left in batches the model runs at
     its batched rate, not in the small batches it uses beside appends."""

@@ -17,8 +17,8 @@ import pytest
 import rich_conversation
 from browser import chromium, screenshot, wait
 from contextwm.adapters.embedder_fake import HashingEmbedder
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.app import Service
+from contextwm.ports.embedder import Embedder
 from contextwm.settings import ServerSettings
 from contextwm_client import Client, ConversationSettings, ImportItem, NewItem
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -38,9 +38,7 @@ class Inspected:
 
 
 @pytest.fixture(scope="module")
-def inspected(
-    tmp_path_factory: pytest.TempPathFactory, embedder: SentenceTransformerEmbedder
-) -> Iterator[Inspected]:
+def inspected(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Inspected]:
     """A server with the inspector on, holding the rich conversation (archived, compacted,
     truncated, a checkpoint and a duplicate read), one with a model limit, one with a
     restored checkpoint, and one whose old tool output the active context masks."""

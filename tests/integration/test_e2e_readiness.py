@@ -15,9 +15,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.app import Service
-from contextwm.ports.embedder import Vectors
+from contextwm.ports.embedder import Embedder, Vectors
 from contextwm.settings import ServerSettings
 from contextwm_client import AsyncClient, Client, DeadlineExceededError, UnavailableError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -64,9 +63,7 @@ def free_port() -> int:
         return port
 
 
-def test_listening_before_ready_then_serving(
-    tmp_path: Path, embedder: SentenceTransformerEmbedder
-) -> None:
+def test_listening_before_ready_then_serving(tmp_path: Path, embedder: Embedder) -> None:
     settings = ServerSettings(port=0, data_dir=tmp_path, grace_seconds=1.0, indexer_process=False)
     listening = Service.listen(settings)
     target = f"127.0.0.1:{listening.port}"
@@ -113,7 +110,7 @@ class UnloadableModel:
 
 
 def test_a_failed_load_stops_listening_and_frees_the_directory(
-    tmp_path: Path, embedder: SentenceTransformerEmbedder
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     settings = ServerSettings(port=0, data_dir=tmp_path, grace_seconds=1.0, indexer_process=False)
     listening = Service.listen(settings)

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import StartService
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.app import Service
+from contextwm.ports.embedder import Embedder
 from contextwm_client import (
     Client,
     FailedPreconditionError,
@@ -50,7 +50,7 @@ def data_dir(tmp_path: Path, start_service: StartService) -> Path:
 
 
 def test_stale_conversations_refuse_dense_search_and_wait_for_a_reembed(
-    start_service: StartService, data_dir: Path, embedder: SentenceTransformerEmbedder
+    start_service: StartService, data_dir: Path, embedder: Embedder
 ) -> None:
     # The same data served with the bundled model.
     service = start_service(data_dir=data_dir)
@@ -209,7 +209,7 @@ class Traffic:
             n += 1
 
 
-def _top_archived_seq(client: Client, embedder: SentenceTransformerEmbedder, cid: str) -> int:
+def _top_archived_seq(client: Client, embedder: Embedder, cid: str) -> int:
     """The archived item a fresh embedding with the model ranks first for QUERY."""
     archived = list(client.iter_items(cid, states=["archived"]))
     vectors = embedder.embed([i.content for i in archived])
@@ -218,9 +218,7 @@ def _top_archived_seq(client: Client, embedder: SentenceTransformerEmbedder, cid
     return archived[int(np.argmax(similarities))].seq
 
 
-def _assert_current(
-    service: Service, client: Client, embedder: SentenceTransformerEmbedder, cid: str
-) -> None:
+def _assert_current(service: Service, client: Client, embedder: Embedder, cid: str) -> None:
     """Dense search on cid answers as a fresh embedding ranks, and its index holds exactly
     its archived items."""
     hits = client.search(QUERY, conversation_id=cid, mode="dense", top_k=1).hits
@@ -234,7 +232,7 @@ def _assert_current(
 
 
 def test_a_reembed_runs_beside_other_calls_stops_when_cancelled_and_resumes(
-    start_service: StartService, data_dir: Path, embedder: SentenceTransformerEmbedder
+    start_service: StartService, data_dir: Path, embedder: Embedder
 ) -> None:
     # Only a re-embed embeds items of "b" (the indexer leaves stale conversations alone).
     watched = WatchedEmbedder(embedder, "in default/b)")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from conftest import StartService
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
 from contextwm.app import Service
 from contextwm.cli import main
+from contextwm.ports.embedder import Embedder
 from contextwm_client import Client
 from stale_conversations import (
     ITEMS,
@@ -39,7 +39,7 @@ def data_dir(tmp_path: Path, start_service: StartService) -> Path:
 
 
 @pytest.fixture
-def watched(embedder: SentenceTransformerEmbedder) -> WatchedEmbedder:
+def watched(embedder: Embedder) -> WatchedEmbedder:
     return WatchedEmbedder(embedder, "in default/b)")
 
 

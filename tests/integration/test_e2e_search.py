@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import pytest
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.ports.embedder import Embedder
 from contextwm_client import (
     Client,
     ConversationSettings,
@@ -206,7 +206,7 @@ def test_a_turn_beside_a_strong_hit_gains_from_it(client: Client) -> None:
 
 
 def test_namespace_search_stays_current_with_appends_evictions_and_deletions(
-    client: Client, embedder: SentenceTransformerEmbedder
+    client: Client, embedder: Embedder
 ) -> None:
     # Namespace search reads an in-memory index of the namespace's vectors, built by the first
     # search: everything after it reaches the index by its writers, never by a rebuild.

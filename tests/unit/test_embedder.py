@@ -1,5 +1,5 @@
-"""Tests for the embedders: the fast MiniLM path equals sentence-transformers' encode; the
-hashing fake is deterministic. Uses the real model (the session fixture `embedder`)."""
+"""Tests for the PyTorch embedder and the hashing fake: the fast MiniLM path equals
+sentence-transformers' encode; the fake is deterministic. Uses the real model."""
 
 from __future__ import annotations
 
@@ -21,60 +21,60 @@ LONG = [
 ]
 
 
-def check_same(embedder: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray:
-    fast = embedder.embed(texts)
-    ref = embedder.reference_embed(texts)
-    assert fast.shape == ref.shape == (len(texts), embedder.dimension)
+def check_same(torch_embedder: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray:
+    fast = torch_embedder.embed(texts)
+    ref = torch_embedder.reference_embed(texts)
+    assert fast.shape == ref.shape == (len(texts), torch_embedder.dimension)
     assert fast.dtype == np.float32
     assert float(np.max(np.abs(fast - ref))) < 1e-5
     np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
     return fast
 
 
-def test_long_texts_exceed_the_model_window(embedder: SentenceTransformerEmbedder) -> None:
-    tokenizer = embedder._tokenizer  # the premise of the LONG cases
+def test_long_texts_exceed_the_model_window(torch_embedder: SentenceTransformerEmbedder) -> None:
+    tokenizer = torch_embedder._tokenizer  # the premise of the LONG cases
     assert all(len(tokenizer(t)["input_ids"]) > 256 for t in LONG)
 
 
-def test_fast_path_equals_reference_short(embedder: SentenceTransformerEmbedder) -> None:
-    check_same(embedder, SHORT)
+def test_fast_path_equals_reference_short(torch_embedder: SentenceTransformerEmbedder) -> None:
+    check_same(torch_embedder, SHORT)
 
 
-def test_fast_path_equals_reference_long(embedder: SentenceTransformerEmbedder) -> None:
-    check_same(embedder, LONG)
+def test_fast_path_equals_reference_long(torch_embedder: SentenceTransformerEmbedder) -> None:
+    check_same(torch_embedder, LONG)
 
 
 def test_fast_path_equals_reference_mixed_batch_in_input_order(
-    embedder: SentenceTransformerEmbedder,
+    torch_embedder: SentenceTransformerEmbedder,
 ) -> None:
     # Lengths deliberately unsorted: embed() sorts by length internally and must put the
     # rows back where they came from (encode() returns rows in input order).
     texts = [SHORT[0], LONG[1], "<|endoftext|> é 🙂", SHORT[1], SHORT[2]]
-    fast = check_same(embedder, texts)
+    fast = check_same(torch_embedder, texts)
     # Padding inside a mixed batch changes nothing: a row equals the text embedded alone.
-    alone = embedder.embed([SHORT[1]])[0]
+    alone = torch_embedder.embed([SHORT[1]])[0]
     assert float(np.max(np.abs(alone - fast[3]))) < 1e-5
 
 
 def test_batches_larger_than_batch_size(
-    embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+    torch_embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(embedder, "_batch_size", 4)
+    monkeypatch.setattr(torch_embedder, "_batch_size", 4)
     texts = [f"note {n}: " + "word " * (n % 7) for n in range(11)]
-    check_same(embedder, texts)
+    check_same(torch_embedder, texts)
 
 
-def test_empty_input(embedder: SentenceTransformerEmbedder) -> None:
-    assert embedder.embed([]).shape == (0, embedder.dimension)
+def test_empty_input(torch_embedder: SentenceTransformerEmbedder) -> None:
+    assert torch_embedder.embed([]).shape == (0, torch_embedder.dimension)
 
 
-def test_model_identity(embedder: SentenceTransformerEmbedder) -> None:
-    assert embedder.model_name == "all-MiniLM-L6-v2"
-    assert embedder.dimension == 384
+def test_model_identity(torch_embedder: SentenceTransformerEmbedder) -> None:
+    assert torch_embedder.model_name == "all-MiniLM-L6-v2"
+    assert torch_embedder.dimension == 384
 
 
-def test_similar_texts_are_closer(embedder: SentenceTransformerEmbedder) -> None:
-    a, b, c = embedder.embed(
+def test_similar_texts_are_closer(torch_embedder: SentenceTransformerEmbedder) -> None:
+    a, b, c = torch_embedder.embed(
         ["How do I reset my password?", "I forgot my login password", "Bananas are yellow"]
     )
     assert float(a @ b) > float(a @ c) + 0.2
@@ -101,18 +101,18 @@ def test_hashing_embedder_shared_words_are_similar(dim: int) -> None:
     assert e.dimension == dim
 
 
-def test_concurrent_small_calls_are_coalesced(embedder: SentenceTransformerEmbedder) -> None:
+def test_concurrent_small_calls_are_coalesced(torch_embedder: SentenceTransformerEmbedder) -> None:
     """Queries arriving while one is being embedded are embedded together, in one batch."""
     import threading
 
     calls: list[int] = []
-    real = embedder._encode
+    real = torch_embedder._encode
 
     def counting(texts, tokenizer):  # type: ignore[no-untyped-def]
         calls.append(len(texts))
         return real(texts, tokenizer)
 
-    embedder._encode = counting  # type: ignore[method-assign]
+    torch_embedder._encode = counting  # type: ignore[method-assign]
     try:
         texts = [f"question number {n} about the deployment" for n in range(24)]
         results: dict[int, np.ndarray] = {}
@@ -120,7 +120,7 @@ def test_concurrent_small_calls_are_coalesced(embedder: SentenceTransformerEmbed
 
         def ask(n: int) -> None:
             start.wait()
-            results[n] = embedder.embed([texts[n]])[0]
+            results[n] = torch_embedder.embed([texts[n]])[0]
 
         threads = [threading.Thread(target=ask, args=(n,)) for n in range(len(texts))]
         for t in threads:
@@ -128,22 +128,22 @@ def test_concurrent_small_calls_are_coalesced(embedder: SentenceTransformerEmbed
         for t in threads:
             t.join()
     finally:
-        del embedder._encode
+        del torch_embedder._encode
     assert sum(calls) == len(texts)
     assert len(calls) < len(texts)  # some calls shared a batch
-    reference = embedder.reference_embed(texts)
+    reference = torch_embedder.reference_embed(texts)
     for n in range(len(texts)):
         assert np.allclose(results[n], reference[n], atol=1e-5)
 
 
 def test_a_query_from_another_thread_gives_the_same_vector_and_leaves_main_alone(
-    embedder: SentenceTransformerEmbedder,
+    torch_embedder: SentenceTransformerEmbedder,
 ) -> None:
     before = torch.get_num_threads()
     text = "which port does the billing service listen on?"
-    on_main = embedder.embed([text])
+    on_main = torch_embedder.embed([text])
     got: list[np.ndarray] = []
-    worker = threading.Thread(target=lambda: got.append(embedder.embed([text])))
+    worker = threading.Thread(target=lambda: got.append(torch_embedder.embed([text])))
     worker.start()
     worker.join()
     np.testing.assert_allclose(got[0], on_main, atol=1e-5)
@@ -151,21 +151,21 @@ def test_a_query_from_another_thread_gives_the_same_vector_and_leaves_main_alone
 
 
 def test_a_query_is_embedded_on_the_serving_main_thread_with_every_core(
-    embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+    torch_embedder: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = "which port does the billing service listen on?"
-    alone = embedder.embed([text])
+    alone = torch_embedder.embed([text])
     main = MainThread()
-    monkeypatch.setattr(embedder, "_main_thread", main)
+    monkeypatch.setattr(torch_embedder, "_main_thread", main)
     seen: list[tuple[threading.Thread, int]] = []
-    real = embedder._encode
+    real = torch_embedder._encode
 
     def recording(texts, tokenizer):  # type: ignore[no-untyped-def]
         seen.append((threading.current_thread(), torch.get_num_threads()))
         return real(texts, tokenizer)
 
-    monkeypatch.setattr(embedder, "_encode", recording)
+    monkeypatch.setattr(torch_embedder, "_encode", recording)
     got: list[np.ndarray] = []
-    serve_while(main, lambda: got.append(embedder.embed([text])))
-    assert seen == [(threading.main_thread(), embedder._threads)]
+    serve_while(main, lambda: got.append(torch_embedder.embed([text])))
+    assert seen == [(threading.main_thread(), torch_embedder._threads)]
     np.testing.assert_allclose(got[0], alone, atol=1e-5)

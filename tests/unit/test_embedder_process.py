@@ -12,9 +12,10 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from contextwm.adapters import embedder_process, embedder_st
+from contextwm import app
+from contextwm.adapters import embedder_process
 from contextwm.adapters.embedder_process import ProcessEmbedder
-from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+from contextwm.ports.embedder import Embedder
 
 TEXTS = [f"note {n}: the billing service listens on port {8000 + n}" for n in range(40)]
 
@@ -26,9 +27,7 @@ def child() -> Iterator[ProcessEmbedder]:
     embedder.close()
 
 
-def test_same_model_and_vectors_as_in_process(
-    child: ProcessEmbedder, embedder: SentenceTransformerEmbedder
-) -> None:
+def test_same_model_and_vectors_as_in_process(child: ProcessEmbedder, embedder: Embedder) -> None:
     assert (child.model_name, child.dimension) == (embedder.model_name, embedder.dimension)
     vectors = child.embed(TEXTS)
     assert vectors.shape == (40, embedder.dimension) and vectors.dtype == np.float32
@@ -122,9 +121,9 @@ def test_a_reply_to_a_gone_server_ends_the_child_with_one_line(
         def embed(self, texts: list[str]) -> np.ndarray:
             return np.zeros((len(texts), 2), dtype=np.float32)
 
-    monkeypatch.setattr(embedder_st, "SentenceTransformerEmbedder", Stub)
+    monkeypatch.setattr(app, "make_embedder", lambda kind: Stub())
     conn = _GonePipe()
-    embedder_process._serve(conn, 0)  # type: ignore[arg-type]
+    embedder_process._serve(conn, "minilm", 0)  # type: ignore[arg-type]
     assert conn.sent == [("ready", "stub", 2)]
     assert [r.getMessage() for r in caplog.records] == [
         "embedding process: the server is gone; exiting"

@@ -29,20 +29,20 @@ NICENESS = 10
 START_SECONDS = 300.0
 
 
-def _serve(conn: Connection, niceness: int) -> None:
+def _serve(conn: Connection, kind: str, niceness: int) -> None:
     """The child: load the model, then answer lists of texts with vectors until told to stop
     or the server is gone."""
     _exit_with_parent()
     os.nice(niceness)
     from transformers.utils import logging as transformers_logging
 
-    from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
+    from contextwm.app import make_embedder
 
     # The server loads the same model beside this child, with the same progress bar on the
     # same console: one bar is enough.
     transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = make_embedder(kind)
     reply: tuple[Any, ...] = ("ready", embedder.model_name, embedder.dimension)
     while True:
         try:
@@ -82,7 +82,9 @@ class ProcessEmbedder:
     out-of-memory kill) costs one failed batch, which the indexer retries.
     """
 
-    def __init__(self, *, niceness: int = NICENESS) -> None:
+    def __init__(self, kind: str = "minilm", *, niceness: int = NICENESS) -> None:
+        """kind names the model as the embedder setting does (see app.make_embedder)."""
+        self._kind = kind
         self._niceness = niceness
         self._lock = threading.Lock()
         self._process: Any = None
@@ -97,7 +99,10 @@ class ProcessEmbedder:
         ctx = multiprocessing.get_context("spawn")  # fork would copy the server's threads
         parent, child = ctx.Pipe()
         process = ctx.Process(
-            target=_serve, args=(child, self._niceness), name="contextwm-embedder", daemon=True
+            target=_serve,
+            args=(child, self._kind, self._niceness),
+            name="contextwm-embedder",
+            daemon=True,
         )
         process.start()
         child.close()

