@@ -381,6 +381,11 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages, as /proc/loadavg gives them."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def rss_mb(pid: int | None = None) -> tuple[float, float]:
     """VmRSS and VmHWM (peak) of a process, in MiB, from /proc/<pid>/status."""
     path = Path(f"/proc/{pid if pid is not None else 'self'}/status")
@@ -400,9 +405,10 @@ _LISTENING = re.compile(r"contextwm listening on port (\d+)")
 class ServerProcess:
     """`contextwm serve --port 0 --data-dir D` as a child process; a context manager.
 
-    The server's log (stderr) goes to D/../server.log; the port is read from the
-    "contextwm listening on port N" line on stdout, and `start` returns once the server's
-    health service reports it ready.
+    The server's log (stderr) goes to D/../D-server.log (or log_path); the port is read from
+    the "contextwm listening on port N" line on stdout, and `start` returns once the server's
+    health service reports it ready. A new ServerProcess on the data dir of a stopped or
+    killed one starts on its data (give it another log_path to keep the first log).
     """
 
     def __init__(
@@ -412,11 +418,12 @@ class ServerProcess:
         start_timeout: float = 180.0,
         extra_args: Sequence[str] = (),
         env: dict[str, str] | None = None,
+        log_path: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
         self._extra_args = list(extra_args)
         self._env = env or {}
-        self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
+        self.log_path = log_path or data_dir.parent / f"{data_dir.name}-server.log"
         self._start_timeout = start_timeout
         self._proc: subprocess.Popen[str] | None = None
         self._log: IO[str] | None = None
@@ -482,6 +489,16 @@ class ServerProcess:
 
     def rss_mb(self) -> tuple[float, float]:
         return rss_mb(self.pid)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no shutdown code runs. The indexer's embedding child exits on
+        its own once the server is gone (adapters/embedder_process.py)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def stop(self, timeout: float = 60.0) -> None:
         if self._proc is not None and self._proc.poll() is None:

@@ -48,6 +48,7 @@ from typing import Any
 from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     ServerProcess,
     TextGenerator,
+    loadavg,
     log,
     p50_p99,
     print_table,
@@ -137,10 +138,6 @@ def plan(
         role: Role = "user" if is_user(k) else "assistant"
         out[t].append((gen.text(role)[0], role))
     return out
-
-
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def raw_embedding(embedder: Embedder, texts: list[str]) -> dict[int, tuple[float, float]]:

@@ -1,0 +1,811 @@
+"""Contention benchmark: GetContext and Search latency beside other work, the service's
+overhead beyond the model, and how fast a backlog of embeddings drains under load and after
+a crash.
+
+Measures, in one run, through the real `contextwm_client.Client` over loopback against a
+`contextwm serve` subprocess on its default settings (port 0, fresh temp data dir; the
+indexer's model in a nice'd child process, as a sidecar user gets it), holding one
+conversation of --archived archived items (default 10,000) plus a window of --window recent
+items appended through the API and embedded by the server's indexer:
+
+1. contention: GetContext(max_tokens=2048) and Search(top_k=10) of that conversation,
+   alternating, --calls of each per block, with varied generated questions (the same set in
+   every block, shuffled), in blocks of one condition each, in this order:
+   quiet; beside one busy-loop process (`python -c "while True: pass"`, started before the
+   block and killed after it); beside two; during a bulk import into another conversation of
+   the same server (Client.import_items in a process of its own, chunks of 256, ended after
+   the block; it has stored its first chunk before the block begins and is checked to be
+   still streaming when the block ends); quiet again. p50 and p99 of each call, and their
+   ratios to the first quiet block; the last quiet block, set against the first, shows how
+   much the shared machine drifted. Each block starts once the server is idle (its
+   processes under 5 % of a core over a second) and reports the CPU share of the server's
+   process and of its children (the indexer's embedding process) while it ran.
+2. overhead beyond the model: the first quiet block's GetContext p50 minus (p50 of embedding
+   one query + p50 of one exact FAISS search, k=50, one thread, over the same archived
+   vectors), both measured in this process with the server's own embedder
+   (contextwm.app.make_embedder on the server's default `embedder` setting, so it follows
+   whichever engine the server uses), with the server idle, right before and right after
+   that block (bench_retrieval.measure_floor); the overhead is against the mean of the two.
+3. the backlog under load: while a GetContext loop runs against the big conversation (a
+   thread of this process, calls back to back), --backlog items appended to a third
+   conversation through AppendBatch (calls of 100); rate = items / time from the first append
+   until its pending_embeddings is 0. Then the crash: another --backlog items appended the
+   same way, the server SIGKILLed right after the last call is acknowledged (the indexer
+   cannot keep up with acknowledged batches), restarted on the same data dir, the loop
+   resumed; drain rate = items pending when the restarted server is ready / time from then
+   until none is. Every acknowledged item must still be there after the restart.
+   Reference for both: the same texts embedded in this process with the same embedder, in
+   batches of the indexer's batch size (ServerSettings().indexer_batch_size), with the
+   server idle (its processes under 5 % of a core over a second), before the backlog.
+   (Once appends stop, the indexer itself embeds a backlog in batches of 128, which the
+   model runs faster than 32.)
+
+Fast load path, as bench_retrieval.py: the archive is written straight into the service's
+SQLite store (items ARCHIVED via SqliteStore.commit_append, vectors via put_vectors) before
+the server starts; a pool of distinct texts is embedded with the real model, other items get
+a same-topic pool vector plus gaussian noise. The query path is fully real.
+
+Targets: under each load, p50 within 1.5 x quiet and p99 within 3 x quiet (GetContext and
+Search alike); overhead beyond the model <= 6 ms at 10k archived items; the backlog under
+load and the drain after a crash at >= 0.9 x the raw embedding rate.
+
+Run:  scripts/bench contention            (full: 10,000 archived, 200 calls per block,
+                                           3,000 backlog items; a loaded machine for minutes)
+      scripts/bench contention --quick    (smoke run: 1,000 archived, 50 calls, 300 items)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
+    ServerProcess,
+    TextGenerator,
+    loadavg,
+    log,
+    p50_p99,
+    print_table,
+    verdict,
+    wait_embedded,
+)
+from bench_retrieval import (
+    MAX_TOKENS,
+    MODEL,
+    Case,
+    embed_pool,
+    load_store,
+    make_archive,
+    measure_floor,
+)
+from contextwm.ports.embedder import Embedder
+from contextwm_client import Client, ContextWMError, ImportItem, ImportResult, NewItem, Role
+
+BIG = "archive"  # the conversation every GetContext and Search reads
+IMPORTED = "bulk-import"  # the bulk import's conversation (condition d)
+BACKLOG = "backlog"  # the conversation of the backlog and crash appends
+SEARCH_TOP_K = 10
+APPEND_CALL = 100  # items per AppendBatch call of the backlog
+IMPORT_CHUNK = 256  # items per Import stream message, as `contextwm import` sends them
+BUSY_SETTLE_SECONDS = 1.0  # lets busy loops get going before a block
+IMPORT_START_SECONDS = 300.0
+RAW_WARMUP_TEXTS = 256  # untimed: the first calls with a new padded shape run slowly
+
+P50_GOAL = 1.5
+P99_GOAL = 3.0
+OVERHEAD_GOAL_MS = 6.0
+DRAIN_GOAL = 0.9
+
+Check = Callable[[], str]  # says what ran beside a block, having checked it; raises if not
+
+
+@dataclass
+class Block:
+    """One condition's timed calls."""
+
+    name: str
+    context_ms: list[float] = field(default_factory=list)
+    search_ms: list[float] = field(default_factory=list)
+    beside: str = ""
+    loadavg: tuple[str, str] = ("", "")
+    seconds: float = 0.0
+    server_cpu: float = 0.0  # CPU seconds of the server's process during the block
+    children_cpu: float = 0.0  # and of its children (the indexer's embedding process)
+
+
+@dataclass
+class Drain:
+    """How fast items were embedded: `items` in `seconds` (see Drain's uses)."""
+
+    name: str
+    items: int
+    seconds: float
+    raw_rate: float
+    acked_seconds: float = 0.0
+    loop_ms: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.items / max(self.seconds, 1e-9)
+
+
+@dataclass
+class Floor:
+    """Embedding one query and searching the archive's vectors, in this process (ms)."""
+
+    embed_ms: list[float]
+    search_ms: list[float]
+
+    @property
+    def p50(self) -> float:
+        return p50_p99(self.embed_ms)[0] + p50_p99(self.search_ms)[0]
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--archived", type=int, default=10_000, help="archived items of the big one")
+    p.add_argument("--window", type=int, default=100, help="window items appended via the API")
+    p.add_argument("--calls", type=int, default=200, help="GetContext and Search calls a block")
+    p.add_argument("--warmup", type=int, default=30, help="untimed calls of each before timing")
+    p.add_argument("--backlog", type=int, default=3000, help="items of the backlog, and again")
+    p.add_argument("--pool", type=int, default=2000, help="distinct texts embedded for the vectors")
+    p.add_argument("--noise", type=float, default=0.03, help="sigma added to pool vectors")
+    p.add_argument("--seed", type=int, default=31)
+    p.add_argument("--keep", action="store_true", help="keep the temp data dir")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 1,000 archived, window 40, 50 calls, 10 warm-up, 300 backlog, pool 300",
+    )
+    args = p.parse_args()
+    if args.quick:
+        args.archived, args.window, args.calls, args.warmup = 1000, 40, 50, 10
+        args.backlog, args.pool = 300, 300
+    return args
+
+
+# ------------------------------------------------------------------ what runs beside a block
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[Check]:
+    yield lambda: "nothing started by the benchmark"
+
+
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[Check]:
+    """`count` processes spinning a core each, from before the block until after it."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(BUSY_SETTLE_SECONDS)
+
+        def check() -> str:
+            alive = [p.pid for p in procs if p.poll() is None]
+            if len(alive) != count:
+                raise RuntimeError(f"a busy loop exited during the block: {alive} left")
+            return f"{count} busy loop(s) (pids {', '.join(map(str, alive))}) ran throughout"
+
+        yield check
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def import_worker(target: str, seed: int, stored: Any) -> None:
+    """A child process: one endless bulk import of generated turns into IMPORTED, until the
+    process is ended; `stored` follows the items the server has stored."""
+    gen = TextGenerator(seed)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+
+    def items() -> Iterator[ImportItem]:
+        n = 0
+        while True:
+            role: Role = "user" if n % 2 == 0 else "assistant"
+            when = start + timedelta(minutes=n)
+            yield ImportItem(IMPORTED, NewItem(gen.text(role)[0], role=role, timestamp=when))
+            n += 1
+
+    def progress(result: ImportResult) -> None:
+        stored.value = result.appended
+
+    with Client(target, timeout=None) as client:
+        client.import_items(items(), chunk_size=IMPORT_CHUNK, on_progress=progress)
+
+
+@contextlib.contextmanager
+def bulk_import(target: str, seed: int) -> Iterator[Check]:
+    """A bulk import streaming into another conversation of the server from before the
+    block (it has stored its first chunk) until after it, when its process is ended (the
+    client reads ahead of the server: a stream left to finish would go on for minutes)."""
+    ctx = multiprocessing.get_context("spawn")
+    stored: Any = ctx.Value("q", 0)
+    proc = ctx.Process(target=import_worker, args=(target, seed, stored), daemon=True)
+    proc.start()
+    try:
+        deadline = time.monotonic() + IMPORT_START_SECONDS
+        while stored.value == 0:
+            if not proc.is_alive():
+                raise RuntimeError(f"the import exited with {proc.exitcode} before storing")
+            if time.monotonic() > deadline:
+                raise RuntimeError("the import stored nothing in time")
+            time.sleep(0.05)
+        before, began = stored.value, time.perf_counter()
+
+        def check() -> str:
+            if not proc.is_alive():
+                raise RuntimeError(f"the import ended during the block ({proc.exitcode})")
+            during = stored.value - before
+            seconds = time.perf_counter() - began
+            return (
+                f"bulk import streaming throughout: {before:,} items stored before the block,"
+                f" {during:,} during it ({during / seconds:.1f} items/s; the server answers"
+                f" each chunk of {IMPORT_CHUNK} once it is embedded), still streaming at its end"
+            )
+
+        yield check
+    finally:
+        proc.terminate()
+        proc.join()
+        log(f"import ended: {stored.value:,} items stored")
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def timed_calls(client: Client, queries: Sequence[str], block: Block) -> None:
+    """GetContext and Search of BIG, alternating, one of each per query."""
+    for q in queries:
+        t0 = time.perf_counter()
+        client.get_context(BIG, q, max_tokens=MAX_TOKENS)
+        t1 = time.perf_counter()
+        client.search(q, conversation_id=BIG, top_k=SEARCH_TOP_K)
+        t2 = time.perf_counter()
+        block.context_ms.append((t1 - t0) * 1000)
+        block.search_ms.append((t2 - t1) * 1000)
+
+
+def run_block(
+    client: Client,
+    server_pid: int,
+    name: str,
+    beside: Callable[[], contextlib.AbstractContextManager[Check]],
+    queries: Sequence[str],
+    rng: random.Random,
+) -> Block:
+    block = Block(name)
+    order = list(queries)
+    rng.shuffle(order)
+    with beside() as check:
+        load0, cpu0, t0 = loadavg(), tree_cpu(server_pid), time.perf_counter()
+        timed_calls(client, order, block)
+        block.seconds = time.perf_counter() - t0
+        cpu1 = tree_cpu(server_pid)
+        block.beside = check()
+        block.loadavg = (load0, loadavg())
+    block.server_cpu, block.children_cpu = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+    gc50, gc99 = p50_p99(block.context_ms)
+    s50, s99 = p50_p99(block.search_ms)
+    log(f"{name}: GetContext p50 {gc50:.1f} p99 {gc99:.1f}, Search p50 {s50:.1f} p99 {s99:.1f}")
+    return block
+
+
+def floor_of(embedder: Embedder, vectors: Any, queries: list[str]) -> Floor:
+    """bench_retrieval's floor over these vectors: embed one query, search k=50."""
+    case = Case("floor", [BIG], len(vectors), 0, 0)
+    case.vectors.append(vectors)
+    measure_floor(case, embedder, queries, random.Random(0))
+    return Floor(case.floor_embed_ms, case.floor_search_ms)
+
+
+def raw_rate(embedder: Embedder, texts: Sequence[str], batch: int) -> float:
+    """items/s of embedder.embed over texts in chunks of `batch`, in this process."""
+    for start in range(0, min(len(texts), RAW_WARMUP_TEXTS), batch):
+        embedder.embed(list(texts[start : start + batch]))
+    t0 = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        embedder.embed(list(texts[start : start + batch]))
+    return len(texts) / (time.perf_counter() - t0)
+
+
+class ContextLoop:
+    """GetContext calls against BIG back to back on a thread of this process, until stop();
+    a failed call (the server was killed) is noted with its time and the loop goes on."""
+
+    def __init__(self, target: str, queries: Sequence[str]) -> None:
+        self._target = target
+        self._queries = list(queries)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="context-loop", daemon=True)
+        self.latencies_ms: list[float] = []
+        self.failures: list[tuple[float, str]] = []  # (perf_counter, error)
+
+    def _run(self) -> None:
+        with Client(self._target, timeout=10.0) as client:
+            k = 0
+            while not self._stop.is_set():
+                q = self._queries[k % len(self._queries)]
+                k += 1
+                t0 = time.perf_counter()
+                try:
+                    client.get_context(BIG, q, max_tokens=MAX_TOKENS)
+                except ContextWMError as exc:
+                    self.failures.append((time.perf_counter(), repr(exc)))
+                    self._stop.wait(0.05)
+                    continue
+                self.latencies_ms.append((time.perf_counter() - t0) * 1000)
+
+    def start(self, calls_first: int = 3) -> None:
+        """Starts the loop and returns once it has made calls_first calls."""
+        self._thread.start()
+        while len(self.latencies_ms) < calls_first:
+            if not self._thread.is_alive():
+                raise RuntimeError("the GetContext loop ended")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30.0)
+
+
+def failures_text(failures: Sequence[tuple[float, str]]) -> str:
+    """The first failure's error, if any, to quote after a count."""
+    return f" (first: {failures[0][1][:200]})" if failures else ""
+
+
+def append_texts(client: Client, texts: Sequence[str]) -> None:
+    """The texts into BACKLOG through AppendBatch, APPEND_CALL items a call, roles
+    alternating."""
+    for start in range(0, len(texts), APPEND_CALL):
+        items = []
+        for k, text in enumerate(texts[start : start + APPEND_CALL]):
+            role: Role = "user" if (start + k) % 2 == 0 else "assistant"
+            items.append(NewItem(content=text, role=role))
+        client.append_batch(BACKLOG, items)
+
+
+def child_pids(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds of a process and of its children so far."""
+    return cpu_seconds(pid), sum(cpu_seconds(c) for c in child_pids(pid))
+
+
+def wait_idle(pid: int, timeout: float = 600.0) -> None:
+    """Waits until a process and its children use under 5 % of a core over a second."""
+    deadline = time.monotonic() + timeout
+    before = sum(tree_cpu(pid))
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = sum(tree_cpu(pid))
+        if now - before < 0.05:
+            return
+        before = now
+    raise RuntimeError(f"the server did not go idle in {timeout:.0f} s")
+
+
+def reap_orphans(pids: Sequence[int], timeout: float = 10.0) -> str:
+    """Waits for a killed server's children to exit; kills any still there after timeout."""
+    deadline = time.monotonic() + timeout
+    left = list(pids)
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if Path(f"/proc/{p}").exists() and not zombie(p)]
+        time.sleep(0.05)
+    for p in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+    if left:
+        return f"children {left} of the killed server were still running after {timeout:.0f} s"
+    return f"the killed server's children ({len(pids)}) exited with it"
+
+
+def zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def backlog_under_load(
+    target: str, texts: Sequence[str], queries: Sequence[str], raw: float
+) -> Drain:
+    """Appends texts while the GetContext loop runs; time until they are all embedded."""
+    loop = ContextLoop(target, queries)
+    loop.start()
+    try:
+        with Client(target, timeout=120.0) as client:
+            t0 = time.perf_counter()
+            append_texts(client, texts)
+            acked = time.perf_counter() - t0
+            wait_embedded(client, [BACKLOG])
+            seconds = time.perf_counter() - t0
+    finally:
+        loop.stop()
+    drain = Drain("backlog under load", len(texts), seconds, raw, acked, loop.latencies_ms)
+    drain.notes.append(
+        f"{len(texts):,} items acknowledged in {acked:.1f} s, all embedded {seconds:.1f} s"
+        f" after the first append; {len(loop.latencies_ms)} GetContext calls meanwhile,"
+        f" {len(loop.failures)} failed{failures_text(loop.failures)}"
+    )
+    log(f"backlog under load: {drain.rate:.1f} items/s")
+    return drain
+
+
+def crash_and_drain(
+    server: ServerProcess, texts: Sequence[str], queries: Sequence[str], raw: float
+) -> tuple[Drain, ServerProcess]:
+    """Appends texts while the GetContext loop runs, SIGKILLs the server after the last
+    acknowledgement, restarts it on the same data dir and times the drain of what was left
+    pending. Returns the drain and the restarted server."""
+    loop = ContextLoop(server.target, queries)
+    loop.start()
+    children = child_pids(server.pid)
+    try:
+        with Client(server.target, timeout=120.0) as client:
+            before = client.get_conversation(BACKLOG).total_items
+            t0 = time.perf_counter()
+            append_texts(client, texts)
+            killed_at = time.perf_counter()
+            server.kill()
+    finally:
+        loop.stop()
+    acked = killed_at - t0
+    unexpected = [f for f in loop.failures if f[0] < killed_at]
+    at_kill = len(loop.failures) - len(unexpected)
+    orphans = reap_orphans(children)
+    log(f"server killed {acked:.2f} s after the first append; {orphans}")
+
+    restarted = ServerProcess(
+        server.data_dir, log_path=server.data_dir.parent / "restarted-server.log"
+    ).start()
+    log(f"restarted: pid {restarted.pid}, ready in {restarted.start_seconds:.1f} s")
+    loop = ContextLoop(restarted.target, queries)
+    try:
+        with Client(restarted.target, timeout=120.0) as client:
+            t0 = time.perf_counter()
+            conversation = client.get_conversation(BACKLOG)
+            loop.start(calls_first=0)
+            wait_embedded(client, [BACKLOG])
+            seconds = time.perf_counter() - t0
+    finally:
+        loop.stop()
+    pending, stored = conversation.pending_embeddings, conversation.total_items - before
+    drain = Drain("drain after a crash", pending, seconds, raw, acked, loop.latencies_ms)
+    drain.notes += [
+        f"{len(texts):,} items acknowledged in {acked:.2f} s, then SIGKILL; {orphans};"
+        f" GetContext calls failed: {len(unexpected)} before the kill"
+        f"{failures_text(unexpected)}, {at_kill} at it or after (the call in flight),"
+        f" {len(loop.failures)} after the restart{failures_text(loop.failures)}",
+        f"restarted server ready {restarted.start_seconds:.1f} s after its launch, with"
+        f" {pending:,} items pending; every acknowledged item stored:"
+        f" {stored:,} of {len(texts):,} ({'yes' if stored == len(texts) else 'NO'})",
+    ]
+    if stored != len(texts):
+        raise RuntimeError(f"{len(texts) - stored} acknowledged items lost in the crash")
+    if pending == 0:
+        drain.notes.append("nothing was pending at the restart: the crash case did not happen")
+    log(f"drain after the crash: {pending} pending, {drain.rate:.1f} items/s")
+    return drain, restarted
+
+
+# ------------------------------------------------------------------ set-up
+
+
+def load_big(data_dir: Path, embedder: Embedder, args: argparse.Namespace) -> Any:
+    """Writes BIG's archive into the store; returns its vectors."""
+    rng = random.Random(args.seed)
+    pool = embed_pool(embedder, min(args.pool, args.archived), args.seed)
+    archive = make_archive(args.archived, pool, rng, TextGenerator(args.seed + 1), args.noise)
+    t0 = time.perf_counter()
+    load_store(data_dir, BIG, archive, 0, args.archived, [], time.time())
+    log(f"{BIG}: {args.archived:,} archived loaded in {time.perf_counter() - t0:.1f} s")
+    return archive.vectors
+
+
+def append_window(client: Client, gen: TextGenerator, items: int) -> None:
+    batch = []
+    for w in range(items):
+        role: Role = "user" if w % 2 == 0 else "assistant"
+        batch.append(NewItem(content=gen.text(role)[0], role=role))
+    client.append_batch(BIG, batch)
+    wait_embedded(client, [BIG])
+
+
+def warm_up(client: Client, gen: TextGenerator, calls: int) -> float:
+    """The first GetContext (it builds the FAISS index) and `calls` more of each call;
+    returns the first call's ms."""
+    t0 = time.perf_counter()
+    client.get_context(BIG, gen.query(), max_tokens=MAX_TOKENS)
+    first = (time.perf_counter() - t0) * 1000
+    timed_calls(client, [gen.query() for _ in range(calls)], Block("warm-up"))
+    return first
+
+
+def the_embedder() -> tuple[Embedder, int]:
+    """The server's own embedder (its factory on its default setting) and indexer batch."""
+    from contextwm.app import make_embedder
+    from contextwm.settings import ServerSettings
+
+    settings = ServerSettings()
+    embedder = make_embedder(settings.embedder)
+    if embedder.model_name != MODEL:
+        # load_store writes the archive's vectors under MODEL's name.
+        raise RuntimeError(f"the server's embedder is {embedder.model_name!r}, not {MODEL!r}")
+    return embedder, settings.indexer_batch_size
+
+
+# ------------------------------------------------------------------ main
+
+
+def main() -> int:
+    args = parse_args()
+    began = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="cwm-bench-contention-"))
+    data_dir = tmp / "data"
+    data_dir.mkdir()
+    log(f"data dir {data_dir}")
+    embedder, indexer_batch = the_embedder()
+    vectors = load_big(data_dir, embedder, args)
+    gen = TextGenerator(args.seed + 2)
+    queries = [gen.query() for _ in range(args.calls)]
+    backlog = [gen.text("user" if k % 2 == 0 else "assistant")[0] for k in range(args.backlog)]
+    again = [gen.text("user" if k % 2 == 0 else "assistant")[0] for k in range(args.backlog)]
+    rng = random.Random(args.seed)
+
+    server = ServerProcess(data_dir).start()
+    log(f"server pid {server.pid} port {server.port} up in {server.start_seconds:.1f} s")
+    try:
+        with Client(server.target, timeout=120.0) as client:
+            append_window(client, gen, args.window)
+            first_ms = warm_up(client, gen, args.warmup)
+            log(f"warmed up (first GetContext {first_ms:.0f} ms)")
+            # The floor brackets the quiet block, the overhead's reference.
+            wait_idle(server.pid)
+            floors = [floor_of(embedder, vectors, queries)]
+            blocks = [run_block(client, server.pid, "quiet", quiet, queries, rng)]
+            floors.append(floor_of(embedder, vectors, queries))
+            conditions: list[tuple[str, Callable[[], contextlib.AbstractContextManager[Check]]]]
+            conditions = [
+                ("1 busy loop", lambda: busy_loops(1)),
+                ("2 busy loops", lambda: busy_loops(2)),
+                ("bulk import", lambda: bulk_import(server.target, args.seed + 3)),
+                ("quiet again", quiet),
+            ]
+            for name, beside in conditions:
+                # Each block from an idle server (an ended import leaves a chunk embedding).
+                wait_idle(server.pid)
+                blocks.append(run_block(client, server.pid, name, beside, queries, rng))
+            wait_embedded(client, [BIG, IMPORTED])
+        wait_idle(server.pid)
+        log(f"raw embedding of the backlog texts, batches of {indexer_batch}, server idle")
+        raw = raw_rate(embedder, backlog, indexer_batch)
+        raw_again = raw_rate(embedder, again, indexer_batch)
+        log(f"raw: {raw:.1f} and {raw_again:.1f} items/s")
+        drains = [backlog_under_load(server.target, backlog, queries, raw)]
+        crash, server = crash_and_drain(server, again, queries, raw_again)
+        drains.append(crash)
+    finally:
+        server.stop()
+
+    report(args, blocks, floors, drains, indexer_batch, first_ms)
+    log(f"total {time.perf_counter() - began:.0f} s")
+    if args.keep:
+        log(f"kept {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+# ------------------------------------------------------------------ report
+
+
+def ratio(value: float, reference: float) -> str:
+    return f"{value / reference:.2f}"
+
+
+def latency_rows(blocks: list[Block]) -> tuple[list[list[str]], list[list[str]]]:
+    """The latency table's rows, and the goal rows of the loaded blocks."""
+    quiet_gc, quiet_s = p50_p99(blocks[0].context_ms), p50_p99(blocks[0].search_ms)
+    rows: list[list[str]] = []
+    goals: list[list[str]] = []
+    for k, b in enumerate(blocks):
+        gc, s = p50_p99(b.context_ms), p50_p99(b.search_ms)
+        loaded = 0 < k < len(blocks) - 1
+        met = (
+            gc[0] <= P50_GOAL * quiet_gc[0]
+            and gc[1] <= P99_GOAL * quiet_gc[1]
+            and s[0] <= P50_GOAL * quiet_s[0]
+            and s[1] <= P99_GOAL * quiet_s[1]
+        )
+        rows.append(
+            [
+                b.name,
+                str(len(b.context_ms)),
+                f"{gc[0]:.1f}",
+                f"{gc[1]:.1f}",
+                ratio(gc[0], quiet_gc[0]),
+                ratio(gc[1], quiet_gc[1]),
+                f"{s[0]:.1f}",
+                f"{s[1]:.1f}",
+                ratio(s[0], quiet_s[0]),
+                ratio(s[1], quiet_s[1]),
+                verdict(met) if loaded else ("reference" if k == 0 else "drift"),
+                f"{b.loadavg[0]} -> {b.loadavg[1]}",
+            ]
+        )
+        if not loaded:
+            continue
+        for call, (p50, p99), (q50, q99) in (("GetContext", gc, quiet_gc), ("Search", s, quiet_s)):
+            goals.append(
+                [
+                    f"{b.name}: {call} p50 <= {P50_GOAL} x quiet",
+                    f"{p50 / q50:.2f} x",
+                    verdict(p50 <= P50_GOAL * q50),
+                ]
+            )
+            goals.append(
+                [
+                    f"{b.name}: {call} p99 <= {P99_GOAL:.0f} x quiet",
+                    f"{p99 / q99:.2f} x",
+                    verdict(p99 <= P99_GOAL * q99),
+                ]
+            )
+    return rows, goals
+
+
+def overhead_report(archived: int, context_p50: float, floors: list[Floor]) -> list[str]:
+    """Prints the overhead beyond the model (the quiet block's GetContext p50 minus the mean
+    of the floors measured before and after it); returns its goal row. A floor above the
+    call means the machine changed under the measurement: no verdict then."""
+    floor = sum(f.p50 for f in floors) / len(floors)
+    overhead = context_p50 - floor
+    judged = verdict(overhead <= OVERHEAD_GOAL_MS) if overhead >= 0 else "INVALID (floor > call)"
+    rows = [
+        [
+            when,
+            f"{p50_p99(f.embed_ms)[0]:.2f}",
+            f"{p50_p99(f.search_ms)[0]:.3f}",
+            f"{f.p50:.2f}",
+        ]
+        for when, f in zip(("before the quiet block", "after it"), floors, strict=True)
+    ]
+    print_table(
+        f"Overhead beyond the model at {archived:,} archived items (ms; floor = this process,"
+        f" the server's embedder, one query, + exact FAISS k=50 on one thread, server idle)",
+        ["floor measured", "embed p50", "search p50", "floor"],
+        rows,
+    )
+    print(
+        f"overhead = quiet GetContext p50 {context_p50:.2f} - mean floor {floor:.2f}"
+        f" = {overhead:.2f} ms (goal <= {OVERHEAD_GOAL_MS:.0f}): {judged};"
+        f" floor after / before {floors[-1].p50 / floors[0].p50:.2f}"
+    )
+    return [f"overhead beyond the model <= {OVERHEAD_GOAL_MS:.0f} ms", f"{overhead:.2f} ms", judged]
+
+
+def report(
+    args: argparse.Namespace,
+    blocks: list[Block],
+    floors: list[Floor],
+    drains: list[Drain],
+    indexer_batch: int,
+    first_ms: float,
+) -> None:
+    print("\ncontextwm contention benchmark" + (" (--quick)" if args.quick else ""))
+    print(
+        f"server: `contextwm serve` subprocess, default settings; conversation '{BIG}':"
+        f" {args.archived:,} archived (loaded straight into SQLite with vectors) + {args.window}"
+        f" window items appended through the API; first GetContext {first_ms:.0f} ms."
+        f" Each block: {args.calls} x GetContext(max_tokens={MAX_TOKENS}) and Search"
+        f"(top_k={SEARCH_TOP_K}), alternating, the same questions shuffled; ratios are to the"
+        " first quiet block."
+    )
+    rows, goals = latency_rows(blocks)
+    print_table(
+        f"GetContext and Search latency (ms) by condition (goal under load: p50 <= {P50_GOAL} x"
+        f" quiet, p99 <= {P99_GOAL:.0f} x quiet)",
+        [
+            "condition",
+            "calls",
+            "GetContext p50",
+            "p99",
+            "x quiet p50",
+            "x quiet p99",
+            "Search p50",
+            "p99",
+            "x quiet p50",
+            "x quiet p99",
+            "goal",
+            "loadavg before -> after",
+        ],
+        rows,
+    )
+    for b in blocks:
+        print(
+            f"  {b.name} ({b.seconds:.1f} s; server {b.server_cpu / b.seconds:.0%} of a core,"
+            f" its embedding child {b.children_cpu / b.seconds:.0%}): {b.beside}"
+        )
+    q0, q1 = blocks[0], blocks[-1]
+    gc0, gc1 = p50_p99(q0.context_ms), p50_p99(q1.context_ms)
+    s0, s1 = p50_p99(q0.search_ms), p50_p99(q1.search_ms)
+    print(
+        f"drift (quiet again / quiet): GetContext p50 {ratio(gc1[0], gc0[0])} x,"
+        f" p99 {ratio(gc1[1], gc0[1])} x; Search p50 {ratio(s1[0], s0[0])} x,"
+        f" p99 {ratio(s1[1], s0[1])} x"
+    )
+
+    goals.append(overhead_report(args.archived, gc0[0], floors))
+
+    drain_rows = []
+    for d in drains:
+        loop50, loop99 = p50_p99(d.loop_ms)
+        drain_rows.append(
+            [
+                d.name,
+                f"{d.items:,}",
+                f"{d.seconds:.1f}",
+                f"{d.rate:.1f}",
+                f"{d.raw_rate:.1f}",
+                ratio(d.rate, d.raw_rate),
+                verdict(d.rate >= DRAIN_GOAL * d.raw_rate),
+                f"{loop50:.1f} / {loop99:.1f}",
+            ]
+        )
+        goals.append(
+            [
+                f"{d.name} >= {DRAIN_GOAL} x raw",
+                f"{d.rate / d.raw_rate:.2f} x",
+                verdict(d.rate >= DRAIN_GOAL * d.raw_rate),
+            ]
+        )
+    print_table(
+        f"Embedding backlog under a GetContext loop (items/s; raw = the same texts embedded in"
+        f" this process in batches of {indexer_batch}, server idle; goal >= {DRAIN_GOAL} x raw)",
+        ["case", "items", "seconds", "rate", "raw", "x raw", "goal", "GetContext p50 / p99 ms"],
+        drain_rows,
+    )
+    print("  backlog under load: items = all appended, timed from the first append")
+    print("  drain after a crash: items = pending when the restarted server was ready")
+    for d in drains:
+        for note in d.notes:
+            print(f"  {d.name}: {note}")
+
+    print_table("Goals", ["goal", "measured", "verdict"], goals)
+    missed = [g[0] for g in goals if g[2] != verdict(True)]
+    print(f"\nsummary: {len(goals) - len(missed)} of {len(goals)} goals met")
+    for name in missed:
+        print(f"  not met: {name}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
