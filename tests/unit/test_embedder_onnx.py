@@ -5,6 +5,7 @@ is made once and shared."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -69,13 +70,13 @@ def test_empty_input(embedder: OnnxEmbedder) -> None:
 def test_concurrent_queries_from_worker_threads_share_passes(embedder: OnnxEmbedder) -> None:
     texts = [f"question number {n} about the deployment" for n in range(24)]
     calls: list[int] = []
-    real = embedder._encode
+    real = embedder._encode_query
 
-    def counting(batch):  # type: ignore[no-untyped-def]
+    def counting(batch: Sequence[str]) -> np.ndarray:
         calls.append(len(batch))
         return real(batch)
 
-    embedder._encode = counting  # type: ignore[method-assign]
+    embedder._encode_query = counting  # type: ignore[method-assign,assignment]
     results: dict[int, np.ndarray] = {}
     start = threading.Barrier(len(texts))
 
@@ -90,7 +91,7 @@ def test_concurrent_queries_from_worker_threads_share_passes(embedder: OnnxEmbed
         for t in threads:
             t.join()
     finally:
-        del embedder._encode
+        del embedder._encode_query
     assert sum(calls) == len(texts)
     assert len(calls) < len(texts)
     expected = embedder.embed(texts)

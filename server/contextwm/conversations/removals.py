@@ -87,7 +87,7 @@ class Removals:
             rt.index.remove(seqs)
             rt.index_dirty = True
         self._vectors.namespaces.removed(rt.record.namespace, rt.key, seqs)
-        rt.term_counts = {}  # BM25's counts of items per term are off now
+        rt.term_postings = {}  # BM25's postings and counts are off now
         rt.first_ts = self._store.clock_bounds(rt.key)[0]
         gone = set(seqs)
         rt.active.drop(gone)  # a conversation that never compacted shows its archive there

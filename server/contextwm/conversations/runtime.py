@@ -14,6 +14,7 @@ from contextwm.llm_context.active_context import ActiveContext
 from contextwm.llm_context.ledger import Ledger
 from contextwm.llm_context.usage import measure
 from contextwm.ports.conversation_store import ConversationRecord
+from contextwm.ports.lexical_store import TermPostings
 from contextwm.ports.vector_index import VectorIndex
 from contextwm.window.scoring import Clock
 from contextwm.window.window import Window
@@ -70,10 +71,10 @@ class ConversationRuntime:
     last_used: float = 0.0
     # time.monotonic() of the last search of the index: saving waits until it has rested.
     last_search: float = 0.0
-    # How many items hold each term counted lately, and the item total when it was counted:
-    # counting a term thousands of items hold costs more than the rest of its search, and
-    # the feedback round weighs the same words of the best hits query after query.
-    term_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Terms' postings read lately, with the item total and last seq when they were read:
+    # reading them costs more than the rest of a search, and the feedback round weighs the
+    # same words of the best hits query after query (see retrieval.ranker).
+    term_postings: dict[str, tuple[TermPostings, int, int]] = field(default_factory=dict)
 
     @property
     def key(self) -> int:

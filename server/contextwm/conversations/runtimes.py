@@ -315,7 +315,7 @@ class Runtimes:
         rt.tokens = counts.tokens
         rt.has_reverted = counts.reverted > 0
         rt.index = None
-        rt.term_counts = {}
+        rt.term_postings = {}
         rt.active_start = record.active_start
         rt.reported = record.reported
         rt.last_event = record.last_event

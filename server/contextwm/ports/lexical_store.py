@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,11 +20,9 @@ class TermPostings:
 class LexicalStore(Protocol):
     """Reads of the full-text postings; safe to call from several threads."""
 
-    def term_postings(
-        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] | None = None
-    ) -> dict[str, TermPostings]:
-        """For each term, the conversation's items that contain it: how many (counts gives
-        those the caller knows already), and the row ids of the first limit of them."""
+    def term_postings(self, key: int, terms: Sequence[str], limit: int) -> dict[str, TermPostings]:
+        """For each term, the conversation's items that contain it: how many, and the row
+        ids of the first limit of them."""
         ...
 
     def row_items(

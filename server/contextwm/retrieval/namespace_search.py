@@ -270,6 +270,6 @@ def _scored(
         if found is None:
             continue
         if (key, r.seq) in sims:
-            r = dataclasses.replace(r, similarity=sims[(key, r.seq)])
+            r = r._replace(similarity=sims[(key, r.seq)])
         out.append(ScoredItem(item, r.score, score_parts(*found, item, r, None)))
     return out

@@ -32,7 +32,6 @@ from contextwm.retrieval.ranking import (
     bm25,
     fuse,
     matched_idf,
-    with_context,
 )
 from contextwm.retrieval.timehints import TimeHint
 from contextwm.window.scoring import Clock, recency
@@ -46,10 +45,12 @@ TIME_CANDIDATES = 200
 # Items listed per query term (the oldest): a term in more items than this is common and
 # weighs little (low IDF), and listing it all would cost the most.
 MAX_POSTINGS = 100
-# A common term's count is reused until the conversation has grown by this share since
-# (its IDF then moves by less than that share), for up to this many terms.
+# A term's postings are kept for the next queries, for up to this many terms. A common
+# term's are reused until the conversation has grown by COUNT_DRIFT since (its IDF then moves
+# by less than that share; newer items are not among its first rows anyway); a rarer term's
+# until the conversation has a new item.
 COUNT_DRIFT = 0.05
-MAX_COUNTED_TERMS = 4096
+MAX_CACHED_TERMS = 2048
 # How much the time a query names moves an item inside it (fit 1) up: its fused score
 # (0..1) is multiplied by 1 + TIME_BOOST, so the time words favour relevant items of that
 # time over relevant items of another, and TIME_FLOOR is added, so that an item of that
@@ -86,15 +87,15 @@ class Ranker:
     ) -> list[Ranked]:
         """A conversation's candidates (from signals) fused, best first, in hybrid mode
         rescored with the turns around them."""
-        ranked = fuse(
+        return fuse(
             found.dense,
             found.lexical,
             population=rt.total,
             threshold=threshold,
             mode=mode,
             keep=found.in_range,
+            in_context=mode == "hybrid",
         )
-        return with_context(ranked) if mode == "hybrid" else ranked
 
     def signals(
         self,
@@ -181,48 +182,25 @@ class Ranker:
         return self._bm25(rt, self._postings(rt, terms), states, flt, limit)
 
     def _postings(self, rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, TermPostings]:
-        """Each term's postings; a common term's count comes from the runtime's cache while
-        the conversation has grown by less than COUNT_DRIFT since it was counted."""
-        known = self._cached_counts(rt, terms)
-        postings = self.store.term_postings(rt.key, terms, MAX_POSTINGS, known)
-        # Only counts read now: re-caching a known one would restart its drift allowance.
-        self._cache_counts(
-            rt,
-            {t: p.count for t, p in postings.items() if p.count > MAX_POSTINGS and t not in known},
-        )
-        return postings
-
-    def _counts(
-        self, rt: ConversationRuntime, terms: Sequence[str]
-    ) -> tuple[dict[str, int], dict[str, TermPostings]]:
-        """How many items hold each term, from the runtime's cache where it is fresh (the
-        feedback round weighs dozens of words per query, mostly the same ones again), and
-        the postings of the terms it had to look up."""
-        counts = self._cached_counts(rt, terms)
-        missing = [t for t in terms if t not in counts]
-        looked_up = self.store.term_postings(rt.key, missing, MAX_POSTINGS) if missing else {}
-        fresh = {t: p.count for t, p in looked_up.items()}
-        self._cache_counts(rt, fresh)
-        counts.update(fresh)
-        return counts, looked_up
-
-    @staticmethod
-    def _cached_counts(rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, int]:
-        cached = rt.term_counts
-        known: dict[str, int] = {}
+        """Each term's postings, from the runtime's cache while they are current (see
+        MAX_CACHED_TERMS), the rest read and cached."""
+        cached = rt.term_postings
+        out: dict[str, TermPostings] = {}
+        missing: list[str] = []
         for t in terms:
-            count = cached.get(t)
-            if count is not None and rt.total - count[1] <= rt.total * COUNT_DRIFT:
-                known[t] = count[0]
-        return known
-
-    @staticmethod
-    def _cache_counts(rt: ConversationRuntime, counts: Mapping[str, int]) -> None:
-        cached = rt.term_counts
-        if len(cached) + len(counts) > MAX_COUNTED_TERMS:
-            cached.clear()
-        for t, count in counts.items():
-            cached[t] = (count, rt.total)
+            entry = cached.get(t)
+            if entry is not None and _current(rt, *entry):
+                out[t] = entry[0]
+            else:
+                missing.append(t)
+        if missing:
+            read = self.store.term_postings(rt.key, missing, MAX_POSTINGS)
+            if len(cached) + len(read) > MAX_CACHED_TERMS:
+                cached.clear()
+            for t, postings in read.items():
+                cached[t] = (postings, rt.total, rt.last_seq)
+            out.update(read)
+        return out
 
     def _bm25(
         self,
@@ -266,15 +244,12 @@ class Ranker:
         )
         if not held:
             return ranked
-        counts, looked_up = self._counts(rt, list(held))
-        chosen = feedback_terms(held, counts, rt.total)
+        postings = self._postings(rt, list(held))
+        chosen = feedback_terms(held, {t: p.count for t, p in postings.items()}, rt.total)
         if not chosen:
             return ranked
-        # The chosen words' rows: those just looked up are at hand, the rest are read once.
-        postings = self._postings(rt, [t for t in chosen if t not in looked_up])
-        postings.update({t: looked_up[t] for t in chosen if t in looked_up})
         boost = {t: held[t] for t in chosen}
-        extra = self._bm25(rt, postings, states, None, limit, boost)
+        extra = self._bm25(rt, {t: postings[t] for t in chosen}, states, None, limit, boost)
         signals = dataclasses.replace(found, lexical=widened(found.lexical, extra))
         return self.rank(rt, signals, threshold=threshold, mode="hybrid")
 
@@ -441,3 +416,10 @@ def in_range(hint: TimeHint, timestamp: float) -> bool:
     if since is None and until is None:
         return False
     return (since is None or timestamp >= since) and (until is None or timestamp < until)
+
+
+def _current(rt: ConversationRuntime, postings: TermPostings, total: int, last_seq: int) -> bool:
+    """Whether postings read when the conversation had total items up to last_seq still hold."""
+    if postings.count > MAX_POSTINGS:
+        return abs(rt.total - total) <= rt.total * COUNT_DRIFT
+    return rt.last_seq == last_seq

@@ -4,7 +4,7 @@ tokenizer, read without ranking for BM25, as the SQLite store reads its full-tex
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from contextwm.adapters.fts5_terms import Fts5Terms
 from contextwm.adapters.postgres.codecs import filter_sql
@@ -47,9 +47,7 @@ def matching_items(
 class LexicalTables(Database, LexicalStore):
     """The words of items, read from the postings table."""
 
-    def term_postings(
-        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] | None = None
-    ) -> dict[str, TermPostings]:
+    def term_postings(self, key: int, terms: Sequence[str], limit: int) -> dict[str, TermPostings]:
         out: dict[str, TermPostings] = {}
         with self._read() as db:
             for word in terms:
@@ -64,11 +62,8 @@ class LexicalTables(Database, LexicalStore):
                 ]
                 count = len(rows)
                 if count > limit:
-                    if counts and word in counts:
-                        count = counts[word]
-                    else:
-                        found = db.execute(f"SELECT count(*) FROM ({matched}) m", params)
-                        count = found.fetchone()[0]  # type: ignore[index]
+                    found = db.execute(f"SELECT count(*) FROM ({matched}) m", params)
+                    count = found.fetchone()[0]  # type: ignore[index]
                     rows = rows[:limit]
                 out[word] = TermPostings(count, tuple(rows))
         return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from contextwm.adapters.sqlite.codecs import filter_sql, fts_query
 from contextwm.adapters.sqlite.database import Database
@@ -13,11 +13,9 @@ from contextwm.ports.lexical_store import LexicalStore, TermPostings
 class LexicalIndex(Database, LexicalStore):
     """The words of items: postings from the full-text index, read without ranking, for BM25."""
 
-    def term_postings(
-        self, key: int, terms: Sequence[str], limit: int, counts: Mapping[str, int] | None = None
-    ) -> dict[str, TermPostings]:
-        """For each term, the conversation's items that contain it: how many (counts gives
-        those the caller knows already), and the row ids of the first limit of them."""
+    def term_postings(self, key: int, terms: Sequence[str], limit: int) -> dict[str, TermPostings]:
+        """For each term, the conversation's items that contain it: how many, and the row
+        ids of the first limit of them."""
         db = self._reader()
         out: dict[str, TermPostings] = {}
         for term in terms:
@@ -33,13 +31,10 @@ class LexicalIndex(Database, LexicalStore):
             ]
             count = len(rows)
             if count > limit:
-                if counts and term in counts:
-                    count = counts[term]
-                else:
-                    found = db.execute(
-                        "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", (match,)
-                    )
-                    count = found.fetchone()[0]
+                found = db.execute(
+                    "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", (match,)
+                )
+                count = found.fetchone()[0]
                 rows = rows[:limit]
             out[term] = TermPostings(count, tuple(rows))
         return out
