@@ -236,3 +236,24 @@ def test_the_words_of_the_best_hits_find_turns_that_share_none_with_the_question
     # Search ranks by the words asked alone: there it has none.
     hits = client.search(question, conversation_id="heron-db", include_window=True, top_k=20)
     assert all(h.parts.lexical == 0.0 for h in hits.hits if h.item.seq == 42)
+
+
+def test_a_word_s_new_turns_are_found_by_it_after_it_was_searched(client: Client) -> None:
+    # The first call reads, and keeps, the items that hold "bluefin"; a later turn holding it
+    # must still be found by the word, not by its meaning alone.
+    client.create_conversation("fish", settings=ConversationSettings(window_max_items=10))
+    items = [NewItem("The staging database is called Bluefin.", timestamp=DAY0)]
+    items += [NewItem(f"{FILLER[k % len(FILLER)]} (aside {k})") for k in range(30)]
+    client.append_batch("fish", items)
+    question = "what happened to Bluefin?"
+    # Words alone: the feedback round would add other words' hits.
+    first = client.get_context("fish", question, max_tokens=300, mode="lexical")
+    assert {s.item.seq for s in (*first.history, *first.recent) if s.parts.lexical > 0} == {1}
+    client.append_batch(
+        "fish",
+        [NewItem("Bluefin ran out of disk at noon.")]
+        + [NewItem(f"{FILLER[k % len(FILLER)]} (later {k})") for k in range(12)],
+    )
+    later = client.get_context("fish", question, max_tokens=300, mode="lexical")
+    lexical = {s.item.seq for s in (*later.history, *later.recent) if s.parts.lexical > 0}
+    assert lexical == {1, 32}
