@@ -239,7 +239,7 @@ def replicas_import(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from contextwm.app import make_embedder
+    from contextwm.adapters.embedders import make_embedder
 
     args = parse_args(argv)
     if args.postgresql:

@@ -23,9 +23,10 @@ items appended through the API and embedded by the server's indexer:
 2. overhead beyond the model: the first quiet block's GetContext p50 minus (p50 of embedding
    one query + p50 of one exact FAISS search, k=50, one thread, over the same archived
    vectors), both measured in this process with the server's own embedder
-   (contextwm.app.make_embedder on the server's default `embedder` setting, so it follows
-   whichever engine the server uses), with the server idle, right before and right after
-   that block (bench_retrieval.measure_floor); the overhead is against the mean of the two.
+   (contextwm.adapters.embedders.make_embedder on the server's default `embedder` setting,
+   so it follows whichever engine the server uses), with the server idle, right before and
+   right after that block (bench_retrieval.measure_floor); the overhead is against the mean
+   of the two.
 3. the backlog under load: while a GetContext loop runs against the big conversation (a
    thread of this process, calls back to back), --backlog items appended to a third
    conversation through AppendBatch (calls of 100); rate = items / time from the first append
@@ -553,7 +554,7 @@ def warm_up(client: Client, gen: TextGenerator, calls: int) -> float:
 
 def the_embedder() -> tuple[Embedder, int]:
     """The server's own embedder (its factory on its default setting) and indexer batch."""
-    from contextwm.app import make_embedder
+    from contextwm.adapters.embedders import make_embedder
     from contextwm.settings import ServerSettings
 
     settings = ServerSettings()

@@ -339,7 +339,7 @@ def run(
         work = Path(tmp)
         servers: list[tuple[str, Any]] = []
         if args.cached_server:
-            from contextwm.app import make_embedder
+            from contextwm.adapters.embedders import make_embedder
 
             model = make_embedder("minilm")
             cache = VectorCache(CACHE, model.model_name)

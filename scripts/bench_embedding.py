@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from bench_common import TextGenerator, log, p50_p99, print_table, verdict
+from contextwm.adapters.embedders import make_embedder
 from contextwm.adapters.main_thread import MainThread
-from contextwm.app import make_embedder
 from contextwm.ports.embedder import Embedder
 
 ENGINES = {"torch": "minilm-torch", "onnx": "minilm", "int8": "minilm-int8"}

@@ -276,7 +276,7 @@ def main() -> int:
     mean_tokens = sum(sample_tokens) / len(sample_tokens)
 
     sample = flat[: args.embed_sample]
-    from contextwm.app import make_embedder
+    from contextwm.adapters.embedders import make_embedder
 
     embedder = make_embedder("minilm")
     raw_load0 = loadavg()

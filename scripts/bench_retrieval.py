@@ -370,7 +370,7 @@ def main() -> int:
     data_dir.mkdir()
     log(f"data dir {data_dir}")
 
-    from contextwm.app import make_embedder
+    from contextwm.adapters.embedders import make_embedder
 
     embedder = make_embedder("minilm")
     assert embedder.model_name == MODEL, embedder.model_name

@@ -93,7 +93,7 @@ def main() -> int:
     for d in dirs.values():
         d.mkdir()
 
-    from contextwm.app import make_embedder
+    from contextwm.adapters.embedders import make_embedder
 
     embedder = make_embedder("minilm")
     pool = embed_pool(embedder, args.pool, args.seed)

@@ -15,6 +15,7 @@ from contextwm.access.quotas import KeyQuotas
 from contextwm.access.streams import OpenStreams
 from contextwm.adapters.code_definitions import TreeSitterDefinitions
 from contextwm.adapters.embedder_process import ProcessEmbedder
+from contextwm.adapters.embedders import make_embedder
 from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.main_thread import MainThread
 from contextwm.adapters.sqlite import SqliteStore
@@ -58,23 +59,6 @@ if TYPE_CHECKING:  # OpenTelemetry is loaded only when tracing is on
     from contextwm.observability.tracing import Tracing
 
 log = logging.getLogger(__name__)
-
-
-def make_embedder(kind: str, main_thread: MainThread | None = None) -> Embedder:
-    """The embedder a setting names (see EMBEDDERS): the bundled MiniLM on ONNX Runtime, in
-    int8 or on PyTorch (embedding queries on main_thread, when given), or a hashing one for
-    tests."""
-    if kind == "hashing":
-        from contextwm.adapters.embedder_fake import HashingEmbedder
-
-        return HashingEmbedder()
-    if kind == "minilm-torch":
-        from contextwm.adapters.embedder_st import SentenceTransformerEmbedder
-
-        return SentenceTransformerEmbedder(main_thread=main_thread)
-    from contextwm.adapters.embedder_onnx import OnnxEmbedder
-
-    return OnnxEmbedder(quantized=kind == "minilm-int8")
 
 
 def open_store(settings: ServerSettings, data: DataDir) -> Store:

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from contextwm import app
-from contextwm.adapters import embedder_process
+from contextwm.adapters import embedder_process, embedders
 from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.ports.embedder import Embedder
 
@@ -121,7 +120,7 @@ def test_a_reply_to_a_gone_server_ends_the_child_with_one_line(
         def embed(self, texts: list[str]) -> np.ndarray:
             return np.zeros((len(texts), 2), dtype=np.float32)
 
-    monkeypatch.setattr(app, "make_embedder", lambda kind: Stub())
+    monkeypatch.setattr(embedders, "make_embedder", lambda kind: Stub())
     conn = _GonePipe()
     embedder_process._serve(conn, "minilm", 0)  # type: ignore[arg-type]
     assert conn.sent == [("ready", "stub", 2)]

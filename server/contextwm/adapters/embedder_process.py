@@ -36,7 +36,7 @@ def _serve(conn: Connection, kind: str, niceness: int) -> None:
     os.nice(niceness)
     from transformers.utils import logging as transformers_logging
 
-    from contextwm.app import make_embedder
+    from contextwm.adapters.embedders import make_embedder
 
     # The server loads the same model beside this child, with the same progress bar on the
     # same console: one bar is enough.
@@ -83,7 +83,7 @@ class ProcessEmbedder:
     """
 
     def __init__(self, kind: str = "minilm", *, niceness: int = NICENESS) -> None:
-        """kind names the model as the embedder setting does (see app.make_embedder)."""
+        """kind names the model as the embedder setting does (see adapters.embedders)."""
         self._kind = kind
         self._niceness = niceness
         self._lock = threading.Lock()
