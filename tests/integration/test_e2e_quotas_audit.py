@@ -7,6 +7,7 @@ per-key metrics by key id."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -44,16 +45,18 @@ def test_quotas_audit_and_key_metrics(tmp_path: Path, start_service: Any) -> Non
     target = f"127.0.0.1:{service.port}"
 
     with Client(target, api_key=busy, namespace="team-a") as c:
+        began = time.monotonic()
         c.append("c", CANARY)
         admitted, refusals = 1, []
-        for _ in range(8):  # far faster than 1 a second
+        for _ in range(8):  # far faster than 1 a second, unless the machine is busy
             try:
                 c.get_conversation("c")
                 admitted += 1
             except ResourceExhaustedError as exc:
                 refusals.append(exc)
-    # The burst of 3, and at most one more token refilled meanwhile.
-    assert 3 <= admitted <= 4 and len(refusals) == 9 - admitted
+        took = time.monotonic() - began
+    # The burst of 3, and at most one more token refilled for each second (or part) taken.
+    assert 3 <= admitted <= 3 + math.ceil(took) and len(refusals) == 9 - admitted, took
     assert all(0 < (e.retry_after or 0) <= 1.0 for e in refusals), [e.retry_after for e in refusals]
     assert "over its quota of 1 requests per second" in refusals[0].details
     waits = sorted(e.retry_after or 0 for e in refusals)

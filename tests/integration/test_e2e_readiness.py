@@ -195,14 +195,27 @@ def test_a_client_that_waits_for_readiness_never_sees_unavailable(tmp_path: Path
         server.kill()
 
 
-def _cli(target: str, *argv: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "contextwm", "--target", target, *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _cli(target: str, stderr: Path, *argv: str) -> subprocess.Popen[str]:
+    """The CLI, its stderr written to a file (read while it runs, and after)."""
+    with stderr.open("w") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "contextwm", "--target", target, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+
+
+def _says(path: Path, text: str, seconds: float = 120.0) -> bool:
+    """Whether the file holds text within seconds (a process writing it is slow to start on
+    a busy machine)."""
+    deadline = time.monotonic() + seconds
+    while text not in path.read_text():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 @pytest.mark.slow
@@ -212,19 +225,21 @@ def test_the_cli_and_the_mcp_server_wait_for_a_starting_server_and_say_so(
     """Started before the server exists: each waits, says for what, and then works."""
     port = free_port()
     target = f"127.0.0.1:{port}"
-    append = _cli(target, "append", "notes", "the deploy is on Tuesday")
+    waiting = f"waiting up to 60 s for contextwm at {target}"
+    append_err, mcp_err = tmp_path / "append.err", tmp_path / "mcp.err"
+    append = _cli(target, append_err, "append", "notes", "the deploy is on Tuesday")
     # stdio MCP with stdin closed: it creates its conversation, then ends with its input.
-    mcp = _cli(target, "mcp", "--conversation", "agent")
-    time.sleep(2)  # both are waiting for a server by now
-    server = ServerProcess(tmp_path, "--port", str(port), ready=False)
+    mcp = _cli(target, mcp_err, "mcp", "--conversation", "agent")
+    # Both are waiting for a server, and have said so, before there is one.
+    assert _says(append_err, waiting), append_err.read_text()
+    assert _says(mcp_err, waiting), mcp_err.read_text()
+    server = ServerProcess(tmp_path / "data", "--port", str(port), ready=False)
     try:
-        out, err = append.communicate(timeout=180)
-        assert append.returncode == 0, err
-        assert f"waiting up to 60 s for contextwm at {target}" in err
+        out, _ = append.communicate(timeout=180)
+        assert append.returncode == 0, append_err.read_text()
         assert "appended seq 1" in out
-        _, err = mcp.communicate(timeout=180)
-        assert mcp.returncode == 0, err
-        assert f"waiting up to 60 s for contextwm at {target}" in err
+        mcp.communicate(timeout=180)
+        assert mcp.returncode == 0, mcp_err.read_text()
         with Client(target) as client:
             assert client.get_conversation("agent").conversation_id == "agent"
     finally:

@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, cast
 
 import grpc
 import proto_inputs as pi
@@ -379,12 +379,18 @@ def _conversation_view(
     query = "what port does billing use, and why did the deploy fail?"
     yield "Search", stub.Search(pb.SearchRequest(**ids, query=query, include_window=True, top_k=50))
     yield "GetContext", stub.GetContext(pb.GetContextRequest(**ids, query=query, max_tokens=2000))
-    events = stub.Watch(pb.WatchRequest(**ids), timeout=1.0)
-    try:
-        for event in events:
-            yield "Watch", event
-    except grpc.RpcError as exc:  # the replay is done well before the deadline
-        assert exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED, exc
+    # The replay, read up to the newest event (after it the stream waits for new ones), not
+    # for a fixed time: a busy server may replay slowly.
+    last = stub.GetConversation(pb.GetConversationRequest(**ids)).last_event_id
+    if last:
+        events = stub.Watch(pb.WatchRequest(**ids), timeout=UNARY_SECONDS)
+        try:
+            for event in events:
+                yield "Watch", event
+                if event.id >= last:
+                    break
+        finally:
+            cast(_StreamCall, events).cancel()
 
 
 def _pages(fetch: Callable[[str], Any]) -> Iterator[Any]:
