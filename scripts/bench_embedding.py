@@ -10,8 +10,9 @@ Measures, in this process and in one run, the bundled all-MiniLM-L6-v2 on:
 
 For each: one query's embedding p50/p99 on a quiet machine, beside one and beside two
 busy-loop processes (`python -c "while True: pass"`), engines interleaved within each
-condition; and the batched rate (texts/s) in batches of the indexer's size (32) and 64,
-quiet. Texts are LoCoMo turns (--data, the dev set's folder) or generated ones.
+condition; and the batched rate (texts/s) in batches of the indexer's sizes (32 beside
+appends, 128 once they stop), quiet and beside one busy loop. Texts are LoCoMo turns (--data,
+the dev set's folder) or generated ones.
 
 Goals: onnx query p50 <= 0.5 x torch's quiet; under each load within 1.5 x its own quiet
 p50; onnx batched rate >= 1.5 x torch's. The vectors' agreement (min cosine onnx/torch, mean
@@ -40,7 +41,8 @@ from contextwm.ports.embedder import Embedder
 
 ENGINES = {"torch": "minilm-torch", "onnx": "minilm", "int8": "minilm-int8"}
 LOADS = (0, 1, 2)
-BATCH_SIZES = (32, 64)
+BATCH_SIZES = (32, 128)  # the indexer's batch beside appends, and once they stop
+BATCH_LOADS = (0, 1)
 
 
 def parse_args() -> argparse.Namespace:
@@ -125,12 +127,13 @@ def main() -> int:
                 times = query_times(embedder, queries, worker=name != "torch")
                 latency[name, load] = p50_p99(times)
 
-    log("batched rates, quiet")
-    rates = {
-        (name, size): batch_rate(embedder, batch_texts, size)
-        for size in BATCH_SIZES
-        for name, embedder in embedders.items()
-    }
+    rates: dict[tuple[str, int, int], float] = {}
+    for load in BATCH_LOADS:
+        log(f"batched rates beside {load} busy loop(s)")
+        with busy_loops(load):
+            for size in BATCH_SIZES:
+                for name, embedder in embedders.items():
+                    rates[name, size, load] = batch_rate(embedder, batch_texts, size)
     sample = batch_texts[:500]
     vectors = {name: embedder.embed(sample) for name, embedder in embedders.items()}
     agreement = {
@@ -146,7 +149,7 @@ def main() -> int:
 
 def report(
     latency: dict[tuple[str, int], tuple[float, float]],
-    rates: dict[tuple[str, int], float],
+    rates: dict[tuple[str, int, int], float],
     agreement: dict[str, tuple[float, float]],
     args: argparse.Namespace,
 ) -> None:
@@ -163,18 +166,19 @@ def report(
         ["engine", "quiet", "1 busy loop", "2 busy loops"],
         rows,
     )
-    print_table(
-        "batched embedding, texts/s (quiet)",
-        ["engine", *[f"batches of {size}" for size in BATCH_SIZES], "x torch (best size)"],
-        [
+    for load in BATCH_LOADS:
+        print_table(
+            f"batched embedding, texts/s, beside {load} busy loop(s)",
+            ["engine", *[f"batches of {size}" for size in BATCH_SIZES], "x torch (best size)"],
             [
-                name,
-                *[f"{rates[name, size]:.0f}" for size in BATCH_SIZES],
-                f"{best(rates, name) / best(rates, 'torch'):.2f}",
-            ]
-            for name in ENGINES
-        ],
-    )
+                [
+                    name,
+                    *[f"{rates[name, size, load]:.0f}" for size in BATCH_SIZES],
+                    f"{best(rates, name, load) / best(rates, 'torch', load):.2f}",
+                ]
+                for name in ENGINES
+            ],
+        )
     print_table(
         "vectors against torch's (500 texts)",
         ["engine", "min cosine", "mean cosine"],
@@ -182,7 +186,8 @@ def report(
     )
     onnx_quiet, torch_quiet = latency["onnx", 0][0], latency["torch", 0][0]
     worst = max(latency["onnx", load][0] for load in LOADS[1:]) / onnx_quiet
-    speedup = best(rates, "onnx") / best(rates, "torch")
+    speedup = best(rates, "onnx", 0) / best(rates, "torch", 0)
+    loaded = best(rates, "onnx", 1) / best(rates, "torch", 1)
     print("\n== goals")
     print(
         f"onnx query p50 quiet {onnx_quiet / torch_quiet:.2f} x torch's (<= 0.5): "
@@ -192,15 +197,19 @@ def report(
         f"onnx query p50 under load, worst {worst:.2f} x its quiet (<= 1.5): "
         f"{verdict(worst <= 1.5)}"
     )
-    print(f"onnx batched rate {speedup:.2f} x torch's (>= 1.5): {verdict(speedup >= 1.5)}")
+    print(f"onnx batched rate quiet {speedup:.2f} x torch's (>= 1.5): {verdict(speedup >= 1.5)}")
+    print(
+        f"onnx batched rate beside a busy loop {loaded:.2f} x torch's (>= 1.5): "
+        f"{verdict(loaded >= 1.5)}"
+    )
     print(
         f"onnx vectors min cosine {agreement['onnx'][0]:.6f} (>= 0.99999): "
         f"{verdict(agreement['onnx'][0] >= 0.99999)}"
     )
 
 
-def best(rates: dict[tuple[str, int], float], name: str) -> float:
-    return max(rates[name, size] for size in BATCH_SIZES)
+def best(rates: dict[tuple[str, int, int], float], name: str, load: int) -> float:
+    return max(rates[name, size, load] for size in BATCH_SIZES)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import json
 import os
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ from contextwm.adapters.onnx_export import INPUTS, exported_model
 from contextwm.adapters.query_coalescing import QUERY_BATCH, QueryCoalescer
 from contextwm.ports.embedder import Vectors
 
-# Threads per call: a query's pass split between them, or a batch's passes side by side. Two
-# nearly halve a query's time on a quiet machine, and unlike an OpenMP team they do not stall
-# when the other core is busy: they do not spin, so a waiting thread gives its core back.
+# Threads per forward pass. Two nearly halve a query's time on a quiet machine, and unlike an
+# OpenMP team they do not stall when the other core is busy: they do not spin, so a waiting
+# thread gives its core back.
 THREADS = 2
 
 
@@ -48,7 +47,6 @@ class OnnxEmbedder:
             threads: threads per forward pass (at most the machine's cores are used).
             cache: where the exported file is kept; see onnx_export.cache_dir.
         """
-        import onnxruntime
         from tokenizers import Tokenizer
 
         path = model_path or bundled_model_path()
@@ -58,24 +56,13 @@ class OnnxEmbedder:
         max_length = int(
             json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]
         )
-        file = exported_model(path, quantized=quantized, cache=cache)
-        self._workers = max(1, min(threads, os.cpu_count() or 1))
-
-        def session(threads: int) -> Any:
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            # A spinning thread holds its core while it waits: a busy neighbour's, too.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            return onnxruntime.InferenceSession(
-                str(file), options, providers=["CPUExecutionProvider"]
-            )
-
-        # A query's pass is split between threads (latency); a batch's passes run side by
-        # side on one thread each, which needs no hand-off between threads inside a pass.
-        self._query_session = session(self._workers)
-        self._batch_session = session(1)
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="contextwm-embed")
+        self._file = exported_model(path, quantized=quantized, cache=cache)
+        self._threads = max(1, min(threads, os.cpu_count() or 1))
+        # Queries and batches have a session (and threads) each, so that a query never
+        # queues behind a batch's pass; the batch one is loaded once a batch comes, which
+        # in a server whose indexer embeds in a child process is never.
+        self._query_session = self._session()
+        self._batch_session: Any = None
         tokenizer: Any = Tokenizer.from_file(str(path / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=max_length)
         tokenizer.no_padding()  # each pass is padded to its own longest text
@@ -84,9 +71,20 @@ class OnnxEmbedder:
         self._dim = int(pooling["word_embedding_dimension"])
         base = "all-MiniLM-L6-v2" if model_path is None else path.name
         self._name = f"{base}-int8" if quantized else base
-        # A query never waits behind a batch: batches take turns among themselves only.
         self._batch_lock = threading.Lock()
         self._queries = QueryCoalescer()
+
+    def _session(self) -> Any:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = 1
+        # A spinning thread holds its core while it waits: a busy neighbour's, too.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return onnxruntime.InferenceSession(
+            str(self._file), options, providers=["CPUExecutionProvider"]
+        )
 
     @property
     def model_name(self) -> str:
@@ -103,22 +101,21 @@ class OnnxEmbedder:
             return self._encode_many(texts)
 
     def _encode_query(self, texts: Sequence[str]) -> Vectors:
-        return self._encode(texts, self._query_session, workers=1)
+        return self._encode(texts, self._query_session)
 
     def _encode_many(self, texts: Sequence[str]) -> Vectors:
-        return self._encode(texts, self._batch_session, workers=self._workers)
+        if self._batch_session is None:
+            self._batch_session = self._session()
+        return self._encode(texts, self._batch_session)
 
-    def _encode(self, texts: Sequence[str], session: Any, workers: int) -> Vectors:
+    def _encode(self, texts: Sequence[str], session: Any) -> Vectors:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
-        # Sorted by length, each pass pads little (padding is wasted compute); a batch that
-        # fits one pass is still split between the workers.
+        # Sorted by length, each pass pads little (padding is wasted compute).
         order = sorted(range(len(texts)), key=lengths.__getitem__)
-        size = max(1, min(self._batch_size, -(-len(order) // workers)))
-        passes = [order[start : start + size] for start in range(0, len(order), size)]
-
-        def run(rows: list[int]) -> None:
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
             width = lengths[rows[-1]]
             ids = np.zeros((len(rows), width), dtype=np.int64)
             types = np.zeros_like(ids)
@@ -134,10 +131,4 @@ class OnnxEmbedder:
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             out[rows] = pooled
-
-        if workers > 1 and len(passes) > 1:
-            list(self._pool.map(run, passes))
-        else:
-            for rows in passes:
-                run(rows)
         return out
