@@ -36,9 +36,9 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && rm /tmp/torch-constraint.txt
 
 # The bundled model exported to ONNX once, into the image: no container exports it at start.
-ENV CONTEXTWM_CACHE_DIR=/opt/contextwm-cache
+ENV XDG_CACHE_HOME=/opt/cache
 RUN python -c "from contextwm.adapters.embedder_onnx import OnnxEmbedder; OnnxEmbedder()" \
-    && chmod -R a+rX /opt/contextwm-cache
+    && chmod -R a+rX /opt/cache
 
 # The readiness probe below: Python and grpcio-health-checking, both already installed.
 COPY --chmod=755 deploy/healthcheck.py /usr/local/bin/contextwm-healthcheck

@@ -57,7 +57,9 @@ def test_python_example_run_while_the_server_starts_waits_for_it(tmp_path: Path)
     log = server.log()
     listening = log.index(f"contextwm listening on port {server.port}")
     assert listening < log.index(ready_line)
-    assert log.count("Loading weights: 100%") == 1, log
+    # At most one progress bar (PyTorch's, while a first start exports the model): the
+    # indexer's process loads the same model silently.
+    assert log.count("Loading weights: 100%") <= 1, log
 
 
 def test_command_line_example_runs(service: Service, capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,13 +34,14 @@ def _serve(conn: Connection, kind: str, niceness: int) -> None:
     or the server is gone."""
     _exit_with_parent()
     os.nice(niceness)
-    from transformers.utils import logging as transformers_logging
-
     from contextwm.adapters.embedders import make_embedder
 
-    # The server loads the same model beside this child, with the same progress bar on the
-    # same console: one bar is enough.
-    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    if kind == "minilm-torch":
+        from transformers.utils import logging as transformers_logging
+
+        # The server loads the same model beside this child, with the same progress bar on
+        # the same console: one bar is enough.
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     embedder = make_embedder(kind)
     reply: tuple[Any, ...] = ("ready", embedder.model_name, embedder.dimension)

@@ -30,10 +30,8 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def cache_dir() -> Path:
-    """Where exported models are kept: $CONTEXTWM_CACHE_DIR, else the user's cache."""
-    explicit = os.environ.get("CONTEXTWM_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
+    """Where exported models are kept: the user's cache, $XDG_CACHE_HOME/contextwm (by
+    default ~/.cache/contextwm)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "contextwm"
 
