@@ -238,22 +238,25 @@ def test_the_words_of_the_best_hits_find_turns_that_share_none_with_the_question
     assert all(h.parts.lexical == 0.0 for h in hits.hits if h.item.seq == 42)
 
 
-def test_a_word_s_new_turns_are_found_by_it_after_it_was_searched(client: Client) -> None:
-    # The first call reads, and keeps, the items that hold "bluefin"; a later turn holding it
-    # must still be found by the word, not by its meaning alone.
+def test_a_feedback_word_s_new_turns_are_found_by_it_after_it_was_weighed(
+    client: Client,
+) -> None:
+    # The first call weighs, and keeps, the postings of "bluefin" (a word of its best hit, not
+    # of the question); a later turn holding it must still be found by it.
     client.create_conversation("fish", settings=ConversationSettings(window_max_items=10))
-    items = [NewItem("The staging database is called Bluefin.", timestamp=DAY0)]
-    items += [NewItem(f"{FILLER[k % len(FILLER)]} (aside {k})") for k in range(30)]
+    items = [NewItem("The Heron project's database is called Bluefin.", timestamp=DAY0)]
+    items += [NewItem(f"{FILLER[k % len(FILLER)]} (aside {k})") for k in range(20)]
+    items.append(NewItem("Bluefin moved to the new disks in May."))
+    items += [NewItem(f"{FILLER[k % len(FILLER)]} (more {k})") for k in range(20)]
     client.append_batch("fish", items)
-    question = "what happened to Bluefin?"
-    # Words alone: the feedback round would add other words' hits.
-    first = client.get_context("fish", question, max_tokens=300, mode="lexical")
-    assert {s.item.seq for s in (*first.history, *first.recent) if s.parts.lexical > 0} == {1}
+    question = "what do we know about Heron's database?"
+    first = client.get_context("fish", question, max_tokens=400)
+    assert {s.item.seq: s.parts.lexical for s in first.history}.get(22, 0.0) > 0.0
     client.append_batch(
         "fish",
-        [NewItem("Bluefin ran out of disk at noon.")]
+        [NewItem("Bluefin ran out of space at noon.")]
         + [NewItem(f"{FILLER[k % len(FILLER)]} (later {k})") for k in range(12)],
     )
-    later = client.get_context("fish", question, max_tokens=300, mode="lexical")
-    lexical = {s.item.seq for s in (*later.history, *later.recent) if s.parts.lexical > 0}
-    assert lexical == {1, 32}
+    later = client.get_context("fish", question, max_tokens=400)
+    found = {s.item.seq: s for s in (*later.history, *later.recent)}
+    assert 43 in found and found[43].parts.lexical > 0.0

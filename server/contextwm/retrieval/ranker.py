@@ -174,16 +174,21 @@ class Ranker:
         """BM25 of the items (in these states, matching flt) that contain the query's terms:
         without a filter, of the 2 x limit items holding the most of their IDF.
 
-        Safe without rt.lock: the store has a connection per thread, and the term counts
-        are a cache that another call may fill or clear meanwhile."""
+        Safe without rt.lock: the store has a connection per thread, and the postings cache
+        is only read here (another call may fill or clear it meanwhile)."""
         terms = query_terms(text)
         if not terms:
             return {}
         return self._bm25(rt, self._postings(rt, terms), states, flt, limit)
 
-    def _postings(self, rt: ConversationRuntime, terms: Sequence[str]) -> dict[str, TermPostings]:
+    def _postings(
+        self, rt: ConversationRuntime, terms: Sequence[str], *, keep: bool = False
+    ) -> dict[str, TermPostings]:
         """Each term's postings, from the runtime's cache while they are current (see
-        MAX_CACHED_TERMS), the rest read and cached."""
+        MAX_CACHED_TERMS), the rest read from the store and, with keep, cached.
+
+        keep needs rt.lock: an append counts its item in rt.last_seq before its commit, so a
+        read beside it could be cached as current without the item."""
         cached = rt.term_postings
         out: dict[str, TermPostings] = {}
         missing: list[str] = []
@@ -195,10 +200,11 @@ class Ranker:
                 missing.append(t)
         if missing:
             read = self.store.term_postings(rt.key, missing, MAX_POSTINGS)
-            if len(cached) + len(read) > MAX_CACHED_TERMS:
-                cached.clear()
-            for t, postings in read.items():
-                cached[t] = (postings, rt.total, rt.last_seq)
+            if keep:
+                if len(cached) + len(read) > MAX_CACHED_TERMS:
+                    cached.clear()
+                for t, postings in read.items():
+                    cached[t] = (postings, rt.total, rt.last_seq)
             out.update(read)
         return out
 
@@ -244,7 +250,7 @@ class Ranker:
         )
         if not held:
             return ranked
-        postings = self._postings(rt, list(held))
+        postings = self._postings(rt, list(held), keep=True)
         chosen = feedback_terms(held, {t: p.count for t, p in postings.items()}, rt.total)
         if not chosen:
             return ranked
