@@ -388,7 +388,7 @@ class Service:
         servicer = ContextServicer(
             engine,
             retriever,
-            CategoryContexts(engine, retriever.ranker, retriever.reader, retriever.history),
+            CategoryContexts(engine, retriever.ranking, retriever.reader),
             AgentLoop(engine),
             # The indexer's child embeds imports too: a bulk load yields the CPU to live
             # requests, and the server's own memory stays flat while it loads.

@@ -92,7 +92,7 @@ def test_a_change_while_the_query_is_embedded_voids_the_words_looked_up_before_i
 ) -> None:
     engine, embedder = parts
     retriever = Retriever(engine)
-    reader = retriever.reader = SignallingReader(engine.embedder, retriever.ranker)
+    reader = retriever.reader = SignallingReader(engine.embedder, retriever.ranking.ranker)
 
     def revert_once_looked_up() -> None:
         assert reader.looked_up.wait(10)

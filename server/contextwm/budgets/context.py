@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contextwm.budgets.assembly import AllocationReport, assemble_by_category, retrieval_piece
@@ -18,7 +18,6 @@ from contextwm.budgets.contributors import (
 )
 from contextwm.conversations.embedding_model import require_current
 from contextwm.conversations.engine import ContextEngine
-from contextwm.conversations.runtime import ConversationRuntime
 from contextwm.domain.categories import (
     BudgetPatch,
     Category,
@@ -29,19 +28,14 @@ from contextwm.domain.categories import (
 from contextwm.domain.errors import FailedPrecondition
 from contextwm.domain.items import ItemState
 from contextwm.ports.item_store import ItemStore
+from contextwm.retrieval.context_ranking import ContextRanker
 from contextwm.retrieval.neighbours import HistoryCandidate
 from contextwm.retrieval.pipeline import LineCosts
-from contextwm.retrieval.query import Query, QueryReader
-from contextwm.retrieval.ranker import Ranker
+from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.requests import ContextRequest, EnhancedContext, check_context_request
 
 # Retrieval contributes archived history: the window's items are DIALOG's already.
 HISTORY_STATES = (ItemState.ARCHIVED, ItemState.COMPACTED)
-
-# History hits for a query with their neighbours, best first (rt.lock held): Retriever.history.
-HistorySource = Callable[
-    [ConversationRuntime, Query, ContextRequest, tuple[ItemState, ...]], list[HistoryCandidate]
-]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +63,7 @@ class CategoryContexts:
     """Thread-safe: holds the conversation's lock only around the in-memory parts, never
     while reading files or embedding them."""
 
-    def __init__(
-        self, engine: ContextEngine, ranker: Ranker, reader: QueryReader, history: HistorySource
-    ) -> None:
+    def __init__(self, engine: ContextEngine, ranking: ContextRanker, reader: QueryReader) -> None:
         # The engine is where the parts are built; budgets keep only those they use.
         self.runtimes = engine.runtimes
         self.vectors = engine.vectors
@@ -79,9 +71,8 @@ class CategoryContexts:
         self.limits = engine.limits
         self.store: ItemStore = engine.store
         self.workspace_of = engine.workspace_of
-        self.ranker = ranker
+        self.ranking = ranking
         self.reader = reader
-        self.history = history
         self._salience = SalienceCache(engine.embedder)
         self._pieces = PieceCache(1024)
         engine.caches["contributor_embeddings"] = self._salience
@@ -107,8 +98,7 @@ class CategoryContexts:
         """
         check_context_request(request, self.limits)
         rt = self.runtimes.get(namespace, conversation_id)
-        ranker = self.ranker
-        require_current([rt], ranker.model_name, request.mode)
+        require_current([rt], self.ranking.model_name, request.mode)
         settings = rt.record.settings
         budgets = patch_budgets(settings.category_budgets, asked.budgets)
         weights = patch_contributor_weights(settings.contributor_weights, asked.contributor_weights)
@@ -133,10 +123,10 @@ class CategoryContexts:
         with rt.lock:
             q = self.reader.focused(rt, asked_query)
             # Scored against the query, so the least relevant window items go first.
-            window = [ranker.shown(rt, w) for w in ranker.scored_window(rt, q.vector)]
+            window = self.ranking.window(rt, q.vector)
             candidates: list[HistoryCandidate] = []
             if retrieves:
-                candidates = self.history(rt, q, request, HISTORY_STATES)
+                candidates = self.ranking.history(rt, q, request, HISTORY_STATES)
             paths = self.store.file_paths(rt.key, MAX_WORKING_FILES)
             unindexed = rt.pending
             state = rt.state
@@ -151,7 +141,7 @@ class CategoryContexts:
             c if c.reason else dataclasses.replace(c, salience=next(salient)) for c in contributions
         ]
         contributions += self._retrieval_pieces(
-            rt, candidates, {w.item.seq for w in window}, weights, LineCosts(counter)
+            candidates, {w.item.seq for w in window}, weights, LineCosts(counter)
         )
         assembled = assemble_by_category(
             window,
@@ -176,7 +166,6 @@ class CategoryContexts:
 
     def _retrieval_pieces(
         self,
-        rt: ConversationRuntime,
         candidates: Sequence[HistoryCandidate],
         window: set[int],
         weights: Mapping[ContributorType, float],
@@ -185,17 +174,16 @@ class CategoryContexts:
         """Each archive hit with the turn that asks or answers it, as one piece; a turn the
         window holds stays there, and no turn appears in two pieces. Salience is the larger
         of the hit's similarity and its normalised BM25 (so exact names count too)."""
-        shown = self.ranker.shown
         pieces: list[Contribution] = []
         taken: set[int] = set(window)
         for cand in candidates:
-            hit = shown(rt, cand.hit)
+            hit = cand.hit
             if hit.item.seq in taken:
                 continue
             items = [hit]
             n = cand.neighbor
             if n is not None and n.item.seq not in taken:
-                items.append(shown(rt, n))
+                items.append(n)
             taken.update(s.item.seq for s in items)
             text, tokens = retrieval_piece(costs, items)
             pieces.append(

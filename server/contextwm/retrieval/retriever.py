@@ -4,18 +4,13 @@ out by relevance (the default) or by a fixed recent share; and search, over the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 from contextwm.conversations.embedding_model import require_current
 from contextwm.conversations.engine import ContextEngine
-from contextwm.conversations.runtime import ConversationRuntime
-from contextwm.domain.items import ItemState, ScoredItem, ScoreParts
-from contextwm.retrieval import neighbours
+from contextwm.retrieval.context_ranking import ALL_STATES, ContextRanker
 from contextwm.retrieval.namespace_search import NamespaceSearchStore
-from contextwm.retrieval.neighbours import HistoryCandidate
-from contextwm.retrieval.query import Query, QueryReader
+from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import Ranker
-from contextwm.retrieval.ranking import Ranked
 from contextwm.retrieval.relevant_assembly import assemble_relevant
 from contextwm.retrieval.requests import (
     ContextRequest,
@@ -26,9 +21,6 @@ from contextwm.retrieval.requests import (
 )
 from contextwm.retrieval.search import search
 from contextwm.retrieval.split_assembly import assemble_split
-
-# Everything a context may draw on: the window and the archive, compacted items included.
-ALL_STATES = (ItemState.ARCHIVED, ItemState.COMPACTED, ItemState.WINDOW)
 
 
 class Retriever:
@@ -41,8 +33,9 @@ class Retriever:
         self.counters = engine.counters
         self.limits = engine.limits
         self.store: NamespaceSearchStore = engine.store
-        self.ranker = Ranker(engine.store, engine.vectors, engine.embedder.model_name)
-        self.reader = QueryReader(engine.embedder, self.ranker)
+        ranker = Ranker(engine.store, engine.vectors, engine.embedder.model_name)
+        self.ranking = ContextRanker(ranker)
+        self.reader = QueryReader(engine.embedder, ranker)
 
     def get_context(
         self, namespace: str, conversation_id: str, request: ContextRequest
@@ -57,40 +50,40 @@ class Retriever:
         """
         check_context_request(request, self.limits)
         rt = self.runtimes.get(namespace, conversation_id)
-        require_current([rt], self.ranker.model_name, request.mode)
+        require_current([rt], self.ranking.model_name, request.mode)
         self.vectors.wait_indexed(rt)
         settings = rt.record.settings
         counter = self.counters(settings.encoding)
-        asked = self.read(rt, request, ALL_STATES)
-        shown = self.ranker.shown
+        asked = self.reader.read(
+            rt,
+            request.query,
+            as_of=request.as_of,
+            time_hints=request.time_hints,
+            look_up=(ALL_STATES, request.hits) if request.mode != "dense" else None,
+        )
         with rt.lock:
             q = self.reader.focused(rt, asked)
             if request.recent_share is None:
-                window, hits, unmeasured = self._relevant(rt, q, request)
-                clock = rt.clock()
+                relevance = self.ranking.relevance(rt, q, request)
             else:
                 focus = rt.window.focus_vector(settings.focus_items)
-                window = [shown(rt, w) for w in self.ranker.scored_window(rt, focus)]
-                candidates = [
-                    HistoryCandidate(shown(rt, c.hit), c.neighbor and shown(rt, c.neighbor))
-                    for c in self.history(rt, q, request, ALL_STATES)
-                ]
+                window = self.ranking.window(rt, focus)
+                candidates = self.ranking.history(rt, q, request, ALL_STATES)
             unindexed = rt.pending
             state = rt.state
         if request.recent_share is None:
             assembled = assemble_relevant(
-                window,
-                hits,
+                relevance.window,
+                relevance.hits,
                 query=q.text,
                 budget=request.max_tokens,
                 keep_newest=settings.recent_min_items,
                 counter=counter,
             )
-            finish = self.ranker.finish
             assembled = dataclasses.replace(
                 assembled,
-                recent=finish(rt, assembled.recent, q.vector, q.hint, unmeasured, clock),
-                history=finish(rt, assembled.history, q.vector, q.hint, unmeasured, clock),
+                recent=relevance.finish(assembled.recent),
+                history=relevance.finish(assembled.history),
             )
         else:
             assembled = assemble_split(
@@ -125,87 +118,9 @@ class Retriever:
             self.store,
             self.runtimes,
             self.vectors,
-            self.ranker,
+            self.ranking.ranker,
             self.reader,
             self.limits,
             namespace,
             request,
-        )
-
-    def read(
-        self, rt: ConversationRuntime, request: ContextRequest, states: tuple[ItemState, ...]
-    ) -> Query:
-        """The request's query, its words looked up in these states unless it asks for dense
-        ranking alone (no lock held)."""
-        return self.reader.read(
-            rt,
-            request.query,
-            as_of=request.as_of,
-            time_hints=request.time_hints,
-            look_up=(states, request.hits) if request.mode != "dense" else None,
-        )
-
-    def history(
-        self,
-        rt: ConversationRuntime,
-        q: Query,
-        request: ContextRequest,
-        states: tuple[ItemState, ...],
-    ) -> list[HistoryCandidate]:
-        """History hits for the query with their neighbours, best first (rt.lock held)."""
-        ranked = self._ranked(rt, q, request, states)
-        hits = self.ranker.scored(rt, ranked[: request.hits], q.hint)
-        if not request.include_neighbors:
-            return [HistoryCandidate(h) for h in hits]
-        return neighbours.paired(self.ranker, rt, hits, q.hint)
-
-    def _relevant(
-        self, rt: ConversationRuntime, q: Query, request: ContextRequest
-    ) -> tuple[list[ScoredItem], list[ScoredItem], set[int]]:
-        """(every window item scored for the query, ranked candidates with their neighbours,
-        the candidates whose similarity is not measured yet) for the default context, which
-        lets relevance share the budget (rt.lock held)."""
-        ranked = self._ranked(rt, q, request, ALL_STATES, measure_all=False)
-        hits = self.ranker.scored(rt, ranked[: request.hits], q.hint, full_parts=False)
-        if request.include_neighbors:
-            hits = neighbours.with_neighbours(self.ranker, rt, hits, q.hint)
-        hits = [self.ranker.shown(rt, h) for h in hits]
-        by_seq = {h.item.seq: h for h in hits}
-        unranked = ScoreParts()
-        window = [
-            by_seq.get(e.item.seq) or self.ranker.shown(rt, ScoredItem(e.item, 0.0, unranked))
-            for e in rt.window
-        ]
-        unmeasured = {r.seq for r in ranked if not r.measured}
-        unmeasured.update(e.item.seq for e in rt.window if e.item.seq not in by_seq)
-        return window, hits, unmeasured
-
-    def _ranked(
-        self,
-        rt: ConversationRuntime,
-        q: Query,
-        request: ContextRequest,
-        states: Sequence[ItemState],
-        *,
-        measure_all: bool = True,
-    ) -> list[Ranked]:
-        """The ranking a context request asks for (rt.lock held)."""
-        found = self.ranker.signals(
-            rt,
-            q.vector,
-            q.search,
-            states=states,
-            mode=request.mode,
-            hint=q.hint,
-            flt=None,
-            limit=request.hits,
-            measure_all=measure_all,
-            lexical=q.lexical(tuple(states)),
-        )
-        threshold = self.ranker.threshold(rt, request.similarity_threshold, request.mode)
-        ranked = self.ranker.rank(rt, found, threshold=threshold, mode=request.mode)
-        if request.mode != "hybrid":
-            return ranked
-        return self.ranker.with_feedback(
-            rt, found, ranked, q.search, states=states, limit=request.hits, threshold=threshold
         )
