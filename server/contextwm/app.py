@@ -348,6 +348,7 @@ class Service:
             batch_size=settings.indexer_batch_size,
             save_interval=settings.index_save_seconds,
             embedder=batch_embedder,
+            urgent_embedder=batch_embedder and batch_embedder.urgently,
             busy_duty=settings.indexer_busy_duty,
             owner=replica_name(data),
         )

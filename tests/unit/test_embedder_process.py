@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from contextwm.adapters import embedder_process, embedders
+from contextwm.adapters.embedder_onnx import THREADS
 from contextwm.adapters.embedder_process import ProcessEmbedder
 from contextwm.ports.embedder import Embedder
 
@@ -33,9 +34,20 @@ def test_same_model_and_vectors_as_in_process(child: ProcessEmbedder, embedder: 
     np.testing.assert_allclose(vectors, embedder.embed(TEXTS), atol=1e-5)
 
 
-def test_runs_at_lower_priority(child: ProcessEmbedder) -> None:
+def test_urgent_batches_get_the_same_vectors(child: ProcessEmbedder, embedder: Embedder) -> None:
+    np.testing.assert_allclose(child.urgently.embed(TEXTS), embedder.embed(TEXTS), atol=1e-5)
+    assert child.urgently.model_name == child.model_name
+
+
+def test_embeds_on_low_priority_threads_beside_one_at_the_server_s(child: ProcessEmbedder) -> None:
+    child.embed(TEXTS[:1])  # started and ready
     pid = child._process.pid
-    assert os.getpriority(os.PRIO_PROCESS, pid) > os.getpriority(os.PRIO_PROCESS, 0)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    tasks = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    nice = sorted(os.getpriority(os.PRIO_PROCESS, t) for t in tasks)
+    low = ours + embedder_process.NICENESS
+    assert nice.count(low) == THREADS, nice
+    assert set(nice) == {ours, low}, nice
 
 
 def test_a_killed_child_fails_one_call_and_is_started_again(child: ProcessEmbedder) -> None:
@@ -107,7 +119,7 @@ class _GonePipe:
         self.sent.append(obj)
 
     def recv(self) -> object:
-        return ["a text"]
+        return ["a text"], False
 
 
 def test_a_reply_to_a_gone_server_ends_the_child_with_one_line(
@@ -122,7 +134,7 @@ def test_a_reply_to_a_gone_server_ends_the_child_with_one_line(
 
     monkeypatch.setattr(embedders, "make_embedder", lambda kind: Stub())
     conn = _GonePipe()
-    embedder_process._serve(conn, "minilm", 0)  # type: ignore[arg-type]
+    embedder_process._serve(conn, "hashing", 0)  # type: ignore[arg-type]
     assert conn.sent == [("ready", "stub", 2)]
     assert [r.getMessage() for r in caplog.records] == [
         "embedding process: the server is gone; exiting"

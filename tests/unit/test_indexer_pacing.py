@@ -6,7 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.items import NewItem
 from contextwm.indexing.indexer import PACE_SLICE_SECONDS, Indexer
 from contextwm.indexing.pacing import DRAIN_BATCH, next_batch_size, pause_after
+from contextwm.ports.embedder import Vectors
 
 
 def test_pause_after() -> None:
@@ -192,3 +193,38 @@ def test_a_failing_chore_does_not_stop_the_embedding(
     finally:
         monkeypatch.undo()
         indexer.stop()
+
+
+class Counting(HashingEmbedder):
+    """The hashing embedder, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(32)
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+def test_batches_are_urgent_for_a_waiting_reader_and_for_a_backlog_behind_for_long(
+    engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    usual, urgent = Counting(), Counting()
+    indexer = Indexer(engine, batch_size=8, embedder=usual, urgent_embedder=urgent)
+    engine.append("", "backlog", [NewItem("user", f"old turn {n}") for n in range(20)])
+    engine.append("", "asked", [NewItem("user", "the turn a reader waits for")])
+    with engine.vector_waiters.waiting(engine.runtime("", "asked").key):
+        assert indexer.run_once() == 1
+    assert (usual.texts, urgent.texts) == (0, 1)
+    # A backlog: urgent once batches have come full for BEHIND_SECONDS (here at once),
+    # and no longer once one comes short.
+    monkeypatch.setattr("contextwm.indexing.indexer.BEHIND_SECONDS", 0.0)
+    assert indexer.run_once() == 8 and indexer.run_once() == 8
+    assert (usual.texts, urgent.texts) == (0, 17)
+    assert indexer.run_once() == 4
+    assert (usual.texts, urgent.texts) == (4, 17)
+    monkeypatch.setattr("contextwm.indexing.indexer.BEHIND_SECONDS", 3600.0)
+    engine.append("", "backlog", [NewItem("user", f"new turn {n}") for n in range(8)])
+    assert indexer.run_once() == 8
+    assert (usual.texts, urgent.texts) == (12, 17)

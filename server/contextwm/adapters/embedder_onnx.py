@@ -6,10 +6,12 @@ import json
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from contextwm.adapters.embedder_st import bundled_model_path
 from contextwm.adapters.onnx_export import INPUTS, exported_model
@@ -20,6 +22,16 @@ from contextwm.ports.embedder import Vectors
 # OpenMP team they do not stall when the other core is busy: they do not spin, so a waiting
 # thread gives its core back.
 THREADS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """One forward pass's inputs: rows are the positions of its texts in the call."""
+
+    rows: list[int]
+    ids: npt.NDArray[np.int64]
+    types: npt.NDArray[np.int64]
+    mask: npt.NDArray[np.int64]
 
 
 class OnnxEmbedder:
@@ -110,12 +122,19 @@ class OnnxEmbedder:
 
     def _encode(self, texts: Sequence[str], session: Any) -> Vectors:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for p in self.passes(texts, self._batch_size):
+            out[p.rows] = self.run(p, session)
+        return out
+
+    def passes(self, texts: Sequence[str], size: int) -> list[Pass]:
+        """The forward passes that embed texts, of up to size texts each: sorted by length,
+        so that each pass pads little (padding is wasted compute)."""
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
-        # Sorted by length, each pass pads little (padding is wasted compute).
         order = sorted(range(len(texts)), key=lengths.__getitem__)
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
+        out: list[Pass] = []
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
             width = lengths[rows[-1]]
             ids = np.zeros((len(rows), width), dtype=np.int64)
             types = np.zeros_like(ids)
@@ -125,10 +144,15 @@ class OnnxEmbedder:
                 ids[row, :length] = encoding.ids
                 types[row, :length] = encoding.type_ids
                 mask[row, :length] = 1
-            feeds = dict(zip(INPUTS, (ids, mask, types), strict=True))
-            hidden = session.run(None, feeds)[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-            out[rows] = pooled
+            out.append(Pass(rows, ids, types, mask))
         return out
+
+    def run(self, p: Pass, session: Any = None) -> Vectors:
+        """One pass's unit vectors, in the order of p.rows; on the query session unless
+        another is given (a session may run passes on several threads at once)."""
+        feeds = dict(zip(INPUTS, (p.ids, p.mask, p.types), strict=True))
+        hidden = (session or self._query_session).run(None, feeds)[0]
+        weights = p.mask[..., None].astype(np.float32)
+        pooled: Vectors = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled

@@ -13,13 +13,13 @@ import logging
 import multiprocessing
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import numpy as np
 
-from contextwm.ports.embedder import Vectors
+from contextwm.ports.embedder import Embedder, Vectors
 
 log = logging.getLogger(__name__)
 
@@ -30,34 +30,49 @@ START_SECONDS = 300.0
 
 
 def _serve(conn: Connection, kind: str, niceness: int) -> None:
-    """The child: load the model, then answer lists of texts with vectors until told to stop
-    or the server is gone."""
+    """The child: load the model, then answer (texts, urgent) with vectors until told to
+    stop or the server is gone."""
     _exit_with_parent()
-    os.nice(niceness)
+    embed, embedder = _load(kind, niceness)
+    reply: tuple[Any, ...] = ("ready", embedder.model_name, embedder.dimension)
+    while True:
+        try:
+            conn.send(reply)
+            asked = conn.recv()
+        except (EOFError, OSError):  # the server went away (a broken pipe is an OSError)
+            log.warning("embedding process: the server is gone; exiting")
+            return
+        if asked is None:
+            return
+        texts, urgent = asked
+        try:
+            reply = ("ok", embed(texts, urgent))
+        except Exception as exc:  # reported to the caller, who logs and retries
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+
+
+def _load(kind: str, niceness: int) -> tuple[Callable[[list[str], bool], Vectors], Embedder]:
+    """The model, and how a batch is embedded: the ONNX engine on threads of two priorities
+    (see embedding_lanes) where threads have priorities of their own; else the whole process
+    at the lower priority, urgent or not."""
+    from contextwm.adapters import embedding_lanes
     from contextwm.adapters.embedders import make_embedder
 
+    if kind in ("minilm", "minilm-int8") and embedding_lanes.SUPPORTED:
+        from contextwm.adapters.embedder_onnx import THREADS, OnnxEmbedder
+
+        onnx = OnnxEmbedder(quantized=kind == "minilm-int8", threads=1)
+        lanes = embedding_lanes.PriorityLanes(onnx, threads=THREADS, niceness=niceness)
+        return (lambda texts, urgent: lanes.embed(texts, urgent=urgent)), onnx
+    os.nice(niceness)
     if kind == "minilm-torch":
         from transformers.utils import logging as transformers_logging
 
         # The server loads the same model beside this child, with the same progress bar on
         # the same console: one bar is enough.
         transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
     embedder = make_embedder(kind)
-    reply: tuple[Any, ...] = ("ready", embedder.model_name, embedder.dimension)
-    while True:
-        try:
-            conn.send(reply)
-            texts = conn.recv()
-        except (EOFError, OSError):  # the server went away (a broken pipe is an OSError)
-            log.warning("embedding process: the server is gone; exiting")
-            return
-        if texts is None:
-            return
-        try:
-            reply = ("ok", embedder.embed(texts))
-        except Exception as exc:  # reported to the caller, who logs and retries
-            reply = ("error", f"{type(exc).__name__}: {exc}")
+    return (lambda texts, urgent: embedder.embed(texts)), embedder
 
 
 def _exit_with_parent() -> None:
@@ -142,8 +157,12 @@ class ProcessEmbedder:
             self.ready()
         return self._dimension
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Raises RuntimeError when the child fails (it is restarted for the next call)."""
+    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
+        """Raises RuntimeError when the child fails (it is restarted for the next call).
+
+        urgent: also on a thread at the server's priority (where the child has one), for a
+        batch that a reader waits for or a backlog that has waited long.
+        """
         with self._lock:
             if self._conn is not None and not self._process.is_alive():
                 log.warning("embedding process is gone; starting a new one")
@@ -152,7 +171,7 @@ class ProcessEmbedder:
             self.ready()
             assert self._conn is not None
             try:
-                self._conn.send(list(texts))
+                self._conn.send((list(texts), urgent))
                 status, payload = self._conn.recv()
             except (EOFError, OSError, BrokenPipeError) as exc:
                 self._conn = None
@@ -162,6 +181,11 @@ class ProcessEmbedder:
             raise RuntimeError(f"the embedding process failed: {payload}")
         vectors: Vectors = np.asarray(payload, dtype=np.float32)
         return vectors
+
+    @property
+    def urgently(self) -> Embedder:
+        """This embedder with every batch urgent (see embed)."""
+        return _Urgent(self)
 
     def close(self) -> None:
         """Stops the child (waits briefly, then kills it)."""
@@ -176,3 +200,21 @@ class ProcessEmbedder:
                 if self._process.is_alive():
                     self._process.kill()
                 self._process = None
+
+
+class _Urgent:
+    """A ProcessEmbedder whose batches are all urgent."""
+
+    def __init__(self, embedder: ProcessEmbedder) -> None:
+        self._embedder = embedder
+
+    @property
+    def model_name(self) -> str:
+        return self._embedder.model_name
+
+    @property
+    def dimension(self) -> int:
+        return self._embedder.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return self._embedder.embed(texts, urgent=True)

@@ -37,6 +37,9 @@ RESTED_SECONDS = 10.0
 LEASE_SECONDS = 60.0
 # How often an idle indexer looks for pending items from the start rather than its cursor.
 RESCAN_SECONDS = 30.0
+# How long the indexer may stay behind (each batch it claims full) before its batches are
+# urgent: a backlog embedded at low priority beside busy processes would never drain.
+BEHIND_SECONDS = 5.0
 
 
 class IndexerStore(VectorClaims, EventStore, StoreLifecycle, Protocol):
@@ -69,6 +72,7 @@ class Indexer:
         batch_size: int = 32,
         save_interval: float = 30.0,
         embedder: Embedder | None = None,
+        urgent_embedder: Embedder | None = None,
         busy_duty: float = 0.25,
         owner: str | None = None,
         lease_seconds: float = LEASE_SECONDS,
@@ -78,6 +82,9 @@ class Indexer:
             reader's conversation.
         embedder: embeds the batches (the same model as the engine's, perhaps in another
             process); the engine's own embedder when None.
+        urgent_embedder: the same, ahead of its usual priority: for the batches a reader
+            waits for, and once the indexer has been behind for BEHIND_SECONDS; embedder
+            when None.
         busy_duty: the share of time spent embedding while appends keep the server busy
             (1 never holds back).
         owner: whose the claims are, stable across restarts of one replica (the data
@@ -87,6 +94,8 @@ class Indexer:
         self._engine = engine
         self._store: IndexerStore = engine.store
         self._embedder = embedder or engine.embedder
+        self._urgent_embedder = urgent_embedder or self._embedder
+        self._behind_since: float | None = None  # since when every batch claimed was full
         self._batch_size = batch_size
         self._save_interval = save_interval
         self._busy_duty = busy_duty
@@ -134,14 +143,13 @@ class Indexer:
             self._rescan.clear()
             self._cursor = 0
         pending = self._waited_for()
+        urgent = bool(pending)
         if not pending:
+            asked = size or self._batch_size
             pending = self._store.claim_pending(
-                engine.embedder.model_name,
-                size or self._batch_size,
-                self._cursor,
-                self._owner,
-                self._lease,
+                engine.embedder.model_name, asked, self._cursor, self._owner, self._lease
             )
+            urgent = self._behind(full=len(pending) == asked)
             if not pending:
                 if self._cursor and time.monotonic() - self._scanned_at > RESCAN_SECONDS:
                     # An item's id is given when its append begins, so one committed after a
@@ -153,17 +161,29 @@ class Indexer:
             # A batch may hold only claims that ran out behind the cursor: it stays put.
             self._cursor = max(self._cursor, pending[-1].item_id)
         try:
-            self._embed(pending)
+            self._embed(pending, urgent)
         except BaseException:
             self._release(pending)
             raise
         return len(pending)
 
-    def _embed(self, pending: Sequence[PendingVector]) -> None:
+    def _behind(self, *, full: bool) -> bool:
+        """Whether the indexer has been behind for BEHIND_SECONDS, given whether the batch
+        just claimed was full (more items are likely pending)."""
+        if not full:
+            self._behind_since = None
+            return False
+        now = time.monotonic()
+        if self._behind_since is None:
+            self._behind_since = now
+        return now - self._behind_since >= BEHIND_SECONDS
+
+    def _embed(self, pending: Sequence[PendingVector], urgent: bool) -> None:
         """Embeds a claimed batch and hands its vectors to the engine."""
         engine = self._engine
         began = time.perf_counter()
-        vectors = self._embedder.embed([p.text for p in pending])
+        embedder = self._urgent_embedder if urgent else self._embedder
+        vectors = embedder.embed([p.text for p in pending])
         # Counted before the vectors are applied: once a reader sees its items embedded, the
         # metrics count them too.
         self.stats.record(len(pending), time.perf_counter() - began)
