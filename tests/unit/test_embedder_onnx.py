@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from contextwm.adapters import embedder_onnx
 from contextwm.adapters.embedder_onnx import OnnxEmbedder
 from contextwm.adapters.embedder_st import SentenceTransformerEmbedder, bundled_model_path
 from contextwm.adapters.onnx_export import exported_model
@@ -56,7 +57,7 @@ def test_rows_come_back_in_input_order_alone_or_batched(
 ) -> None:
     texts = [FIXED[5], FIXED[1], FIXED[40], FIXED[4], FIXED[2]]  # unsorted lengths
     together = embedder.embed(texts)
-    monkeypatch.setattr(embedder, "_batch_size", 2)
+    monkeypatch.setattr(embedder_onnx, "PASS_TEXTS", 2)
     for n, text in enumerate(texts):
         alone = embedder.embed([text])[0]
         assert float(alone @ together[n]) >= 0.99999, n

@@ -52,18 +52,18 @@ def _serve(conn: Connection, kind: str, niceness: int) -> None:
 
 
 def _load(kind: str, niceness: int) -> tuple[Callable[[list[str], bool], Vectors], Embedder]:
-    """The model, and how a batch is embedded: the ONNX engine on threads of two priorities
-    (see embedding_lanes) where threads have priorities of their own; else the whole process
-    at the lower priority, urgent or not."""
-    from contextwm.adapters import embedding_lanes
+    """The model, and how a batch is embedded: on the ONNX engine's low-priority threads
+    (and, when urgent, one at full priority) where threads have priorities of their own;
+    else with the whole process at the lower priority, urgent or not."""
+    from contextwm.adapters import priority_pool
     from contextwm.adapters.embedders import make_embedder
 
-    if kind in ("minilm", "minilm-int8") and embedding_lanes.SUPPORTED:
-        from contextwm.adapters.embedder_onnx import THREADS, OnnxEmbedder
+    if kind in ("minilm", "minilm-int8") and priority_pool.SUPPORTED:
+        from contextwm.adapters.embedder_onnx import OnnxEmbedder
 
-        onnx = OnnxEmbedder(quantized=kind == "minilm-int8", threads=1)
-        lanes = embedding_lanes.PriorityLanes(onnx, threads=THREADS, niceness=niceness)
-        return (lambda texts, urgent: lanes.embed(texts, urgent=urgent)), onnx
+        onnx = OnnxEmbedder(quantized=kind == "minilm-int8", niceness=niceness)
+        onnx.embed_batch(["warm-up"])  # loads what loads at first use before "ready"
+        return (lambda texts, urgent: onnx.embed_batch(texts, urgent=urgent)), onnx
     os.nice(niceness)
     if kind == "minilm-torch":
         from transformers.utils import logging as transformers_logging
