@@ -123,7 +123,7 @@ class ContextRanker:
             lexical=q.lexical(tuple(states)),
         )
         threshold = ranker.threshold(rt, request.similarity_threshold, request.mode)
-        ranked = ranker.rank(rt, found, threshold=threshold, mode=request.mode)
+        ranked = ranker.rank(rt, found, threshold=threshold, mode=request.mode, limit=request.hits)
         if request.mode != "hybrid":
             return ranked
         return ranker.with_feedback(

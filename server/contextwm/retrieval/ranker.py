@@ -83,10 +83,15 @@ class Ranker:
 
     @staticmethod
     def rank(
-        rt: ConversationRuntime, found: Signals, *, threshold: float | None, mode: str
+        rt: ConversationRuntime,
+        found: Signals,
+        *,
+        threshold: float | None,
+        mode: str,
+        limit: int | None = None,
     ) -> list[Ranked]:
-        """A conversation's candidates (from signals) fused, best first, in hybrid mode
-        rescored with the turns around them."""
+        """A conversation's best `limit` candidates (from signals; all when None) fused, best
+        first, in hybrid mode rescored with the turns around them."""
         return fuse(
             found.dense,
             found.lexical,
@@ -95,6 +100,7 @@ class Ranker:
             mode=mode,
             keep=found.in_range,
             in_context=mode == "hybrid",
+            limit=limit,
         )
 
     def signals(
@@ -218,11 +224,13 @@ class Ranker:
         boost: Mapping[str, float] | None = None,
     ) -> dict[int, float]:
         weights = matched_idf(postings, rt.total, boost)
-        rows = sorted(weights, key=lambda r: -weights[r])
-        if flt is None or flt.empty:
+        rows: Sequence[int] = list(weights)
+        if (flt is None or flt.empty) and len(rows) > 2 * limit:
             # Length moves a score by a factor of about 2 at most: the items holding the
             # most of the query's weight are all that can rank.
-            rows = rows[: 2 * limit]
+            summed = np.fromiter(weights.values(), dtype=np.float64, count=len(rows))
+            best = np.argsort(-summed, kind="stable")[: 2 * limit]
+            rows = np.asarray(rows, dtype=np.int64)[best].tolist()
         items = self.store.row_items(rt.key, rows, states, flt)
         return bm25(weights, items, rt.tokens / max(rt.total, 1))
 
@@ -257,7 +265,7 @@ class Ranker:
         boost = {t: held[t] for t in chosen}
         extra = self._bm25(rt, {t: postings[t] for t in chosen}, states, None, limit, boost)
         signals = dataclasses.replace(found, lexical=widened(found.lexical, extra))
-        return self.rank(rt, signals, threshold=threshold, mode="hybrid")
+        return self.rank(rt, signals, threshold=threshold, mode="hybrid", limit=limit)
 
     @staticmethod
     def threshold(rt: ConversationRuntime, asked: float | None, mode: str) -> float | None:
@@ -335,21 +343,22 @@ class Ranker:
             if seqs:
                 model = self.model_name
                 vectors = self.store.vectors_for(rt.key, seqs, model)
+        role, importance_of = settings.weights.role, settings.weights.importance_of
         out: list[ScoredItem] = []
         for s in items:
             item = s.item
             similarity = s.parts.similarity
             if item.seq in vectors and query_vec is not None:
                 similarity = float(np.dot(vectors[item.seq], query_vec))
-            parts = dataclasses.replace(
-                s.parts,
-                similarity=similarity,
+            parts = ScoreParts(
                 recency=recency(settings, clock, item.timestamp, item.seq),
-                importance=settings.weights.importance_of(item.flags),
-                role=settings.weights.role.get(item.role, 0.0),
+                importance=importance_of(item.flags),
+                similarity=similarity,
+                lexical=s.parts.lexical,
+                role=role.get(item.role, 0.0),
                 time=1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0,
             )
-            out.append(dataclasses.replace(s, parts=parts))
+            out.append(ScoredItem(item, s.score, parts, s.neighbor_of, s.replaced))
         return tuple(out)
 
     def items(self, rt: ConversationRuntime, seqs: Sequence[int]) -> dict[int, Item]:

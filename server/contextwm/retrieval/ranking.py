@@ -129,6 +129,7 @@ def fuse(
     threshold: float | None = None,
     keep: AbstractSet[int] = frozenset(),
     in_context: bool = False,
+    limit: int | None = None,
 ) -> list[Ranked]:
     """Ranks candidates, best first.
 
@@ -142,6 +143,7 @@ def fuse(
             of every candidate); None keeps them all.
         keep: candidates exempt from the threshold (items inside a time range the query names).
         in_context: rescore the candidates with the turns around them (see with_context).
+        limit: how many of the best to return; all when None.
 
     In hybrid mode both signals are mapped onto 0..1 per query (BM25 over its best score,
     similarity between the DENSE_FLOOR_RANK-th and the best), then weighted by their
@@ -157,14 +159,19 @@ def fuse(
         if p_lex + p_dense > 0:
             w_lex, w_dense = p_lex / (p_lex + p_dense), p_dense / (p_lex + p_dense)
     # Arrays, not a loop: a query has a thousand candidates or more, twice with feedback.
-    candidates = list(dense.keys() | lexical.keys())
-    n = len(candidates)
-    seqs = np.array(candidates, dtype=np.int64)
-    measured = np.fromiter((c in dense for c in candidates), dtype=bool, count=n)
-    sim = np.fromiter((dense.get(c, 0.0) for c in candidates), dtype=np.float64, count=n)
-    raw = np.fromiter((lexical.get(c, 0.0) for c in candidates), dtype=np.float64, count=n)
+    d_seqs, d_sims = _arrays(dense)
+    l_seqs, l_raw = _arrays(lexical)
+    seqs = np.union1d(d_seqs, l_seqs)
+    n = len(seqs)
+    at = np.searchsorted(seqs, d_seqs)
+    measured = np.zeros(n, dtype=bool)
+    measured[at] = True
+    sim = np.zeros(n, dtype=np.float64)
+    sim[at] = d_sims
+    raw = np.zeros(n, dtype=np.float64)
+    raw[np.searchsorted(seqs, l_seqs)] = l_raw
     lex = raw / top_lexical
-    exempt = np.fromiter((c in keep for c in candidates), dtype=bool, count=n)
+    exempt = np.isin(seqs, np.fromiter(keep, dtype=np.int64, count=len(keep)))
     if mode == "lexical":
         ok = raw > 0.0
     elif threshold is None:
@@ -184,7 +191,16 @@ def fuse(
     seqs, score, sim, lex, measured = seqs[ok], score[ok], sim[ok], lex[ok], measured[ok]
     if in_context:
         score = _in_context(seqs, score)
-    return _ranked(seqs, score, sim, lex, measured)
+    return _ranked(seqs, score, sim, lex, measured, limit)
+
+
+def _arrays(scores: Mapping[int, float]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """A seq -> score mapping as arrays of seqs and of scores."""
+    n = len(scores)
+    return (
+        np.fromiter(scores.keys(), dtype=np.int64, count=n),
+        np.fromiter(scores.values(), dtype=np.float64, count=n),
+    )
 
 
 def _ranked(
@@ -193,9 +209,10 @@ def _ranked(
     sim: npt.NDArray[np.float64],
     lex: npt.NDArray[np.float64],
     measured: npt.NDArray[np.bool_],
+    limit: int | None,
 ) -> list[Ranked]:
-    """Ranked candidates, by score then seq."""
-    order = np.lexsort((seqs, -score))
+    """The best `limit` candidates (all when None), by score then seq."""
+    order = np.lexsort((seqs, -score))[:limit]
     return [
         Ranked._make(row)
         for row in zip(
@@ -256,7 +273,7 @@ def with_context(ranked: Sequence[Ranked]) -> list[Ranked]:
     sim = np.array([r.similarity for r in ranked], dtype=np.float64)
     lex = np.array([r.lexical for r in ranked], dtype=np.float64)
     measured = np.array([r.measured for r in ranked], dtype=bool)
-    return _ranked(seqs, _in_context(seqs, score), sim, lex, measured)
+    return _ranked(seqs, _in_context(seqs, score), sim, lex, measured, None)
 
 
 def fuse_across(
