@@ -37,8 +37,9 @@ RESTED_SECONDS = 10.0
 LEASE_SECONDS = 60.0
 # How often an idle indexer looks for pending items from the start rather than its cursor.
 RESCAN_SECONDS = 30.0
-# How long the indexer may stay behind (each batch it claims full) before its batches are
-# urgent: a backlog embedded at low priority beside busy processes would never drain.
+# How long the indexer may stay behind (finding items to embed at every claim) before its
+# batches are urgent: a backlog embedded at low priority beside busy processes would never
+# drain. An agent's appends, embedded as they come, leave nothing behind.
 BEHIND_SECONDS = 5.0
 
 
@@ -95,7 +96,7 @@ class Indexer:
         self._store: IndexerStore = engine.store
         self._embedder = embedder or engine.embedder
         self._urgent_embedder = urgent_embedder or self._embedder
-        self._behind_since: float | None = None  # since when every batch claimed was full
+        self._behind_since: float | None = None  # since when every claim found items
         self._batch_size = batch_size
         self._save_interval = save_interval
         self._busy_duty = busy_duty
@@ -149,7 +150,7 @@ class Indexer:
             pending = self._store.claim_pending(
                 engine.embedder.model_name, asked, self._cursor, self._owner, self._lease
             )
-            urgent = self._behind(full=len(pending) == asked)
+            urgent = self._behind(bool(pending))
             if not pending:
                 if self._cursor and time.monotonic() - self._scanned_at > RESCAN_SECONDS:
                     # An item's id is given when its append begins, so one committed after a
@@ -167,10 +168,10 @@ class Indexer:
             raise
         return len(pending)
 
-    def _behind(self, *, full: bool) -> bool:
-        """Whether the indexer has been behind for BEHIND_SECONDS, given whether the batch
-        just claimed was full (more items are likely pending)."""
-        if not full:
+    def _behind(self, found: bool) -> bool:
+        """Whether pending items have been found at every claim for BEHIND_SECONDS, given
+        whether this claim found any."""
+        if not found:
             self._behind_since = None
             return False
         now = time.monotonic()
