@@ -92,6 +92,40 @@ def test_terms_without_items_are_ignored() -> None:
     assert matched_idf({}, 10) == {}
 
 
+def _matched_idf_by_loop(
+    terms: dict[str, TermPostings], items: int, boost: dict[str, float]
+) -> dict[int, float]:
+    """matched_idf's rule written as the plain loop it replaces."""
+    weight: dict[int, float] = {}
+    complete = [(t, p) for t, p in terms.items() if 0 < p.count == len(p.rows)]
+    cut = [(t, p) for t, p in terms.items() if p.count > len(p.rows)]
+    for t, p in complete + cut:
+        idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5)) * boost.get(t, 1.0)
+        for row in p.rows:
+            if p.count == len(p.rows) or not complete or row in weight:
+                weight[row] = weight.get(row, 0.0) + idf
+    return weight
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([f"t{n}" for n in range(12)]),
+        st.tuples(st.lists(st.integers(1, 60), unique=True, max_size=20), st.integers(0, 40)),
+        max_size=8,
+    ),
+    st.floats(0.5, 2.0),
+)
+def test_matched_idf_is_the_loop_to_the_bit_and_in_its_order(
+    raw: dict[str, tuple[list[int], int]], factor: float
+) -> None:
+    terms = {t: TermPostings(len(rows) + extra, tuple(rows)) for t, (rows, extra) in raw.items()}
+    boost = {t: factor for t in list(terms)[::2]}
+    expected = _matched_idf_by_loop(terms, 500, boost)
+    got = matched_idf(terms, 500, boost)
+    assert list(got.items()) == list(expected.items())
+
+
 # ---------------------------------------------------------------- peakedness
 
 

@@ -54,21 +54,32 @@ def matched_idf(
         items: how many items the conversation holds.
         boost: a factor on each term's IDF (1 for a term left out).
     """
-    weight: dict[int, float] = {}
     # A list cut short (a common term) is an arbitrary sample of the items holding the term:
     # it adds its weight to items the complete lists found, but brings none of its own
     # unless no list is complete.
     complete = [(t, p) for t, p in postings.items() if 0 < p.count == len(p.rows)]
     cut = [(t, p) for t, p in postings.items() if p.count > len(p.rows)]
-    for t, p in complete + cut:
-        idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
-        if boost is not None:
-            idf *= boost.get(t, 1.0)
-        joins = p.count == len(p.rows) or not complete
-        for row in p.rows:
-            if joins or row in weight:
-                weight[row] = weight.get(row, 0.0) + idf
-    return weight
+    lists = complete + cut
+    if not lists:
+        return {}
+    # Arrays, not a loop: the feedback round weighs up to a couple of thousand rows.
+    rows = np.concatenate([np.asarray(p.rows, dtype=np.int64) for _, p in lists])
+    idf = np.concatenate([np.full(len(p.rows), _idf(t, p, items, boost)) for t, p in lists])
+    if complete:
+        found = sum(len(p.rows) for _, p in complete)
+        joins = np.ones(len(rows), dtype=bool)
+        joins[found:] = np.isin(rows[found:], rows[:found])
+        rows, idf = rows[joins], idf[joins]
+    # Each row's weight summed in list order, rows in the order they were first found.
+    unique, first, at = np.unique(rows, return_index=True, return_inverse=True)
+    summed = np.bincount(at, weights=idf, minlength=len(unique))
+    order = np.argsort(first, kind="stable")
+    return dict(zip(unique[order].tolist(), summed[order].tolist(), strict=True))
+
+
+def _idf(term: str, p: TermPostings, items: int, boost: Mapping[str, float] | None) -> float:
+    idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
+    return idf * boost.get(term, 1.0) if boost is not None else idf
 
 
 def bm25(
