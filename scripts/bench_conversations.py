@@ -300,6 +300,12 @@ def arguments(description: str, data: Path | None) -> argparse.ArgumentParser:
     parser.add_argument("--keep-data", type=Path, help="with --cached-server: see the module doc")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     parser.add_argument(
+        "--embedder",
+        default="minilm",
+        choices=("minilm", "minilm-int8"),
+        help="with --cached-server: the server's model, whose vectors the selectors use too",
+    )
+    parser.add_argument(
         "--postgresql",
         action="store_true",
         help="with --cached-server: also a server on PostgreSQL (a cluster this run starts)",
@@ -341,7 +347,7 @@ def run(
         if args.cached_server:
             from contextwm.adapters.embedders import make_embedder
 
-            model = make_embedder("minilm")
+            model = make_embedder(args.embedder)
             cache = VectorCache(CACHE, model.model_name)
             texts = [t.content for c in conversations for t in c.turns]
             cache.fill(texts + [q.text for q in questions], model.embed)
