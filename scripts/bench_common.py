@@ -7,6 +7,7 @@ lists, and plain-text tables. Not a benchmark by itself.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
@@ -379,6 +380,28 @@ def verdict(ok: bool) -> str:
 def log(message: str) -> None:
     """Progress on stderr, so stdout keeps only the figures."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def busy_loops(count: int, settle: float = 1.0) -> Iterator[Callable[[], str]]:
+    """`count` processes spinning a core each, as busy neighbours do, from `settle` seconds
+    before the block until after it. Yields a check, to call at the block's end: it says
+    what ran and raises RuntimeError when a loop exited meanwhile."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(settle if procs else 0.0)
+
+        def check() -> str:
+            alive = [p.pid for p in procs if p.poll() is None]
+            if len(alive) != count:
+                raise RuntimeError(f"a busy loop exited during the block: {alive} left")
+            return f"{count} busy loop(s) (pids {', '.join(map(str, alive))}) ran throughout"
+
+        yield check
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def loadavg() -> str:

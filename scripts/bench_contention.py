@@ -67,8 +67,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -81,6 +79,7 @@ from typing import Any
 from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     ServerProcess,
     TextGenerator,
+    busy_loops,
     loadavg,
     log,
     p50_p99,
@@ -106,7 +105,6 @@ BACKLOG = "backlog"  # the conversation of the backlog and crash appends
 SEARCH_TOP_K = 10
 APPEND_CALL = 100  # items per AppendBatch call of the backlog
 IMPORT_CHUNK = 256  # items per Import stream message, as `contextwm import` sends them
-BUSY_SETTLE_SECONDS = 1.0  # lets busy loops get going before a block
 IMPORT_START_SECONDS = 300.0
 RAW_WARMUP_TEXTS = 256  # untimed: the first calls with a new padded shape run slowly
 
@@ -191,26 +189,6 @@ def parse_args() -> argparse.Namespace:
 @contextlib.contextmanager
 def quiet() -> Iterator[Check]:
     yield lambda: "nothing started by the benchmark"
-
-
-@contextlib.contextmanager
-def busy_loops(count: int) -> Iterator[Check]:
-    """`count` processes spinning a core each, from before the block until after it."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        time.sleep(BUSY_SETTLE_SECONDS)
-
-        def check() -> str:
-            alive = [p.pid for p in procs if p.poll() is None]
-            if len(alive) != count:
-                raise RuntimeError(f"a busy loop exited during the block: {alive} left")
-            return f"{count} busy loop(s) (pids {', '.join(map(str, alive))}) ran throughout"
-
-        yield check
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
 
 
 def import_worker(target: str, seed: int, stored: Any) -> None:

@@ -24,17 +24,15 @@ Run:  scripts/bench embedding [--data ../shared/data/locomo_dev] [--queries 300]
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gzip
 import json
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench_common import TextGenerator, log, p50_p99, print_table, verdict
+from bench_common import TextGenerator, busy_loops, log, p50_p99, print_table, verdict
 from contextwm.adapters.embedders import make_embedder
 from contextwm.adapters.main_thread import MainThread
 from contextwm.ports.embedder import Embedder
@@ -64,19 +62,6 @@ def texts_for(args: argparse.Namespace, count: int) -> list[str]:
         return turns[:count]
     generator = TextGenerator(7)
     return [generator.text()[0] for _ in range(count)]
-
-
-@contextlib.contextmanager
-def busy_loops(count: int) -> Iterator[None]:
-    """count processes spinning on a core each, as a busy neighbour does."""
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        time.sleep(0.5 if loops else 0)
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
 
 
 def on_worker(fn: Callable[[], None]) -> None:
@@ -121,7 +106,7 @@ def main() -> int:
     latency: dict[tuple[str, int], tuple[float, float]] = {}
     for load in LOADS:
         log(f"queries beside {load} busy loop(s)")
-        with busy_loops(load):
+        with busy_loops(load, settle=0.5):
             for name, embedder in embedders.items():
                 # The torch path embedded a query on the serving main thread: this one.
                 times = query_times(embedder, queries, worker=name != "torch")
@@ -130,7 +115,7 @@ def main() -> int:
     rates: dict[tuple[str, int, int], float] = {}
     for load in BATCH_LOADS:
         log(f"batched rates beside {load} busy loop(s)")
-        with busy_loops(load):
+        with busy_loops(load, settle=0.5):
             for size in BATCH_SIZES:
                 for name, embedder in embedders.items():
                     rates[name, size, load] = batch_rate(embedder, batch_texts, size)

@@ -69,10 +69,13 @@ def _key(model_path: Path) -> str:
     digest = hashlib.sha256(f"recipe {RECIPE}".encode())
     for package in ("torch", "transformers", "onnxruntime", "onnx"):
         digest.update(f"{package} {metadata.version(package)}".encode())
-    for file in sorted(model_path.glob("*.json")) + sorted(model_path.glob("*.safetensors")):
-        with file.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+    for file in sorted(model_path.glob("*.json")):
+        digest.update(file.read_bytes())
+    # The weights by name, size and time: hashing 90 MB at every start took longer than
+    # loading them, and a package installed again only costs one more export.
+    for file in sorted(model_path.glob("*.safetensors")):
+        stat = file.stat()
+        digest.update(f"{file.name} {stat.st_size} {stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
 
 
