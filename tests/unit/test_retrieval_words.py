@@ -100,3 +100,19 @@ def test_a_change_while_the_query_is_embedded_voids_the_words_looked_up_before_i
 
     embedder.hook = revert_once_looked_up
     assert RARE not in _returned(retriever)
+
+
+def test_an_event_that_anchors_a_time_range_stays_in_the_search(
+    parts: tuple[ContextEngine, HookedEmbedder],
+) -> None:
+    engine, _ = parts
+    engine.append(NS, CID, [NewItem(role="user", content="I had a car accident on the highway")])
+    engine.append(NS, CID, [NewItem(role="user", content=f"calm turn {k}") for k in range(3)])
+    retriever = Retriever(engine)
+    rt = engine.runtimes.get(NS, CID)
+    q = retriever.reader.read(rt, "How did I feel after the accident?", as_of=None)
+    assert q.hint is not None and q.hint.since is not None  # read as a range after the event
+    assert "accident" in q.search.split()  # the event is what is asked about, too
+    assert "after" not in q.search.split()
+    plain = retriever.reader.read(rt, "How did I feel last week?", as_of=None)
+    assert plain.hint is not None and "week" not in plain.search.split()

@@ -64,8 +64,7 @@ class QueryReader:
         gives (states, limit), its words looked up in items in those states at the same time
         (no lock held: the lookup reads the store, and the ranking takes the lock)."""
         text = (query or "").strip() or None
-        hint = self.hint(rt, text, as_of) if (text and time_hints) else None
-        search = strip_time_phrase(text, hint) if (text and hint) else text
+        hint, search = self.timed(rt, text, as_of) if (text and time_hints) else (None, text)
         if not search:
             return Query(text, hint, "", None)
         looking: Future[Words] | None = None
@@ -101,9 +100,29 @@ class QueryReader:
         vector: Vector = self.embedder.embed([text])[0]
         return vector
 
-    def hint(self, rt: ConversationRuntime, query: str, as_of: float | None) -> TimeHint | None:
+    def timed(
+        self, rt: ConversationRuntime, text: str, as_of: float | None
+    ) -> tuple[TimeHint | None, str]:
+        """The time the text names (see hint), and what to search for: the text less its time
+        phrase, but with the words of an event that anchors the range ("after the accident"),
+        which is also what the question is about."""
+        events: list[str] = []
+        hint = self.hint(rt, text, as_of, events)
+        if hint is None:
+            return None, text
+        kept = [e for e in events if e in hint.phrase]
+        return hint, " ".join([strip_time_phrase(text, hint), *kept]).strip()
+
+    def hint(
+        self,
+        rt: ConversationRuntime,
+        query: str,
+        as_of: float | None,
+        events: list[str] | None = None,
+    ) -> TimeHint | None:
         """The time the query names, read against as_of (when it is asked), else against the
-        conversation's newest item: never the server's clock, so historic timelines work."""
+        conversation's newest item: never the server's clock, so historic timelines work.
+        events, when given, receives the event phrases looked up to place the range."""
         now = as_of if as_of is not None else rt.last_ts
         if now is None:
             return None
@@ -111,6 +130,8 @@ class QueryReader:
         def locate(event: str) -> datetime | None:
             """When the event happened: the item that matches its words best (BM25), the
             earliest on a tie (an event is usually named first when it happens)."""
+            if events is not None:
+                events.append(event)
             evidence = self.ranker.bm25(
                 rt,
                 event,

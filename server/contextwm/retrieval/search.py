@@ -17,7 +17,7 @@ from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import CANDIDATES, Ranker, Signals
 from contextwm.retrieval.ranking import Ranked, fuse_across, with_context
 from contextwm.retrieval.requests import SearchOutcome, SearchRequest, check_search_request
-from contextwm.retrieval.timehints import TimeHint, names_time, strip_time_phrase
+from contextwm.retrieval.timehints import TimeHint, names_time
 from contextwm.window.window import Vector
 
 
@@ -62,9 +62,8 @@ def search(
     for n, rt in enumerate(searched, start=1):
         deadlines.check(f"searching conversation {n} of {len(searched)}")
         vectors.wait_indexed(rt)
-        hint = reader.hint(rt, query, request.as_of) if request.time_hints else None
+        hint, text = reader.timed(rt, query, request.as_of) if request.time_hints else (None, query)
         first_hint = first_hint or hint
-        text = strip_time_phrase(query, hint) if hint else query
         if text not in query_vec_cache:
             query_vec_cache[text] = reader.embed(text)
         with rt.lock:
