@@ -173,6 +173,10 @@ def test_the_archive_gauge_counts_the_whole_store_not_only_loaded_conversations(
             client.create_conversation(conv, settings=ConversationSettings(window_max_items=2))
             for n in range(6):
                 client.append(conv, f"Note {n} of {conv}.")
+            # Embedded before the stop: the restarted indexer would load a conversation
+            # that still had items to embed.
+            client.search("note", conversation_id=conv)
+            assert client.get_conversation(conv).pending_embeddings == 0
         archived = sum(client.get_conversation(c).archived_items for c in ("a", "b"))
     service.stop(grace=0)
     assert archived == 8
