@@ -146,9 +146,12 @@ class Indexer:
         pending = self._waited_for()
         urgent = bool(pending)
         if not pending:
-            asked = size or self._batch_size
             pending = self._store.claim_pending(
-                engine.embedder.model_name, asked, self._cursor, self._owner, self._lease
+                engine.embedder.model_name,
+                size or self._batch_size,
+                self._cursor,
+                self._owner,
+                self._lease,
             )
             urgent = self._behind(bool(pending))
             if not pending:
