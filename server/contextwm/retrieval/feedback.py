@@ -5,10 +5,10 @@ milk ice cream") though they share no word with the question."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 
 from contextwm.retrieval.query_terms import query_terms
+from contextwm.retrieval.ranking import idf
 
 # The best hits of the first round whose words are read, and how many of their words are
 # searched. Chosen on two kinds of real conversation (docs/design.md).
@@ -52,7 +52,7 @@ def feedback_terms(held: Mapping[str, float], counts: Mapping[str, int], items: 
         items: how many items the conversation holds.
     """
     score = {
-        term: weight * math.log(1.0 + (items - counts[term] + 0.5) / (counts[term] + 0.5))
+        term: weight * idf(counts[term], items)
         for term, weight in held.items()
         if counts.get(term, 0) > 1
     }

@@ -271,5 +271,6 @@ def _scored(
             continue
         if (key, r.seq) in sims:
             r = r._replace(similarity=sims[(key, r.seq)])
-        out.append(ScoredItem(item, r.score, score_parts(*found, item, r, None)))
+        parts = score_parts(*found, item, None, similarity=r.similarity, lexical=r.lexical)
+        out.append(ScoredItem(item, r.score, parts))
     return out

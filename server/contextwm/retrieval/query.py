@@ -106,32 +106,27 @@ class QueryReader:
         """The time the text names (see hint), and what to search for: the text less its time
         phrase, but with the words of an event that anchors the range ("after the accident"),
         which is also what the question is about."""
-        events: list[str] = []
-        hint = self.hint(rt, text, as_of, events)
+        hint, events = self._hint(rt, text, as_of)
         if hint is None:
             return None, text
         kept = [e for e in events if e in hint.phrase]
         return hint, " ".join([strip_time_phrase(text, hint), *kept]).strip()
 
-    def hint(
-        self,
-        rt: ConversationRuntime,
-        query: str,
-        as_of: float | None,
-        events: list[str] | None = None,
-    ) -> TimeHint | None:
+    def _hint(
+        self, rt: ConversationRuntime, query: str, as_of: float | None
+    ) -> tuple[TimeHint | None, list[str]]:
         """The time the query names, read against as_of (when it is asked), else against the
-        conversation's newest item: never the server's clock, so historic timelines work.
-        events, when given, receives the event phrases looked up to place the range."""
+        conversation's newest item: never the server's clock, so historic timelines work;
+        and the event phrases looked up to place it."""
+        events: list[str] = []
         now = as_of if as_of is not None else rt.last_ts
         if now is None:
-            return None
+            return None, events
 
         def locate(event: str) -> datetime | None:
             """When the event happened: the item that matches its words best (BM25), the
             earliest on a tie (an event is usually named first when it happens)."""
-            if events is not None:
-                events.append(event)
+            events.append(event)
             evidence = self.ranker.bm25(
                 rt,
                 event,
@@ -145,9 +140,10 @@ class QueryReader:
             item = self.ranker.items(rt, [seq]).get(seq)
             return datetime.fromtimestamp(item.timestamp, UTC) if item else None
 
-        return parse_time_hint(
+        hint = parse_time_hint(
             query,
             datetime.fromtimestamp(now, UTC),
             locate_event=locate,
             first=datetime.fromtimestamp(rt.first_ts, UTC) if rt.first_ts is not None else None,
         )
+        return hint, events

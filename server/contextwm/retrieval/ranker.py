@@ -322,7 +322,14 @@ class Ranker:
         clock: Clock | None = None,
     ) -> ScoreParts:
         """Every part of an item's score (rt.lock held)."""
-        return score_parts(rt.record.settings, clock or rt.clock(), item, ranked, hint)
+        return score_parts(
+            rt.record.settings,
+            clock or rt.clock(),
+            item,
+            hint,
+            similarity=ranked.similarity if ranked else 0.0,
+            lexical=ranked.lexical if ranked else 0.0,
+        )
 
     def finish(
         self,
@@ -343,20 +350,14 @@ class Ranker:
             if seqs:
                 model = self.model_name
                 vectors = self.store.vectors_for(rt.key, seqs, model)
-        role, importance_of = settings.weights.role, settings.weights.importance_of
         out: list[ScoredItem] = []
         for s in items:
             item = s.item
             similarity = s.parts.similarity
             if item.seq in vectors and query_vec is not None:
                 similarity = float(np.dot(vectors[item.seq], query_vec))
-            parts = ScoreParts(
-                recency=recency(settings, clock, item.timestamp, item.seq),
-                importance=importance_of(item.flags),
-                similarity=similarity,
-                lexical=s.parts.lexical,
-                role=role.get(item.role, 0.0),
-                time=1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0,
+            parts = score_parts(
+                settings, clock, item, hint, similarity=similarity, lexical=s.parts.lexical
             )
             out.append(ScoredItem(item, s.score, parts, s.neighbor_of, s.replaced))
         return tuple(out)
@@ -407,15 +408,18 @@ def score_parts(
     settings: ConversationSettings,
     clock: Clock,
     item: Item,
-    ranked: Ranked | None,
     hint: TimeHint | None,
+    *,
+    similarity: float = 0.0,
+    lexical: float = 0.0,
 ) -> ScoreParts:
-    """Every part of an item's score, on its conversation's settings and clock."""
+    """Every part of an item's score, on its conversation's settings and clock, with the
+    similarity and BM25 its ranking found (0 when it was not ranked)."""
     return ScoreParts(
         recency=recency(settings, clock, item.timestamp, item.seq),
         importance=settings.weights.importance_of(item.flags),
-        similarity=ranked.similarity if ranked else 0.0,
-        lexical=ranked.lexical if ranked else 0.0,
+        similarity=similarity,
+        lexical=lexical,
         role=settings.weights.role.get(item.role, 0.0),
         time=1.0 if hint is not None and in_range(hint, item.timestamp) else 0.0,
     )

@@ -77,9 +77,14 @@ def matched_idf(
     return dict(zip(unique[order].tolist(), summed[order].tolist(), strict=True))
 
 
+def idf(count: int, items: int) -> float:
+    """BM25's inverse document frequency of a term that count of a conversation's items hold."""
+    return math.log(1.0 + (items - count + 0.5) / (count + 0.5))
+
+
 def _idf(term: str, p: TermPostings, items: int, boost: Mapping[str, float] | None) -> float:
-    idf = math.log(1.0 + (items - p.count + 0.5) / (p.count + 0.5))
-    return idf * boost.get(term, 1.0) if boost is not None else idf
+    weight = idf(p.count, items)
+    return weight * boost.get(term, 1.0) if boost is not None else weight
 
 
 def bm25(
