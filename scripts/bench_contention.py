@@ -419,6 +419,16 @@ def zombie(pid: int) -> bool:
         return True
 
 
+def append_and_wait(target: str, texts: Sequence[str]) -> tuple[float, float]:
+    """Appends texts to BACKLOG; returns (seconds until acknowledged, until all embedded)."""
+    with Client(target, timeout=120.0) as client:
+        t0 = time.perf_counter()
+        append_texts(client, texts)
+        acked = time.perf_counter() - t0
+        wait_embedded(client, [BACKLOG])
+        return acked, time.perf_counter() - t0
+
+
 def backlog_under_load(
     target: str, texts: Sequence[str], queries: Sequence[str], raw: float
 ) -> Drain:
@@ -426,12 +436,7 @@ def backlog_under_load(
     loop = ContextLoop(target, queries)
     loop.start()
     try:
-        with Client(target, timeout=120.0) as client:
-            t0 = time.perf_counter()
-            append_texts(client, texts)
-            acked = time.perf_counter() - t0
-            wait_embedded(client, [BACKLOG])
-            seconds = time.perf_counter() - t0
+        acked, seconds = append_and_wait(target, texts)
     finally:
         loop.stop()
     drain = Drain("backlog under load", len(texts), seconds, raw, acked, loop.latencies_ms)
@@ -447,12 +452,8 @@ def backlog_under_load(
 def backlog_beside_busy_loops(target: str, texts: Sequence[str], raw: float) -> Drain:
     """Appends texts while two busy loops hold both cores (no GetContext calls); time until
     they are all embedded: a low-priority indexer alone would all but stop here."""
-    with busy_loops(2) as check, Client(target, timeout=120.0) as client:
-        t0 = time.perf_counter()
-        append_texts(client, texts)
-        acked = time.perf_counter() - t0
-        wait_embedded(client, [BACKLOG])
-        seconds = time.perf_counter() - t0
+    with busy_loops(2) as check:
+        acked, seconds = append_and_wait(target, texts)
         beside = check()
     drain = Drain("backlog beside 2 busy loops", len(texts), seconds, raw, acked, goal=False)
     drain.notes.append(
