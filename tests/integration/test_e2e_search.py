@@ -273,3 +273,22 @@ def test_namespace_search_stays_current_with_appends_evictions_and_deletions(
     client.append("c05", fact, role="user", namespace=ns)
     assert top("dense") == ("c05", fact)
     assert top("lexical") == ("c05", fact)
+
+
+def test_an_event_that_places_the_time_is_still_searched_for(client: Client) -> None:
+    # "after the accident" places the range after the turn about the accident; the question
+    # is about the accident too, so its word stays in the search.
+    start = datetime(2024, 3, 1, tzinfo=UTC)
+    turns = [
+        "I had a car accident on the highway this morning.",
+        *[f"I feel wonderful and calm today, day {n}." for n in range(1, 6)],
+        "The accident left me shaken for weeks.",
+        *[f"I feel happy at the beach, day {n}." for n in range(6, 10)],
+    ]
+    for n, text in enumerate(turns):
+        client.append("after", text, role="user", timestamp=start + timedelta(days=n))
+    found = client.search(
+        "How did I feel after the accident?", conversation_id="after", include_window=True
+    )
+    assert found.time_range is not None and found.time_range.since is not None
+    assert found.hits[0].item.content == "The accident left me shaken for weeks."
