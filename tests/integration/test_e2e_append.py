@@ -161,11 +161,11 @@ def test_items_out_of_time_order_are_said_so_and_shown_in_time_order(client: Cli
     ctx = client.get_context("late", "when does the freeze start and end?", max_tokens=2000)
     days = [line for line in ctx.text.splitlines() if line.startswith("## ")]
     assert days == [
-        "## Mon 2025-03-03",
-        "## Tue 2025-03-04",
-        "## Wed 2025-03-05",
-        "## Sat 2025-03-08",
-        "## Sun 2025-03-09",
+        "## Mon 3 Mar 2025",
+        "## Tue 4 Mar",
+        "## Wed 5 Mar",
+        "## Sat 8 Mar",
+        "## Sun 9 Mar",
     ]
     text = ctx.text
     assert text.index("Tuesday:") < text.index("Wednesday:") < text.index("Saturday:")

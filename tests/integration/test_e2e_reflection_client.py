@@ -137,7 +137,7 @@ def test_append_list_and_context_through_reflection_alone(reflection: Reflection
         "GetContext",
         {"conversation_id": "by-reflection", "query": "vault passphrase", "max_tokens": 256},
     )
-    assert "## Mon 2025-03-03" in context["text"]
+    assert "## Mon 3 Mar 2025" in context["text"]
     assert "Quillfeather" in context["text"]
     assert context["query"] == "vault passphrase"
     assert 0 < context["tokens"]["total"] <= context["tokens"]["budget"] == 256

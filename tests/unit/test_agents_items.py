@@ -151,8 +151,8 @@ def test_the_compact_list_is_the_history_as_text_then_the_recent_items() -> None
     items = compact_items(context(recent, old))
     assert items[0] == {
         "role": "system",
-        "content": "# Relevant Historical Context\n\n## Mon 2025-03-03\n\n"
-        "user: Which port does billing use?\n\n## Tue 2025-03-04\n\nassistant: 5432.",
+        "content": "# Relevant Historical Context\n\n## Mon 3 Mar 2025\n\n"
+        "user: Which port does billing use?\n\n## Tue 4 Mar\n\nassistant: 5432.",
     }
     assert items[1:] == ITEMS[1:4]
 

@@ -58,7 +58,7 @@ def test_a_short_filler_turn_does_not_beat_a_better_turn_of_a_few_lines() -> Non
         0.8,
         state=ItemState.ARCHIVED,
     )
-    room = COUNTER.count("# Relevant Historical Context") + COUNTER.count(day_heading(T0)) + 2
+    room = COUNTER.count("# Relevant Historical Context") + COUNTER.count(day_heading(T0)) + 5
     budget = room + COUNTER.count(f"assistant: {evidence.item.content}") + 1 + 3
     out = assemble_relevant(
         [], [filler, evidence], query=None, budget=budget, keep_newest=0, counter=COUNTER
@@ -112,13 +112,34 @@ def test_history_gets_one_heading_per_day_and_comes_before_the_recent_part() -> 
     window = [scored(9, "newest", 0.0, day=3)]
     out = assemble_relevant(window, hits, query="q", budget=500, keep_newest=1, counter=COUNTER)
     assert out.text == (
-        "# Relevant Historical Context\n\n## Mon 2024-03-04\n\nuser: first day, first note"
-        "\n\nuser: first day, second note\n\n## Wed 2024-03-06\n\nuser: third day note"
-        "\n\n# Recent Context\n\n## Thu 2024-03-07\n\nuser: newest\n\n# Current Query\n\nq"
+        "# Relevant Historical Context\n\n## Mon 4 Mar 2024\n\nuser: first day, first note"
+        "\n\nuser: first day, second note\n\n## Wed 6 Mar\n\nuser: third day note"
+        "\n\n# Recent Context\n\n## Thu 7 Mar 2024\n\nuser: newest\n\n# Current Query\n\nq"
     )
-    assert day_heading(T0) == "## Mon 2024-03-04"
+    assert day_heading(T0) == "## Mon 4 Mar"
     assert out.tokens.total == COUNTER.count(out.text)
     assert out.tokens.recent + out.tokens.history + out.tokens.query == out.tokens.total
+
+
+def test_a_heading_names_its_year_where_the_section_or_the_year_begins_and_is_paid_exactly() -> (
+    None
+):
+    hits = [
+        scored(1, "spring note", 0.9, day=0, state=ItemState.ARCHIVED),
+        scored(3, "winter note", 0.8, day=300, state=ItemState.ARCHIVED),
+        scored(5, "new year note", 0.7, day=303, state=ItemState.ARCHIVED),
+    ]
+    out = assemble_relevant([], hits, query="q", budget=500, keep_newest=0, counter=COUNTER)
+    assert out.text == (
+        "# Relevant Historical Context\n\n## Mon 4 Mar 2024\n\nuser: spring note"
+        "\n\n## Sun 29 Dec\n\nuser: winter note\n\n## Wed 1 Jan 2025\n\nuser: new year note"
+        "\n\n# Current Query\n\nq"
+    )
+    # Packing charged what the text costs: a budget of exactly that keeps every item.
+    exact = assemble_relevant(
+        [], hits, query="q", budget=out.tokens.total, keep_newest=0, counter=COUNTER
+    )
+    assert exact.text == out.text
 
 
 def test_a_budget_below_the_query_is_rejected() -> None:

@@ -64,12 +64,13 @@ def expected_text(
     for heading, items in ((HISTORY_HEADING, history), (RECENT_HEADING, recent)):
         if not items:
             continue
-        body, day = [heading], ""
+        body, day, year = [heading], "", 0
         for s in sorted(items, key=lambda s: s.item.seq):
-            d = datetime.fromtimestamp(s.item.timestamp, UTC).strftime("## %a %Y-%m-%d")
+            at = datetime.fromtimestamp(s.item.timestamp, UTC)
+            d = at.strftime("## %a ") + str(at.day) + at.strftime(" %b")
             if d != day:
-                body.append(d)
-                day = d
+                body.append(d if at.year == year else f"{d} {at.year}")
+                day, year = d, at.year
             body.append(f"{s.item.role}: {s.item.content}")
         sections.append("\n\n".join(body))
     if query:
@@ -194,8 +195,8 @@ def test_layout_and_token_account(counter: BpeTokenCounter) -> None:
         window, hits, query="what next?", budget=500, recent_share=0.5, counter=counter
     )
     assert out.text == (
-        "# Relevant Historical Context\n\n## Tue 2023-11-14\n\nuser: first\n\nuser: second\n\n"
-        "# Recent Context\n\n## Tue 2023-11-14\n\nuser: third\n\nassistant: fourth\n\n"
+        "# Relevant Historical Context\n\n## Tue 14 Nov 2023\n\nuser: first\n\nuser: second\n\n"
+        "# Recent Context\n\n## Tue 14 Nov 2023\n\nuser: third\n\nassistant: fourth\n\n"
         "# Current Query\n\nwhat next?"
     )
     assert [s.item.seq for s in out.history] == [1, 2]
@@ -209,7 +210,7 @@ def test_empty_sections_are_left_out(counter: BpeTokenCounter) -> None:
     out = assemble_split(
         [scored(1, "hi")], [], query=None, budget=100, recent_share=0.5, counter=counter
     )
-    assert out.text == "# Recent Context\n\n## Tue 2023-11-14\n\nuser: hi"
+    assert out.text == "# Recent Context\n\n## Tue 14 Nov 2023\n\nuser: hi"
 
 
 def test_query_larger_than_budget_raises(counter: BpeTokenCounter) -> None:

@@ -148,14 +148,20 @@ def compact_items(context: EnhancedContext) -> list[dict[str, Any]]:
 
 def render(items: Sequence[ScoredItem]) -> str:
     """Items as the enhanced context renders its history: "role: content" in time order,
-    under one heading per day (UTC)."""
+    under one heading per day (UTC) that names its year when it is the first or the year
+    changed."""
     parts = ["# Relevant Historical Context"]
     day = ""
+    year = 0
     for scored in sorted(items, key=lambda s: (s.item.timestamp, s.item.seq)):
-        heading = scored.item.timestamp.astimezone(UTC).strftime("## %a %Y-%m-%d")
+        at = scored.item.timestamp.astimezone(UTC)
+        heading = f"## {at:%a} {at.day} {at:%b}"
         if heading != day:
-            parts.append(heading)
             day = heading
+            if at.year != year:
+                year = at.year
+                heading = f"{heading} {year}"
+            parts.append(heading)
         parts.append(f"{scored.item.role}: {scored.item.content}")
     return "\n\n".join(parts)
 

@@ -2050,9 +2050,9 @@ class EnhancedContext(_message.Message):
     ALLOCATION_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     """Rendered text. Default: "# Relevant Historical Context", "# Recent Context" (items
-    under one "## Mon 2025-03-03" heading per day), "# Current Query". With recent_share:
-    "# Recent Context", "# Relevant Historical Context" (a timestamp per line), "# Current
-    Query".
+    under one "## Mon 3 Mar" heading per day, the year named by a section's first heading
+    and where it changes: "## Mon 3 Mar 2025"), "# Current Query". With recent_share:
+    "# Recent Context" first, then "# Relevant Historical Context", rendered alike.
     """
     query: _builtins.str
     """The query used; the focus text when the request had none."""

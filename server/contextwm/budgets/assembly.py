@@ -4,7 +4,8 @@ their category's grant (allocation.allocate)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from contextwm.budgets.allocation import Allocation, CategoryReport, Piece, allocate
@@ -24,6 +25,7 @@ from contextwm.retrieval.pipeline import (
     assemble,
     day_heading,
     item_lines,
+    year_of,
 )
 
 # Workspace contributors render in this order inside CONTEXT; retrieval hits come last, in
@@ -84,15 +86,18 @@ class CategoryLayout:
     def pack(self, left: int, costs: LineCosts) -> None:
         pieces: dict[Category, list[Piece]] = {c: [] for c in Category}
         # A day's heading is charged to the item of that day kept first (the highest
-        # priority in its category); the system prompt has none.
-        first_of_day: dict[tuple[Category, str], tuple[float, str]] = {}
-        for key, s in self.items.items():
-            category = category_of_role(s.item.role)
-            day = (category, day_heading(s.item.timestamp))
-            priority = window_priority(s)
-            if category is not Category.SYSTEM and priority > first_of_day.get(day, (-1.0, ""))[0]:
-                first_of_day[day] = (priority, key)
-        heads = {key: costs.text(day) for (_, day), (_, key) in first_of_day.items()}
+        # priority in its category), and the year a heading names to the first kept of its
+        # year; the system prompt has none.
+        dated = {
+            k: s
+            for k, s in self.items.items()
+            if category_of_role(s.item.role) is not Category.SYSTEM
+        }
+        heads: dict[str, int] = defaultdict(int)
+        for key in _first_kept(dated, lambda s: day_heading(s.item.timestamp)):
+            heads[key] += costs.text(day_heading(dated[key].item.timestamp))
+        for key in _first_kept(dated, lambda s: year_of(s.item.timestamp)):
+            heads[key] += costs.year(dated[key].item.timestamp)
         for key, s in self.items.items():
             cost = costs.line(s) + heads.get(key, 0)
             pieces[category_of_role(s.item.role)].append(Piece(key, cost, window_priority(s)))
@@ -246,6 +251,17 @@ def _outcomes(
     chosen.sort(key=lambda o: -o.contribution.score)
     left.sort(key=lambda o: -o.contribution.score)
     return (*chosen, *left)
+
+
+def _first_kept(items: dict[str, ScoredItem], part: Callable[[ScoredItem], object]) -> list[str]:
+    """The key of each part's item of the highest window priority within its category."""
+    best: dict[tuple[Category, object], tuple[float, str]] = {}
+    for key, s in items.items():
+        at = (category_of_role(s.item.role), part(s))
+        priority = window_priority(s)
+        if priority > best.get(at, (-1.0, ""))[0]:
+            best[at] = (priority, key)
+    return [key for _, key in best.values()]
 
 
 def retrieval_piece(costs: LineCosts, items: Sequence[ScoredItem]) -> tuple[str, int]:

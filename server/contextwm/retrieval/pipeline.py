@@ -27,6 +27,9 @@ HISTORY_SUBHEADING = "## Relevant history"
 RECENT_HEADING = "# Recent Context"
 QUERY_HEADING = "# Current Query"
 SEPARATOR = "\n\n"
+# A line's first word is looked at within this many characters (the counter caches texts
+# this short).
+SEAM_CHARS = 48
 
 SectionName = Literal["system", "history", "recent"]
 
@@ -73,19 +76,30 @@ def line(s: ScoredItem) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def day_heading(timestamp: float) -> str:
-    """The heading over a day's items, in UTC (the conversation's own clock)."""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("## %a %Y-%m-%d")
+    """The heading over a day's items, in UTC (the conversation's own clock), without its
+    year: the first heading of a section and of each year carries it (year_suffix)."""
+    day = datetime.fromtimestamp(timestamp, UTC)
+    return f"## {day:%a} {day.day} {day:%b}"
+
+
+def year_of(timestamp: float) -> int:
+    return datetime.fromtimestamp(timestamp, UTC).year
 
 
 def item_lines(items: Sequence[ScoredItem], *, dated: bool = True) -> list[str]:
     """Items in time order (seq order between equal times: items may arrive out of time
-    order), under one heading per day when dated."""
+    order), under one heading per day when dated; a heading names its year when it is the
+    first or the year changed, as a reader carries it from the heading above."""
     parts: list[str] = []
     day = ""
+    year = 0
     for s in sorted(items, key=lambda s: (s.item.timestamp, s.item.seq)):
         if dated and (h := day_heading(s.item.timestamp)) != day:
-            parts.append(h)
             day = h
+            if (y := year_of(s.item.timestamp)) != year:
+                year = y
+                h = f"{h} {y}"
+            parts.append(h)
         parts.append(line(s))
     return parts
 
@@ -129,8 +143,10 @@ def query_cost(counter: TokenCounter, query: str | None, budget: int) -> int:
 class LineCosts:
     """What parts of the text cost, counted apart: each part pays one separator ("\\n\\n" is
     one token in both encodings), and an item's line is priced from its stored token count
-    with no re-encoding of its content (apart, prefix and content can only overestimate by
-    a merge at the seam)."""
+    with no re-encoding of its content. The encoder splits text into words before it merges,
+    and a word takes the space before it: "user: Caroline" is "user", ":", " Caroline", one
+    token fewer than "user: " and "Caroline" apart. So the line is priced as "role:", the
+    content, and what the space changes in the content's first word."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
@@ -140,16 +156,34 @@ class LineCosts:
         role = s.item.role
         prefix = self._roles.get(role)
         if prefix is None:
-            prefix = self._roles[role] = self.counter.count(f"{role}: ")
-        return prefix + s.item.token_count + 1
+            prefix = self._roles[role] = self.counter.count(f"{role}:")
+        return prefix + self._seam(s.item.content) + s.item.token_count + 1
+
+    def _seam(self, content: str) -> int:
+        """Tokens that a space before content adds: what it adds to the first word, where
+        the content starts with a short one; else its own token, an upper bound."""
+        start = content[:SEAM_CHARS]
+        words = start.split(maxsplit=1)
+        if not words or start[0].isspace() or len(words[0]) == SEAM_CHARS:
+            return 1
+        return self.counter.count(f" {words[0]}") - self.counter.count(words[0])
 
     def text(self, text: str) -> int:
         return self.counter.count(text) + 1
 
+    def year(self, timestamp: float) -> int:
+        """What naming a heading's year adds to it."""
+        return self.counter.count(f" {year_of(timestamp)}")
+
     def lines(self, items: Sequence[ScoredItem]) -> int:
         """Items rendered together on their own, day headings included."""
-        days = {day_heading(s.item.timestamp) for s in items}
-        return sum(self.line(s) for s in items) + sum(self.text(d) for d in days)
+        days = {day_heading(s.item.timestamp): s.item.timestamp for s in items}
+        years = {year_of(t): t for t in days.values()}
+        return (
+            sum(self.line(s) for s in items)
+            + sum(self.text(d) for d in days)
+            + sum(self.year(t) for t in years.values())
+        )
 
 
 class Packer:
@@ -161,6 +195,7 @@ class Packer:
         self.left = left
         self.chosen: dict[int, tuple[SectionName, ScoredItem]] = {}
         self._days: set[tuple[SectionName, str]] = set()
+        self._years: set[tuple[SectionName, int]] = set()
         self._sections: set[SectionName] = set()
 
     def cost(self, s: ScoredItem, section: SectionName, heading: str) -> int:
@@ -168,6 +203,8 @@ class Packer:
         day = day_heading(s.item.timestamp)
         if (section, day) not in self._days:
             c += self.costs.text(day)
+            if (section, year_of(s.item.timestamp)) not in self._years:
+                c += self.costs.year(s.item.timestamp)
             if section not in self._sections:
                 c += self.costs.text(heading)
         return c
@@ -182,6 +219,7 @@ class Packer:
         self.left -= c
         self.chosen[s.item.seq] = (section, s)
         self._days.add((section, day_heading(s.item.timestamp)))
+        self._years.add((section, year_of(s.item.timestamp)))
         self._sections.add(section)
         return c
 
