@@ -142,6 +142,18 @@ def test_a_heading_names_its_year_where_the_section_or_the_year_begins_and_is_pa
     assert exact.text == out.text
 
 
+def test_the_same_date_of_another_year_gets_a_heading_of_its_own() -> None:
+    hits = [
+        scored(1, "this year", 0.9, day=0, state=ItemState.ARCHIVED),
+        scored(3, "six years on", 0.8, day=2191, state=ItemState.ARCHIVED),  # Mon 4 Mar 2030
+    ]
+    out = assemble_relevant([], hits, query="q", budget=500, keep_newest=0, counter=COUNTER)
+    assert out.text == (
+        "# Relevant Historical Context\n\n## Mon 4 Mar 2024\n\nuser: this year"
+        "\n\n## Mon 4 Mar 2030\n\nuser: six years on\n\n# Current Query\n\nq"
+    )
+
+
 def test_a_budget_below_the_query_is_rejected() -> None:
     with pytest.raises(InvalidArgument, match="cannot hold the query"):
         assemble_relevant([], [], query="word " * 50, budget=10, keep_newest=0, counter=COUNTER)

@@ -24,6 +24,7 @@ from contextwm.retrieval.pipeline import (
     TokenAccount,
     assemble,
     day_heading,
+    day_of,
     item_lines,
     year_of,
 )
@@ -94,7 +95,7 @@ class CategoryLayout:
             if category_of_role(s.item.role) is not Category.SYSTEM
         }
         heads: dict[str, int] = defaultdict(int)
-        for key in _first_kept(dated, lambda s: day_heading(s.item.timestamp)):
+        for key in _first_kept(dated, lambda s: day_of(s.item.timestamp)):
             heads[key] += costs.text(day_heading(dated[key].item.timestamp))
         for key in _first_kept(dated, lambda s: year_of(s.item.timestamp)):
             heads[key] += costs.year(dated[key].item.timestamp)
@@ -253,9 +254,9 @@ def _outcomes(
     return (*chosen, *left)
 
 
-def _first_kept(items: dict[str, ScoredItem], part: Callable[[ScoredItem], object]) -> list[str]:
+def _first_kept(items: dict[str, ScoredItem], part: Callable[[ScoredItem], int]) -> list[str]:
     """The key of each part's item of the highest window priority within its category."""
-    best: dict[tuple[Category, object], tuple[float, str]] = {}
+    best: dict[tuple[Category, int], tuple[float, str]] = {}
     for key, s in items.items():
         at = (category_of_role(s.item.role), part(s))
         priority = window_priority(s)

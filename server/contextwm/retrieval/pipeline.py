@@ -74,10 +74,14 @@ def line(s: ScoredItem) -> str:
     return f"{s.item.role}: {s.item.content}"
 
 
+def day_of(timestamp: float) -> int:
+    """The day a timestamp falls on, in UTC (the conversation's own clock), as a number."""
+    return int(timestamp // 86_400)
+
+
 @functools.lru_cache(maxsize=4096)
 def day_heading(timestamp: float) -> str:
-    """The heading over a day's items, in UTC (the conversation's own clock), without its
-    year: the first heading of a section and of each year carries it (year_suffix)."""
+    """The heading over a day's items, without its year (see item_lines)."""
     day = datetime.fromtimestamp(timestamp, UTC)
     return f"## {day:%a} {day.day} {day:%b}"
 
@@ -91,15 +95,17 @@ def item_lines(items: Sequence[ScoredItem], *, dated: bool = True) -> list[str]:
     order), under one heading per day when dated; a heading names its year when it is the
     first or the year changed, as a reader carries it from the heading above."""
     parts: list[str] = []
-    day = ""
-    year = 0
+    day: int | None = None
+    year: int | None = None
     for s in sorted(items, key=lambda s: (s.item.timestamp, s.item.seq)):
-        if dated and (h := day_heading(s.item.timestamp)) != day:
-            day = h
-            if (y := year_of(s.item.timestamp)) != year:
-                year = y
-                h = f"{h} {y}"
-            parts.append(h)
+        ts = s.item.timestamp
+        if dated and day_of(ts) != day:
+            day = day_of(ts)
+            heading = day_heading(ts)
+            if year_of(ts) != year:
+                year = year_of(ts)
+                heading = f"{heading} {year}"
+            parts.append(heading)
         parts.append(line(s))
     return parts
 
@@ -177,11 +183,11 @@ class LineCosts:
 
     def lines(self, items: Sequence[ScoredItem]) -> int:
         """Items rendered together on their own, day headings included."""
-        days = {day_heading(s.item.timestamp): s.item.timestamp for s in items}
+        days = {day_of(s.item.timestamp): s.item.timestamp for s in items}
         years = {year_of(t): t for t in days.values()}
         return (
             sum(self.line(s) for s in items)
-            + sum(self.text(d) for d in days)
+            + sum(self.text(day_heading(t)) for t in days.values())
             + sum(self.year(t) for t in years.values())
         )
 
@@ -194,15 +200,14 @@ class Packer:
         self.costs = costs
         self.left = left
         self.chosen: dict[int, tuple[SectionName, ScoredItem]] = {}
-        self._days: set[tuple[SectionName, str]] = set()
+        self._days: set[tuple[SectionName, int]] = set()
         self._years: set[tuple[SectionName, int]] = set()
         self._sections: set[SectionName] = set()
 
     def cost(self, s: ScoredItem, section: SectionName, heading: str) -> int:
         c = self.costs.line(s)
-        day = day_heading(s.item.timestamp)
-        if (section, day) not in self._days:
-            c += self.costs.text(day)
+        if (section, day_of(s.item.timestamp)) not in self._days:
+            c += self.costs.text(day_heading(s.item.timestamp))
             if (section, year_of(s.item.timestamp)) not in self._years:
                 c += self.costs.year(s.item.timestamp)
             if section not in self._sections:
@@ -218,7 +223,7 @@ class Packer:
             return 0
         self.left -= c
         self.chosen[s.item.seq] = (section, s)
-        self._days.add((section, day_heading(s.item.timestamp)))
+        self._days.add((section, day_of(s.item.timestamp)))
         self._years.add((section, year_of(s.item.timestamp)))
         self._sections.add(section)
         return c
