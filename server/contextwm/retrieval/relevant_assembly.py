@@ -28,7 +28,7 @@ KEEP_SHARE = 0.25
 # clearly the best still gives way to several short answers. Chosen on two kinds of real
 # conversation (docs/design.md): score per token, or per its square root, favoured short
 # filler turns there.
-LENGTH_PRIOR = 96
+LENGTH_PRIOR = 128
 # No item line costs less (a role, one content token, the separator).
 MIN_LINE_TOKENS = 3
 
