@@ -444,7 +444,7 @@ class ServerProcess:
         log_path: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
-        self._extra_args = list(extra_args)
+        self.extra_args = list(extra_args)
         self._env = env or {}
         self.log_path = log_path or data_dir.parent / f"{data_dir.name}-server.log"
         self._start_timeout = start_timeout
@@ -470,7 +470,7 @@ class ServerProcess:
             else [sys.executable, "-c", "import sys, contextwm.cli as c; sys.exit(c.main())"]
         )
         cmd += ["serve", "--port", "0", "--data-dir", str(self.data_dir), "--log-level", "warning"]
-        cmd += self._extra_args
+        cmd += self.extra_args
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **self._env)
         self._log = self.log_path.open("w")
         began = time.perf_counter()

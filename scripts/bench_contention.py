@@ -56,6 +56,7 @@ load and the drain after a crash at >= 0.9 x the raw embedding rate.
 Run:  scripts/bench contention            (full: 10,000 archived, 200 calls per block,
                                            3,000 backlog items; a loaded machine for minutes)
       scripts/bench contention --quick    (smoke run: 1,000 archived, 50 calls, 300 items)
+      scripts/bench contention --own-session   (the server in a session of its own)
 """
 
 from __future__ import annotations
@@ -171,6 +172,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--noise", type=float, default=0.03, help="sigma added to pool vectors")
     p.add_argument("--seed", type=int, default=31)
     p.add_argument("--keep", action="store_true", help="keep the temp data dir")
+    p.add_argument(
+        "--own-session",
+        action="store_true",
+        help="start the server with --own-session (a session of its own; see docs/sidecar.md)",
+    )
     p.add_argument(
         "--quick",
         action="store_true",
@@ -489,7 +495,9 @@ def crash_and_drain(
     log(f"server killed {acked:.2f} s after the first append; {orphans}")
 
     restarted = ServerProcess(
-        server.data_dir, log_path=server.data_dir.parent / "restarted-server.log"
+        server.data_dir,
+        extra_args=server.extra_args,
+        log_path=server.data_dir.parent / "restarted-server.log",
     ).start()
     log(f"restarted: pid {restarted.pid}, ready in {restarted.start_seconds:.1f} s")
     loop = ContextLoop(restarted.target, queries)
@@ -587,7 +595,9 @@ def main() -> int:
     )
     rng = random.Random(args.seed)
 
-    server = ServerProcess(data_dir).start()
+    server = ServerProcess(
+        data_dir, extra_args=["--own-session"] if args.own_session else []
+    ).start()
     log(f"server pid {server.pid} port {server.port} up in {server.start_seconds:.1f} s")
     try:
         with Client(server.target, timeout=120.0) as client:
@@ -731,7 +741,9 @@ def report(
 ) -> None:
     print("\ncontextwm contention benchmark" + (" (--quick)" if args.quick else ""))
     print(
-        f"server: `contextwm serve` subprocess, default settings; conversation '{BIG}':"
+        "server: `contextwm serve` subprocess, "
+        + ("--own-session" if args.own_session else "default settings (the benchmark's session)")
+        + f"; conversation '{BIG}':"
         f" {args.archived:,} archived (loaded straight into SQLite with vectors) + {args.window}"
         f" window items appended through the API; first GetContext {first_ms:.0f} ms."
         f" Each block: {args.calls} x GetContext(max_tokens={MAX_TOKENS}) and Search"

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from contextwm.own_session import enter_own_session
 from contextwm.settings import EMBEDDERS, SettingsError, load_settings
 
 # The exit status when the data directory cannot be served (damaged store, another server
@@ -38,6 +39,7 @@ FLAGS = {
     "tls_client_ca_file": "--tls-client-ca",
     "require_api_keys": "--require-api-keys",
     "insecure": "--insecure",
+    "own_session": "--own-session",
 }
 
 
@@ -103,6 +105,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="every call must carry an API key (authorization: Bearer ...)",
     )
     parser.add_argument(
+        "--own-session",
+        action="store_true",
+        default=None,
+        help="lead a session of its own, so that busy processes of other sessions cannot"
+        " crowd it out (Linux; see docs/sidecar.md)",
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         default=None,
@@ -128,6 +137,9 @@ def run_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+    if settings.own_session:
+        # Before any thread or child starts: they join the session with the process.
+        logging.getLogger(__name__).info("%s", enter_own_session())
     from contextwm.adapters.main_thread import MainThread
     from contextwm.adapters.postgres.database import StoreUnavailable
     from contextwm.adapters.sqlite.guard import UnusableStore
