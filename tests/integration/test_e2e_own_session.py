@@ -7,21 +7,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from contextwm_client import Client
+import pytest
 from server_process import ServerProcess
 
 HASHING = ("--embedder", "hashing")
 
 
+@pytest.mark.skipif(not hasattr(os, "setsid"), reason="sessions are POSIX")
 def test_own_session_makes_the_server_lead_a_session_of_its_own(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "own", *HASHING, "--own-session")
     try:
         assert os.getsid(server.proc.pid) == server.proc.pid
         assert os.getpgid(server.proc.pid) == server.proc.pid
-        with Client(server.target) as client:  # and serves as before
-            client.append("c", "The deploy window is Tuesday.")
-            ctx = client.get_context("c", "When is the deploy window?", max_tokens=200)
-            assert "The deploy window is Tuesday." in [s.content for s in ctx.recent]
     finally:
         assert server.terminate() == 0
     assert f"own_session: leads session {server.proc.pid}" in server.log()
