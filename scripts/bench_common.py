@@ -422,6 +422,15 @@ def rss_mb(pid: int | None = None) -> tuple[float, float]:
 
 # ------------------------------------------------------------------ server subprocess
 
+
+def serving_pid(started: int) -> int:
+    """The process serving for `contextwm serve` started as pid `started`: its one child
+    leading a session of its own (the default), or itself (--no-own-session)."""
+    children = Path(f"/proc/{started}/task/{started}/children").read_text().split()
+    own = [int(c) for c in children if os.getsid(int(c)) == int(c)]
+    return own[0] if len(own) == 1 else started
+
+
 _LISTENING = re.compile(r"contextwm listening on port (\d+)")
 
 
@@ -452,11 +461,13 @@ class ServerProcess:
         self._log: IO[str] | None = None
         self.port = 0
         self.start_seconds = 0.0
+        self._serving = 0
 
     @property
     def pid(self) -> int:
-        assert self._proc is not None
-        return self._proc.pid
+        """The process that serves (what the measurements watch): the started one's child
+        when it serves from a session of its own, else the started one."""
+        return self._serving
 
     @property
     def target(self) -> str:
@@ -508,6 +519,7 @@ class ServerProcess:
             self.stop()
             raise RuntimeError(f"server did not get ready: {exc}; log: {self.log_path}") from exc
         self.start_seconds = time.perf_counter() - began
+        self._serving = serving_pid(self._proc.pid)
         return self
 
     def rss_mb(self) -> tuple[float, float]:

@@ -56,7 +56,7 @@ load and the drain after a crash at >= 0.9 x the raw embedding rate.
 Run:  scripts/bench contention            (full: 10,000 archived, 200 calls per block,
                                            3,000 backlog items; a loaded machine for minutes)
       scripts/bench contention --quick    (smoke run: 1,000 archived, 50 calls, 300 items)
-      scripts/bench contention --own-session   (the server in a session of its own)
+      scripts/bench contention --no-own-session   (the server in the benchmark's session)
 """
 
 from __future__ import annotations
@@ -173,9 +173,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=31)
     p.add_argument("--keep", action="store_true", help="keep the temp data dir")
     p.add_argument(
-        "--own-session",
+        "--no-own-session",
         action="store_true",
-        help="start the server with --own-session (a session of its own; see docs/sidecar.md)",
+        help="start the server with --no-own-session: it serves in the benchmark's session, as"
+        " the busy loops do (see docs/sidecar.md)",
     )
     p.add_argument(
         "--quick",
@@ -404,7 +405,7 @@ def wait_idle(pid: int, timeout: float = 600.0) -> None:
 
 
 def reap_orphans(pids: Sequence[int], timeout: float = 10.0) -> str:
-    """Waits for a killed server's children to exit; kills any still there after timeout."""
+    """Waits for a killed server's processes to exit; kills any still there after timeout."""
     deadline = time.monotonic() + timeout
     left = list(pids)
     while left and time.monotonic() < deadline:
@@ -414,8 +415,8 @@ def reap_orphans(pids: Sequence[int], timeout: float = 10.0) -> str:
         with contextlib.suppress(ProcessLookupError):
             os.kill(p, signal.SIGKILL)
     if left:
-        return f"children {left} of the killed server were still running after {timeout:.0f} s"
-    return f"the killed server's children ({len(pids)}) exited with it"
+        return f"processes {left} of the killed server were still running after {timeout:.0f} s"
+    return f"the killed server's processes ({len(pids)}) exited with it"
 
 
 def zombie(pid: int) -> bool:
@@ -478,7 +479,7 @@ def crash_and_drain(
     pending. Returns the drain and the restarted server."""
     loop = ContextLoop(server.target, queries)
     loop.start()
-    children = child_pids(server.pid)
+    processes = [server.pid, *child_pids(server.pid)]  # gone with the started one too
     try:
         with Client(server.target, timeout=120.0) as client:
             before = client.get_conversation(BACKLOG).total_items
@@ -491,7 +492,7 @@ def crash_and_drain(
     acked = killed_at - t0
     unexpected = [f for f in loop.failures if f[0] < killed_at]
     at_kill = len(loop.failures) - len(unexpected)
-    orphans = reap_orphans(children)
+    orphans = reap_orphans(processes)
     log(f"server killed {acked:.2f} s after the first append; {orphans}")
 
     restarted = ServerProcess(
@@ -596,7 +597,7 @@ def main() -> int:
     rng = random.Random(args.seed)
 
     server = ServerProcess(
-        data_dir, extra_args=["--own-session"] if args.own_session else []
+        data_dir, extra_args=["--no-own-session"] if args.no_own_session else []
     ).start()
     log(f"server pid {server.pid} port {server.port} up in {server.start_seconds:.1f} s")
     try:
@@ -742,7 +743,11 @@ def report(
     print("\ncontextwm contention benchmark" + (" (--quick)" if args.quick else ""))
     print(
         "server: `contextwm serve` subprocess, "
-        + ("--own-session" if args.own_session else "default settings (the benchmark's session)")
+        + (
+            "--no-own-session (the benchmark's session)"
+            if args.no_own_session
+            else "default settings (a session of its own)"
+        )
         + f"; conversation '{BIG}':"
         f" {args.archived:,} archived (loaded straight into SQLite with vectors) + {args.window}"
         f" window items appended through the API; first GetContext {first_ms:.0f} ms."

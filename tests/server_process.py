@@ -35,6 +35,7 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         ready: bool = True,
         cwd: Path | None = None,
+        process_group: int | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.output: list[str] = []
@@ -62,6 +63,7 @@ class ServerProcess:
             text=True,
             env={**os.environ, "HF_HUB_OFFLINE": "1", **_absolute_path(), **(env or {})},
             cwd=cwd,
+            process_group=process_group,
         )
         threading.Thread(target=self._read, daemon=True).start()
         if not self._listening.wait(START_SECONDS):

@@ -96,6 +96,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PEM",
         help="mutual TLS: clients must present a certificate this CA signed",
     )
+    parser.add_argument(
+        "--own-session",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve from a child leading a session of its own, so that busy processes of"
+        " the starter's session cannot crowd it out (Linux; on by default; see"
+        " docs/sidecar.md)",
+    )
     # store_true with None for "not given": a flag only ever turns these on, over the file
     # and the environment.
     parser.add_argument(
@@ -103,13 +111,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="every call must carry an API key (authorization: Bearer ...)",
-    )
-    parser.add_argument(
-        "--own-session",
-        action="store_true",
-        default=None,
-        help="lead a session of its own, so that busy processes of other sessions cannot"
-        " crowd it out (Linux; see docs/sidecar.md)",
     )
     parser.add_argument(
         "--insecure",
@@ -137,9 +138,8 @@ def run_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
-    if settings.own_session:
-        # Before any thread or child starts: they join the session with the process.
-        logging.getLogger(__name__).info("%s", enter_own_session())
+    if settings.own_session and (ended := enter_own_session()) is not None:
+        return ended  # the parent, once the server in its own session has ended
     from contextwm.adapters.main_thread import MainThread
     from contextwm.adapters.postgres.database import StoreUnavailable
     from contextwm.adapters.sqlite.guard import UnusableStore

@@ -101,9 +101,9 @@ class ServerSettings:
     # Embed appended items in a child process (the bundled model only), this much nicer.
     indexer_process: bool = True
     indexer_niceness: int = 10
-    # Lead a session of its own (Linux): where the kernel shares CPU time between sessions
-    # first (autogroup), busy processes of another session cannot crowd the server out.
-    own_session: bool = False
+    # Serve from a session of its own (Linux): where the kernel shares CPU time between
+    # sessions first (autogroup), busy processes of the starter's cannot crowd it out.
+    own_session: bool = True
     # While appends keep the server busy, the indexer embeds this share of the time.
     indexer_busy_duty: float = 0.25
     index_save_seconds: float = 30.0

@@ -28,13 +28,17 @@ LIVENESS = "contextwm.v1.Liveness"
 READINESS = ("", "contextwm.v1.ContextService")
 
 
+# A channel with connections of its own: the process's shared ones may be in back-off after
+# clients tried them before the server listened.
+OWN_CONNECTIONS = [("grpc.use_local_subchannel_pool", 1)]
+
+
 def statuses(target: str, *, wait: bool = False) -> dict[str, int]:
     """Health.Check of the liveness and readiness names.
 
-    wait: wait for a connection (the channels of a process share connections, and one that a
-    client tried before the server listened is in back-off for a while).
+    wait: wait for a connection.
     """
-    with grpc.insecure_channel(target) as channel:
+    with grpc.insecure_channel(target, options=OWN_CONNECTIONS) as channel:
         health = health_pb2_grpc.HealthStub(channel)
         return {
             name: health.Check(
@@ -185,7 +189,8 @@ def test_a_client_that_waits_for_readiness_never_sees_unavailable(tmp_path: Path
         before = statuses(target, wait=True)
         assert not ready.is_set(), "ready before the first look: the test proves nothing"
         assert before == live_not_ready()
-        with Client(target) as early, pytest.raises(UnavailableError, match="starting"):
+        early = Client(target, channel_options=OWN_CONNECTIONS)
+        with early, pytest.raises(UnavailableError, match="starting"):
             early.get_conversation("w0")
         for w in workers:
             w.join(180)

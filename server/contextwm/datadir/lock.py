@@ -7,6 +7,7 @@ import os
 import time
 
 from contextwm.datadir.layout import DataDir
+from contextwm.own_session import starter_pid
 
 
 class DataDirInUse(Exception):
@@ -51,7 +52,7 @@ class DataDirLock:
                     ) from None
                 time.sleep(0.05)
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, f"{starter_pid()}\n".encode())
         return cls(fd)
 
     def release(self) -> None:
