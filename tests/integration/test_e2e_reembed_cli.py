@@ -4,6 +4,7 @@ resumes where it stopped."""
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
@@ -28,6 +29,22 @@ from stale_conversations import (
 )
 
 BATCH = 8
+
+
+def exit_code(process: subprocess.Popen[str], stderr: queue.Queue[str], timeout: float) -> int:
+    """The process's exit status within timeout; else a failure showing its signal state and
+    every thread's stack (Python's faulthandler prints them on SIGABRT)."""
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{process.pid}/status").read_text().splitlines()
+        process.send_signal(signal.SIGABRT)
+        process.wait(30)
+        printed = "".join(stderr.queue)[-8000:]
+        pytest.fail(
+            f"still running {timeout:.0f} s after SIGINT;"
+            f" {[row for row in status if row.startswith(('State', 'Sig'))]}; stderr:\n{printed}"
+        )
 
 
 @pytest.fixture
@@ -92,7 +109,12 @@ def test_ctrl_c_stops_the_reembed_and_a_rerun_resumes(
     # "a" gets done; the run then holds a batch of "b" it cannot store while the test holds
     # b's lock, and Ctrl-C comes.
     with service.engine.holding("default", "b"):
-        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            command,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        )
         stderr = process.stderr
         assert stderr is not None
         reader = threading.Thread(target=lambda: [*map(lines.put, stderr)])
@@ -101,7 +123,7 @@ def test_ctrl_c_stops_the_reembed_and_a_rerun_resumes(
             assert "conversations" in line, line
         assert watched.seen.wait(60)
         process.send_signal(signal.SIGINT)
-        assert process.wait(60) == 130
+        assert exit_code(process, lines, 60) == 130
     reader.join(60)
     rest = [lines.get() for _ in range(lines.qsize())]
     assert rest[-1].startswith("interrupted after "), rest
