@@ -645,14 +645,14 @@ def main() -> int:
         raw_again = raw_rate(embedder, again, indexer_batch)
         raw_busy = raw_rate(embedder, busy, indexer_batch)
         log(f"raw: {raw:.1f}, {raw_again:.1f} and {raw_busy:.1f} items/s")
-        beside = raw_rate_beside_loop(embedder, backlog, indexer_batch, server.target, queries)
-        beside_again = raw_rate_beside_loop(embedder, again, indexer_batch, server.target, queries)
-        log(f"raw beside the GetContext loop: {beside:.1f} and {beside_again:.1f} items/s")
+        near = raw_rate_beside_loop(embedder, backlog, indexer_batch, server.target, queries)
+        near_again = raw_rate_beside_loop(embedder, again, indexer_batch, server.target, queries)
+        log(f"raw beside the GetContext loop: {near:.1f} and {near_again:.1f} items/s")
         wait_idle(server.pid)
         drains = [backlog_under_load(server.target, backlog, queries, raw)]
-        drains[-1].beside_rate = beside
+        drains[-1].beside_rate = near
         crash, server = crash_and_drain(server, again, queries, raw_again)
-        crash.beside_rate = beside_again
+        crash.beside_rate = near_again
         drains.append(crash)
         wait_idle(server.pid)
         drains.append(backlog_beside_busy_loops(server.target, busy, raw_busy))
