@@ -3,6 +3,7 @@ from the settings (the one place that does), then reports ready."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -348,7 +349,9 @@ class Service:
             batch_size=settings.indexer_batch_size,
             save_interval=settings.index_save_seconds,
             embedder=batch_embedder,
-            urgent_embedder=batch_embedder and batch_embedder.urgently,
+            urgent_embed=(
+                functools.partial(batch_embedder.embed, urgent=True) if batch_embedder else None
+            ),
             busy_duty=settings.indexer_busy_duty,
             owner=replica_name(data),
         )

@@ -35,8 +35,7 @@ def test_same_model_and_vectors_as_in_process(child: ProcessEmbedder, embedder: 
 
 
 def test_urgent_batches_get_the_same_vectors(child: ProcessEmbedder, embedder: Embedder) -> None:
-    np.testing.assert_allclose(child.urgently.embed(TEXTS), embedder.embed(TEXTS), atol=1e-5)
-    assert child.urgently.model_name == child.model_name
+    np.testing.assert_allclose(child.embed(TEXTS, urgent=True), embedder.embed(TEXTS), atol=1e-5)
 
 
 def test_embeds_on_low_priority_threads_beside_one_at_the_server_s(child: ProcessEmbedder) -> None:

@@ -211,7 +211,7 @@ def test_batches_are_urgent_for_a_waiting_reader_and_for_a_backlog_behind_for_lo
     engine: ContextEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     usual, urgent = Counting(), Counting()
-    indexer = Indexer(engine, batch_size=8, embedder=usual, urgent_embedder=urgent)
+    indexer = Indexer(engine, batch_size=8, embedder=usual, urgent_embed=urgent.embed)
     engine.append("", "backlog", [NewItem("user", f"old turn {n}") for n in range(20)])
     engine.append("", "asked", [NewItem("user", "the turn a reader waits for")])
     with engine.vector_waiters.waiting(engine.runtime("", "asked").key):

@@ -182,11 +182,6 @@ class ProcessEmbedder:
         vectors: Vectors = np.asarray(payload, dtype=np.float32)
         return vectors
 
-    @property
-    def urgently(self) -> Embedder:
-        """This embedder with every batch urgent (see embed)."""
-        return _Urgent(self)
-
     def close(self) -> None:
         """Stops the child (waits briefly, then kills it)."""
         with self._lock:
@@ -200,21 +195,3 @@ class ProcessEmbedder:
                 if self._process.is_alive():
                     self._process.kill()
                 self._process = None
-
-
-class _Urgent:
-    """A ProcessEmbedder whose batches are all urgent."""
-
-    def __init__(self, embedder: ProcessEmbedder) -> None:
-        self._embedder = embedder
-
-    @property
-    def model_name(self) -> str:
-        return self._embedder.model_name
-
-    @property
-    def dimension(self) -> int:
-        return self._embedder.dimension
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        return self._embedder.embed(texts, urgent=True)

@@ -98,7 +98,7 @@ class CategoryLayout:
         for key in _first_kept(dated, lambda s: day_of(s.item.timestamp)):
             heads[key] += costs.text(day_heading(dated[key].item.timestamp))
         for key in _first_kept(dated, lambda s: year_of(s.item.timestamp)):
-            heads[key] += costs.year(dated[key].item.timestamp)
+            heads[key] += costs.year(year_of(dated[key].item.timestamp))
         for key, s in self.items.items():
             cost = costs.line(s) + heads.get(key, 0)
             pieces[category_of_role(s.item.role)].append(Piece(key, cost, window_priority(s)))

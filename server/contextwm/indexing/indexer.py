@@ -9,13 +9,13 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from contextwm.conversations.engine import ContextEngine
 from contextwm.indexing.pacing import BUSY_SHARE, next_batch_size, pause_after
 from contextwm.indexing.stats import EmbeddingStats
-from contextwm.ports.embedder import Embedder
+from contextwm.ports.embedder import Embedder, Vectors
 from contextwm.ports.event_store import EventStore
 from contextwm.ports.store_lifecycle import StoreLifecycle
 from contextwm.ports.vector_claims import VectorClaims
@@ -73,7 +73,7 @@ class Indexer:
         batch_size: int = 32,
         save_interval: float = 30.0,
         embedder: Embedder | None = None,
-        urgent_embedder: Embedder | None = None,
+        urgent_embed: Callable[[Sequence[str]], Vectors] | None = None,
         busy_duty: float = 0.25,
         owner: str | None = None,
         lease_seconds: float = LEASE_SECONDS,
@@ -83,9 +83,9 @@ class Indexer:
             reader's conversation.
         embedder: embeds the batches (the same model as the engine's, perhaps in another
             process); the engine's own embedder when None.
-        urgent_embedder: the same, ahead of its usual priority: for the batches a reader
-            waits for, and once the indexer has been behind for BEHIND_SECONDS; embedder
-            when None.
+        urgent_embed: embeds a batch as embedder does, ahead of its usual priority: for the
+            batches a reader waits for, and once the indexer has been behind for
+            BEHIND_SECONDS; embedder's own embed when None.
         busy_duty: the share of time spent embedding while appends keep the server busy
             (1 never holds back).
         owner: whose the claims are, stable across restarts of one replica (the data
@@ -95,7 +95,7 @@ class Indexer:
         self._engine = engine
         self._store: IndexerStore = engine.store
         self._embedder = embedder or engine.embedder
-        self._urgent_embedder = urgent_embedder or self._embedder
+        self._urgent_embed = urgent_embed or self._embedder.embed
         self._behind_since: float | None = None  # since when every claim found items
         self._batch_size = batch_size
         self._save_interval = save_interval
@@ -186,8 +186,8 @@ class Indexer:
         """Embeds a claimed batch and hands its vectors to the engine."""
         engine = self._engine
         began = time.perf_counter()
-        embedder = self._urgent_embedder if urgent else self._embedder
-        vectors = embedder.embed([p.text for p in pending])
+        embed = self._urgent_embed if urgent else self._embedder.embed
+        vectors = embed([p.text for p in pending])
         # Counted before the vectors are applied: once a reader sees its items embedded, the
         # metrics count them too.
         self.stats.record(len(pending), time.perf_counter() - began)

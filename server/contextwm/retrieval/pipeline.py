@@ -177,18 +177,17 @@ class LineCosts:
     def text(self, text: str) -> int:
         return self.counter.count(text) + 1
 
-    def year(self, timestamp: float) -> int:
-        """What naming a heading's year adds to it."""
-        return self.counter.count(f" {year_of(timestamp)}")
+    def year(self, year: int) -> int:
+        """What naming a year adds to a heading."""
+        return self.counter.count(f" {year}")
 
     def lines(self, items: Sequence[ScoredItem]) -> int:
         """Items rendered together on their own, day headings included."""
         days = {day_of(s.item.timestamp): s.item.timestamp for s in items}
-        years = {year_of(t): t for t in days.values()}
         return (
             sum(self.line(s) for s in items)
             + sum(self.text(day_heading(t)) for t in days.values())
-            + sum(self.year(t) for t in years.values())
+            + sum(self.year(y) for y in {year_of(t) for t in days.values()})
         )
 
 
@@ -208,8 +207,8 @@ class Packer:
         c = self.costs.line(s)
         if (section, day_of(s.item.timestamp)) not in self._days:
             c += self.costs.text(day_heading(s.item.timestamp))
-            if (section, year_of(s.item.timestamp)) not in self._years:
-                c += self.costs.year(s.item.timestamp)
+            if (section, year := year_of(s.item.timestamp)) not in self._years:
+                c += self.costs.year(year)
             if section not in self._sections:
                 c += self.costs.text(heading)
         return c
