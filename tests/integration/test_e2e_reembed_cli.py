@@ -29,6 +29,13 @@ from stale_conversations import (
 )
 
 BATCH = 8
+# The CLI as a terminal starts it, with Ctrl-C at its default. A child inherits ignored
+# signals, and C's system() ignores SIGINT and SIGQUIT process-wide while it runs: a child
+# started by this worker while one of its threads was in system() once ignored Ctrl-C.
+CLI = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler);"
+    " from contextwm.cli import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def exit_code(process: subprocess.Popen[str], stderr: queue.Queue[str], timeout: float) -> int:
@@ -104,7 +111,7 @@ def test_ctrl_c_stops_the_reembed_and_a_rerun_resumes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     address = f"127.0.0.1:{service.port}"
-    command = [sys.executable, "-m", "contextwm", "--target", address, "reembed", "--all"]
+    command = [sys.executable, "-c", CLI, "--target", address, "reembed", "--all"]
     lines: queue.Queue[str] = queue.Queue()
     # "a" gets done; the run then holds a batch of "b" it cannot store while the test holds
     # b's lock, and Ctrl-C comes.
