@@ -53,7 +53,15 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench_common import ServerProcess, TextGenerator, log, print_table, rss_mb, verdict
+from bench_common import (
+    ServerProcess,
+    TextGenerator,
+    child_pids,
+    log,
+    print_table,
+    rss_mb,
+    verdict,
+)
 from contextwm.ports.embedder import Embedder
 from contextwm_client import Client
 
@@ -128,16 +136,9 @@ class Memory:
         self.server: list[float] = []
         self.child: list[float] = []
 
-    def _children(self) -> list[int]:
-        found = []
-        for task in Path(f"/proc/{self.pid}/task").iterdir():
-            text = (task / "children").read_text().split()
-            found += [int(c) for c in text]
-        return found
-
     def sample(self) -> None:
         self.server.append(rss_mb(self.pid)[0])
-        self.child.append(sum(rss_mb(c)[0] for c in self._children()))
+        self.child.append(sum(rss_mb(c)[0] for c in child_pids(self.pid)))
 
     @contextlib.contextmanager
     def sampling(self) -> Iterator[None]:

@@ -423,11 +423,18 @@ def rss_mb(pid: int | None = None) -> tuple[float, float]:
 # ------------------------------------------------------------------ server subprocess
 
 
+def child_pids(pid: int) -> list[int]:
+    """The children of a process, from every one of its threads."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
 def serving_pid(started: int) -> int:
     """The process serving for `contextwm serve` started as pid `started`: its one child
     leading a session of its own (the default), or itself (--no-own-session)."""
-    children = Path(f"/proc/{started}/task/{started}/children").read_text().split()
-    own = [int(c) for c in children if os.getsid(int(c)) == int(c)]
+    own = [c for c in child_pids(started) if os.getsid(c) == c]
     return own[0] if len(own) == 1 else started
 
 

@@ -83,6 +83,7 @@ from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     ServerProcess,
     TextGenerator,
     busy_loops,
+    child_pids,
     loadavg,
     log,
     p50_p99,
@@ -385,13 +386,6 @@ def append_texts(client: Client, texts: Sequence[str]) -> None:
             role: Role = "user" if (start + k) % 2 == 0 else "assistant"
             items.append(NewItem(content=text, role=role))
         client.append_batch(BACKLOG, items)
-
-
-def child_pids(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
 
 
 def cpu_seconds(pid: int) -> float:

@@ -16,9 +16,14 @@ from server_process import ServerProcess
 HASHING = ("--embedder", "hashing")
 
 
+def children(server: ServerProcess) -> list[int]:
+    pid = server.proc.pid
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
 def serving_child(server: ServerProcess) -> int:
-    (child,) = Path(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children").read_text().split()
-    return int(child)
+    (child,) = children(server)
+    return child
 
 
 def ended(pid: int, timeout: float = 60.0) -> bool:
@@ -80,7 +85,7 @@ def test_no_own_session_keeps_one_process_in_the_starters_session(tmp_path: Path
     )
     try:
         assert os.getsid(server.proc.pid) == os.getsid(0)
-        assert not Path(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children").read_text()
+        assert children(server) == []
     finally:
         assert server.terminate() == 0
     assert "own_session:" not in server.log()
