@@ -88,7 +88,7 @@ def set_states(store: RoleStore, key: int, seqs: Sequence[int], state: ItemState
             )
         return
     assert isinstance(store, SqliteStore)
-    with store._transaction() as db:
+    with store._transaction(changes=key) as db:
         db.execute(
             f"UPDATE items SET state = ? WHERE conv = ? AND seq IN ({','.join('?' * len(seqs))})",
             (int(state), key, *seqs),

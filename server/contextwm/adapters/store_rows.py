@@ -111,6 +111,11 @@ def _flags(value: int) -> Flag:
     return flags
 
 
+def item_state(value: int) -> ItemState:
+    """An item state by its stored value."""
+    return _STATES[value]
+
+
 def item_of(row: Sequence[Any]) -> Item:
     return Item(
         conversation_id=row[0],

@@ -180,21 +180,23 @@ class Ranker:
         """BM25 of the items (in these states, matching flt) that contain the query's terms:
         without a filter, of the 2 x limit items holding the most of their IDF.
 
-        Safe without rt.lock: the store has a connection per thread, and the postings cache
-        is only read here (another call may fill or clear it meanwhile)."""
+        Safe without rt.lock: the store has a connection per thread, and what it adds to
+        the postings cache is dated by figures read under the lock (see _postings)."""
         terms = query_terms(text)
         if not terms:
             return {}
-        return self._bm25(rt, self._postings(rt, terms), states, flt, limit)
+        return self._bm25(rt, self._postings(rt, terms, as_of=_settled(rt)), states, flt, limit)
 
     def _postings(
-        self, rt: ConversationRuntime, terms: Sequence[str], *, keep: bool = False
+        self, rt: ConversationRuntime, terms: Sequence[str], *, as_of: tuple[int, int] | None
     ) -> dict[str, TermPostings]:
         """Each term's postings, from the runtime's cache while they are current (see
-        MAX_CACHED_TERMS), the rest read from the store and, with keep, cached.
+        MAX_CACHED_TERMS), the rest read from the store and cached as of `as_of`.
 
-        keep needs rt.lock: an append counts its item in rt.last_seq before its commit, so a
-        read beside it could be cached as current without the item."""
+        as_of: the conversation's (total, last_seq) read under rt.lock no later than the
+        store is read (None: cache nothing). An append counts its item in rt.last_seq before
+        its commit, under rt.lock, so a read beside it would be cached as current without
+        the item; read before it, the figures make a read that saw it look stale."""
         cached = rt.term_postings
         out: dict[str, TermPostings] = {}
         missing: list[str] = []
@@ -206,11 +208,11 @@ class Ranker:
                 missing.append(t)
         if missing:
             read = self.store.term_postings(rt.key, missing, MAX_POSTINGS)
-            if keep:
+            if as_of is not None:
                 if len(cached) + len(read) > MAX_CACHED_TERMS:
                     cached.clear()
                 for t, postings in read.items():
-                    cached[t] = (postings, rt.total, rt.last_seq)
+                    cached[t] = (postings, *as_of)
             out.update(read)
         return out
 
@@ -258,7 +260,7 @@ class Ranker:
         )
         if not held:
             return ranked
-        postings = self._postings(rt, list(held), keep=True)
+        postings = self._postings(rt, list(held), as_of=(rt.total, rt.last_seq))
         chosen = feedback_terms(held, {t: p.count for t, p in postings.items()}, rt.total)
         if not chosen:
             return ranked
@@ -435,6 +437,16 @@ def in_range(hint: TimeHint, timestamp: float) -> bool:
     if since is None and until is None:
         return False
     return (since is None or timestamp >= since) and (until is None or timestamp < until)
+
+
+def _settled(rt: ConversationRuntime) -> tuple[int, int] | None:
+    """The conversation's (total, last_seq), or None while another thread changes it."""
+    if not rt.lock.acquire(blocking=False):
+        return None
+    try:
+        return rt.total, rt.last_seq
+    finally:
+        rt.lock.release()
 
 
 def _current(rt: ConversationRuntime, postings: TermPostings, total: int, last_seq: int) -> bool:

@@ -76,7 +76,7 @@ class CheckpointTables(Database, CheckpointStore):
     ) -> tuple[int, int]:
         """Puts every item back in its state at the checkpoint, reverts later items and
         undoes later edits and compactions. Returns (items reverted, edits undone)."""
-        with self._transaction() as db:
+        with self._transaction(changes=key) as db:
             reverted = db.execute(
                 "UPDATE items SET state = ? WHERE conv = ? AND seq > ? AND state != ?",
                 (REVERTED, key, checkpoint.last_seq, REVERTED),

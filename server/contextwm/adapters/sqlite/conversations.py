@@ -90,7 +90,7 @@ class ConversationTables(Database, ConversationStore):
             )
 
     def delete_conversation(self, key: int) -> int:
-        with self._transaction() as db:
+        with self._transaction(changes=key) as db:
             rows = db.execute("SELECT id, content FROM items WHERE conv = ?", (key,)).fetchall()
             # A contentless FTS5 table forgets a row only when told its original values.
             db.executemany(

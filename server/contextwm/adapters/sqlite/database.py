@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from contextwm.adapters.item_memo import ItemMemo
 from contextwm.adapters.sqlite.schema import (
     FTS_TRIGGER,
     SCHEMA,
@@ -73,6 +74,7 @@ class Database(StoreLifecycle):
             self._writer.execute(FTS_TRIGGER)
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._memo = ItemMemo()
 
     def _migrate(self) -> None:
         """Creates a new file at SCHEMA_VERSION or brings an older one up to it, in one
@@ -137,15 +139,21 @@ class Database(StoreLifecycle):
         return conn
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._write_lock:
-            self._writer.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._writer
-            except BaseException:
-                self._writer.execute("ROLLBACK")
-                raise
-            self._writer.execute("COMMIT")
+    def _transaction(self, *, changes: int | None = None) -> Iterator[sqlite3.Connection]:
+        """A write transaction; changes: the key of a conversation whose archived or
+        compacted items it may change or delete (the memo forgets them once committed)."""
+        try:
+            with self._write_lock:
+                self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._writer
+                except BaseException:
+                    self._writer.execute("ROLLBACK")
+                    raise
+                self._writer.execute("COMMIT")
+        finally:
+            if changes is not None:
+                self._memo.forget(changes)
 
     def maintain(self) -> None:
         """Moves committed WAL pages into the database file without blocking writers."""

@@ -119,7 +119,7 @@ class ErasureTables(Database, ErasureStore):
     def erase(self, key: int, write: ErasureWrite, events: Sequence[Event]) -> ErasedRows:
         tag = f"c{key}"
         removed = ErasedRows()
-        with self._transaction() as db:
+        with self._transaction(changes=key) as db:
             for chunk in _chunks(write.seqs):
                 removed = _plus(removed, self._delete_items(db, key, tag, chunk))
             marker_vectors = 0

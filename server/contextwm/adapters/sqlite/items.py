@@ -136,7 +136,7 @@ class ItemTables(Database, ItemStore):
     ) -> None:
         """Adds the marker item, moves every earlier item in the window or archive behind
         the compaction, records it, and starts the active context at the marker."""
-        with self._transaction() as db:
+        with self._transaction(changes=key) as db:
             insert_items(db, key, [marker], [None])
             db.execute(
                 "UPDATE items SET state = ? WHERE conv = ? AND seq < ? AND state IN (?, ?)",
@@ -165,7 +165,7 @@ class ItemTables(Database, ItemStore):
             write_events(db, key, events)
 
     def set_flags(self, key: int, seq: int, flags: Flag) -> None:
-        with self._transaction() as db:
+        with self._transaction(changes=key) as db:
             db.execute(
                 "UPDATE items SET flags = ? WHERE conv = ? AND seq = ?", (int(flags), key, seq)
             )
@@ -173,6 +173,15 @@ class ItemTables(Database, ItemStore):
     def get_items(self, key: int, seqs: Sequence[int]) -> dict[int, Item]:
         if not seqs:
             return {}
+        out, missing = self._memo.items(key, seqs)
+        if missing:
+            generation = self._memo.generation
+            read = self._read_items(key, missing)
+            self._memo.keep(key, generation, read.values())
+            out.update(read)
+        return out
+
+    def _read_items(self, key: int, seqs: Sequence[int]) -> dict[int, Item]:
         out: dict[int, Item] = {}
         db = self._reader()
         # Chunked: SQLite caps the number of bound parameters.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+from contextwm.adapters.item_memo import Row
 from contextwm.adapters.sqlite.codecs import filter_sql, fts_query
 from contextwm.adapters.sqlite.database import Database
+from contextwm.adapters.store_rows import item_state
 from contextwm.domain.items import ItemFilter, ItemState
 from contextwm.ports.lexical_store import LexicalStore, TermPostings
 
@@ -48,13 +50,38 @@ class LexicalIndex(Database, LexicalStore):
     ) -> dict[int, tuple[int, int]]:
         """Of these rows (from term_postings), those in these states matching flt: their
         (seq, token count) by row id."""
+        if flt is not None and not flt.empty:
+            return self._filtered_rows(key, rows, states, flt)
+        found, missing = self._memo.rows(key, rows)
+        if missing:
+            generation = self._memo.generation
+            read = self._read_rows(key, missing)
+            self._memo.keep(key, generation, rows=read)
+            found.update(read)
+        wanted = set(states)
+        return {
+            row: (seq, tokens) for row, (seq, tokens, state) in found.items() if state in wanted
+        }
+
+    def _read_rows(self, key: int, rows: Sequence[int]) -> dict[int, Row]:
+        db = self._reader()
+        out: dict[int, Row] = {}
+        for chunk in _chunks(rows):
+            found = db.execute(
+                "SELECT i.id, i.seq, i.tokens, i.state FROM items i"
+                f" WHERE i.id IN ({','.join('?' * len(chunk))}) AND +i.conv = ?",
+                (*chunk, key),
+            )
+            out.update((r[0], (r[1], r[2], item_state(r[3]))) for r in found)
+        return out
+
+    def _filtered_rows(
+        self, key: int, rows: Sequence[int], states: Sequence[ItemState], flt: ItemFilter
+    ) -> dict[int, tuple[int, int]]:
         db = self._reader()
         where, params = filter_sql(flt)
         out: dict[int, tuple[int, int]] = {}
-        for start in range(0, len(rows), 500):
-            chunk = [int(r) for r in rows[start : start + 500]]
-            # The unary + keeps SQLite from scanning the conversation by its index instead of
-            # looking the few rows up by id (10x slower at 10k items).
+        for chunk in _chunks(rows):
             found = db.execute(
                 "SELECT i.id, i.seq, i.tokens FROM items i"
                 f" WHERE i.id IN ({','.join('?' * len(chunk))}) AND +i.conv = ?"
@@ -63,3 +90,10 @@ class LexicalIndex(Database, LexicalStore):
             )
             out.update((r[0], (r[1], r[2])) for r in found)
         return out
+
+
+def _chunks(rows: Sequence[int]) -> Iterator[list[int]]:
+    # The unary + on conv and state (below) keeps SQLite from scanning the conversation by
+    # its index instead of looking the few rows up by id (10x slower at 10k items).
+    for start in range(0, len(rows), 500):
+        yield [int(r) for r in rows[start : start + 500]]

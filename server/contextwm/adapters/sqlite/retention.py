@@ -90,7 +90,7 @@ class RetentionTables(Database, RetentionStore):
         rows, vectors and facts, and counts them on the conversation (its seqs then have
         gaps), in one transaction."""
         count = tokens = 0
-        with self._transaction() as db:
+        with self._transaction(changes=key) as db:
             for chunk in _chunks(seqs):
                 rows = db.execute(
                     "SELECT id, seq, content, tokens FROM items WHERE conv = ? AND state IN (?, ?)"
