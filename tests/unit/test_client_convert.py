@@ -130,6 +130,7 @@ from contextwm_client._convert.retrieval import (
 from contextwm_client._exceptions import STATUS_EXCEPTIONS
 from contextwm_client.v1 import contextwm_pb2 as pb
 from contextwm_client.v1 import contextwm_pb2_grpc as pb_grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -2019,3 +2020,18 @@ def test_async_watch_over_grpc_cancel_and_errors(watch_target: str) -> None:
                 await anext(client.watch("missing"))
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("seconds", "nanos"),
+    [
+        (0, 0),
+        (-1, 999_999_999),
+        (1_700_000_000, 123_456_789),
+        (-62_135_596_800, 0),
+        (253_402_300_799, 999_999_999),
+    ],
+)
+def test_timestamps_read_as_protobuf_reads_them(seconds: int, nanos: int) -> None:
+    message = Timestamp(seconds=seconds, nanos=nanos)
+    assert from_proto_timestamp(message) == message.ToDatetime(tzinfo=UTC)

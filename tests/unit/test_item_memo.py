@@ -8,11 +8,12 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from contextwm.adapters.item_memo import ITEM_COST, ItemMemo
 from contextwm.adapters.sqlite import SqliteStore
 from contextwm.domain.items import Flag, Item, ItemState
-from stores import A, add, make_item, new_conversation
+from stores import MODEL, A, add, make_item, new_conversation, unit_vectors
 
 C = ItemState.COMPACTED
 
@@ -32,6 +33,16 @@ def test_keeps_archived_and_compacted_items_and_rows_only() -> None:
     rows, missing_rows = memo.rows(7, [10, 11, 12])
     assert rows == {10: (1, 3, A), 11: (2, 3, C)} and missing_rows == [12]
     assert memo.items(8, [1]) == ({}, [1])  # another conversation
+
+
+def test_keeps_vectors_of_any_item_by_model() -> None:
+    memo = ItemMemo()
+    vector = np.ones(4, dtype=np.float32)
+    memo.keep(7, memo.generation, vectors=("m1", {3: vector}))
+    assert memo.vectors(7, "m1", [3, 4]) == ({3: vector}, [4])
+    assert memo.vectors(7, "m2", [3]) == ({}, [3])
+    memo.forget(7)
+    assert memo.vectors(7, "m1", [3]) == ({}, [3])
 
 
 def test_forget_drops_the_conversation_and_refuses_reads_that_began_before() -> None:
@@ -128,3 +139,13 @@ def test_state_changes_by_compaction_and_restore_are_read(store: SqliteStore, ke
     items, rows = read(store, key)
     assert items[3].state == ItemState.REVERTED
     assert 3 not in {s for s, _ in rows.values()}  # not a live state
+
+
+def test_a_vector_written_over_another_models_is_read(store: SqliteStore, key: int) -> None:
+    old, new = unit_vectors(1), unit_vectors(1, seed=1)
+    store.put_vectors(MODEL, [(key, 1)], old)
+    assert np.array_equal(store.vectors_for(key, [1, 2], MODEL)[1], old[0])  # remembered
+    store.put_vectors("new-model", [(key, 1)], new)  # a re-embed: the old one is gone
+    assert np.array_equal(store.vectors_for(key, [1], "new-model")[1], new[0])
+    store.finish_reembed(key, "new-model")
+    assert store.vectors_for(key, [1], MODEL) == {}

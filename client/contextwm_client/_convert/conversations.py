@@ -114,7 +114,7 @@ def from_proto_item(message: pb.Item) -> Item:
         timestamp=from_proto_timestamp(message.timestamp),
         token_count=message.token_count,
         flags=as_flags(message.flags),
-        metadata=dict(message.metadata),
+        metadata=dict(message.metadata) if message.metadata else {},
         file=from_proto_file_ref(message.file) if message.HasField("file") else None,
         state=from_proto_item_state(message.state),
         kind=cast("ItemKind", message.kind or _MESSAGE_KIND),

@@ -1,6 +1,6 @@
-"""Archived items kept in memory after a read: a query's best hits and their words' rows are
-read again query after query, and each read from the store costs more than the ranking
-around it."""
+"""Archived items kept in memory after a read: a query's best hits, their words' rows and
+their vectors are read again query after query, and each read from the store costs more
+than the ranking around it."""
 
 from __future__ import annotations
 
@@ -9,10 +9,15 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from contextwm.domain.items import Item, ItemState
 
 # Only items in these states are kept: they change only by the writes that call forget(),
-# while a window item is archived by every append that evicts it.
+# while a window item is archived by every append that evicts it. Any item's vector is
+# kept, with its model: an item gets no second vector of the server's model, and a re-embed
+# writes the server's model's over another's, which the server never asks for.
 KEPT_STATES = frozenset({ItemState.ARCHIVED, ItemState.COMPACTED})
 # What the memo may hold, in characters of content (a row counts ROW_COST): about this many
 # bytes of memory, for the conversations read last.
@@ -21,17 +26,19 @@ ITEM_COST = 200  # an item's fields besides its content
 ROW_COST = 100
 
 Row = tuple[int, int, ItemState]  # an item's (seq, token count, state) by its row id
+Vector = npt.NDArray[np.float32]
 
 
 @dataclass(slots=True)
 class _Conversation:
     items: dict[int, Item] = field(default_factory=dict)
     rows: dict[int, Row] = field(default_factory=dict)
+    vectors: dict[int, tuple[str, Vector]] = field(default_factory=dict)  # (model, vector)
     chars: int = 0
 
 
 class ItemMemo:
-    """Items and full-text rows by conversation key, least recently read conversation
+    """Items, full-text rows and vectors by conversation key, least recently read conversation
     dropped first. Thread-safe.
 
     A writer that changes an item already archived calls forget() after its commit; a
@@ -82,15 +89,36 @@ class ItemMemo:
                 out[row] = value
         return out, missing
 
+    def vectors(
+        self, key: int, model: str, seqs: Sequence[int]
+    ) -> tuple[dict[int, Vector], list[int]]:
+        """The kept vectors of these items by model, and the seqs not kept."""
+        with self._lock:
+            memo = self._conversations.get(key)
+            if memo is None:
+                return {}, list(seqs)
+            self._conversations.move_to_end(key)
+            found = memo.vectors
+        out: dict[int, Vector] = {}
+        missing: list[int] = []
+        for seq in seqs:
+            value = found.get(seq)
+            if value is None or value[0] != model:
+                missing.append(seq)
+            else:
+                out[seq] = value[1]
+        return out, missing
+
     def keep(
         self,
         key: int,
         generation: int,
         items: Iterable[Item] = (),
         rows: Mapping[int, Row] | None = None,
+        vectors: tuple[str, Mapping[int, Vector]] | None = None,
     ) -> None:
         """Keeps what a read that began at `generation` found, unless a change was committed
-        since; only items and rows in KEPT_STATES."""
+        since; only items and rows in KEPT_STATES. vectors: (model, vectors by seq)."""
         with self._lock:
             if generation != self.generation:
                 return
@@ -107,6 +135,12 @@ class ItemMemo:
                 if value[2] in KEPT_STATES and row not in memo.rows:
                     memo.rows[row] = value
                     added += ROW_COST
+            if vectors is not None:
+                model, by_seq = vectors
+                for seq, vector in by_seq.items():
+                    if seq not in memo.vectors:
+                        memo.vectors[seq] = (model, vector)
+                        added += vector.nbytes
             memo.chars += added
             self._chars += added
             while self._chars > self._max and self._conversations:
@@ -114,8 +148,8 @@ class ItemMemo:
                 self._chars -= dropped.chars
 
     def forget(self, key: int) -> None:
-        """Drops a conversation's items and rows: call after a commit that changed any of its
-        archived or compacted items (or deleted the conversation)."""
+        """Drops a conversation's items, rows and vectors: call after a commit that changed
+        any of its archived or compacted items or any vector (or deleted the conversation)."""
         with self._lock:
             self.generation += 1
             dropped = self._conversations.pop(key, None)

@@ -79,15 +79,25 @@ def day_of(timestamp: float) -> int:
     return int(timestamp // 86_400)
 
 
-@functools.lru_cache(maxsize=4096)
 def day_heading(timestamp: float) -> str:
     """The heading over a day's items, without its year (see item_lines)."""
-    day = datetime.fromtimestamp(timestamp, UTC)
-    return f"## {day:%a} {day.day} {day:%b}"
+    return _day_heading(day_of(timestamp))
 
 
 def year_of(timestamp: float) -> int:
-    return datetime.fromtimestamp(timestamp, UTC).year
+    return _year(day_of(timestamp))
+
+
+# By day, not by timestamp: every item of a day shares them, and each is asked for per item.
+@functools.lru_cache(maxsize=4096)
+def _day_heading(day: int) -> str:
+    date = datetime.fromtimestamp(day * 86_400, UTC)
+    return f"## {date:%a} {date.day} {date:%b}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _year(day: int) -> int:
+    return datetime.fromtimestamp(day * 86_400, UTC).year
 
 
 def item_lines(items: Sequence[ScoredItem], *, dated: bool = True) -> list[str]:

@@ -46,7 +46,7 @@ class ReembedTables(Database, ReembedStore):
         return [PendingVector(r[0], r[1], r[2], r[3]) for r in rows]
 
     def finish_reembed(self, key: int, model: str) -> int:
-        with self._transaction() as db:
+        with self._transaction(changes=key) as db:
             dropped = db.execute(
                 "DELETE FROM vectors WHERE model != ?"
                 " AND item IN (SELECT id FROM items WHERE conv = ?)",

@@ -37,6 +37,17 @@ class VectorTables(Database, VectorStore):
         self, key: int, seqs: Sequence[int], model: str
     ) -> dict[int, npt.NDArray[np.float32]]:
         """Stored vectors of these items (items without one are left out)."""
+        out, missing = self._memo.vectors(key, model, seqs)
+        if missing:
+            generation = self._memo.generation
+            read = self._read_vectors(key, missing, model)
+            self._memo.keep(key, generation, vectors=(model, read))
+            out.update(read)
+        return out
+
+    def _read_vectors(
+        self, key: int, seqs: Sequence[int], model: str
+    ) -> dict[int, npt.NDArray[np.float32]]:
         out: dict[int, npt.NDArray[np.float32]] = {}
         db = self._reader()
         for start in range(0, len(seqs), 500):
