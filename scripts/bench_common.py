@@ -383,11 +383,39 @@ def log(message: str) -> None:
 
 
 @contextlib.contextmanager
-def busy_loops(count: int, settle: float = 1.0) -> Iterator[Callable[[], str]]:
+def revision_env(ref: str, work: Path) -> Iterator[dict[str, str]]:
+    """The environment that runs the server and client code of git revision ref (a temporary
+    worktree under work, with this virtual environment's packages), for ServerProcess(env=)."""
+    root = Path(__file__).resolve().parent.parent
+    tree = work / f"tree-{ref}"
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", str(tree), ref],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield {"PYTHONPATH": f"{tree / 'server'}:{tree / 'client'}"}
+    finally:
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
+            check=False,
+            capture_output=True,
+        )
+
+
+@contextlib.contextmanager
+def busy_loops(
+    count: int, settle: float = 1.0, *, apart: bool = False
+) -> Iterator[Callable[[], str]]:
     """`count` processes spinning a core each, as busy neighbours do, from `settle` seconds
-    before the block until after it. Yields a check, to call at the block's end: it says
-    what ran and raises RuntimeError when a loop exited meanwhile."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    before the block until after it; apart: in a session of their own, as an agent started
+    from another terminal is beside `contextwm serve` (the kernel's autogroups then share
+    the cores between the sessions first). Yields a check, to call at the block's end: it
+    says what ran and raises RuntimeError when a loop exited meanwhile."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=apart)
+        for _ in range(count)
+    ]
     try:
         time.sleep(settle if procs else 0.0)
 

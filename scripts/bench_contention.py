@@ -59,6 +59,7 @@ Run:  scripts/bench contention            (full: 10,000 archived, 200 calls per 
                                            3,000 backlog items; a loaded machine for minutes)
       scripts/bench contention --quick    (smoke run: 1,000 archived, 50 calls, 300 items)
       scripts/bench contention --no-own-session   (the server in the benchmark's session)
+      scripts/bench contention --compare-ref REV  (also the overhead of REV's server, same run)
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ from bench_common import (  # also sets HF_HUB_OFFLINE before any model import
     log,
     p50_p99,
     print_table,
+    revision_env,
     verdict,
     wait_embedded,
 )
@@ -182,6 +184,12 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="start the server with --no-own-session: it serves in the benchmark's session, as"
         " the busy loops do (see docs/sidecar.md)",
+    )
+    p.add_argument(
+        "--compare-ref",
+        metavar="REV",
+        help="first, the overhead of this checkout's server and of git revision REV's, each on a"
+        " copy of the same data, both up and idle, GetContext calls alternating between them",
     )
     p.add_argument(
         "--quick",
@@ -541,6 +549,73 @@ def crash_and_drain(
     return drain, restarted
 
 
+# ------------------------------------------------------------------ against a revision
+
+
+@dataclass
+class Compared:
+    """GetContext of this checkout's server and of a revision's, calls alternating."""
+
+    ref: str
+    context_ms: dict[str, list[float]]  # by "this checkout" and the revision
+    floors: list[Floor]
+
+    def report(self, archived: int) -> None:
+        floor = sum(f.p50 for f in self.floors) / len(self.floors)
+        rows = []
+        for name, ms in self.context_ms.items():
+            p50 = p50_p99(ms)[0]
+            rows.append([name, f"{p50:.2f}", f"{floor:.2f}", f"{p50 - floor:.2f}"])
+        print_table(
+            f"Overhead beyond the model against {self.ref}, at {archived:,} archived items (ms;"
+            f" each server on a copy of the same data, both up and idle, {len(ms)} GetContext"
+            " calls each, alternating between them; floor as above, before and after)",
+            ["server", "GetContext p50", "floor", "overhead"],
+            rows,
+        )
+
+
+def compare_overhead(
+    tmp: Path,
+    data_dir: Path,
+    args: argparse.Namespace,
+    embedder: Embedder,
+    vectors: Any,
+    queries: Sequence[str],
+) -> Compared:
+    """This checkout's server and args.compare_ref's, each on a copy of data_dir with the
+    same window appended, asked the same questions in turn (the order alternating), so that
+    the shared machine's drift falls on both alike."""
+    ref = args.compare_ref
+    names = ("this checkout", ref)
+    with contextlib.ExitStack() as stack:
+        envs = {names[0]: {}, ref: stack.enter_context(revision_env(ref, tmp))}
+        clients: dict[str, Client] = {}
+        pids = []
+        for n, name in enumerate(names):
+            copy = tmp / f"data-compare-{n}"
+            shutil.copytree(data_dir, copy)
+            server = stack.enter_context(ServerProcess(copy, env=envs[name]))
+            client = clients[name] = stack.enter_context(Client(server.target, timeout=120.0))
+            append_window(client, TextGenerator(args.seed + 5), args.window)
+            warm_up(client, TextGenerator(args.seed + 6), args.warmup)
+            pids.append(server.pid)
+        log(f"comparing against {ref}: both servers up")
+        for pid in pids:
+            wait_idle(pid)
+        floors = [floor_of(embedder, vectors, list(queries))]
+        context_ms: dict[str, list[float]] = {name: [] for name in names}
+        for n, q in enumerate(queries):
+            for name in names if n % 2 == 0 else names[::-1]:
+                t0 = time.perf_counter()
+                clients[name].get_context(BIG, q, max_tokens=MAX_TOKENS)
+                context_ms[name].append((time.perf_counter() - t0) * 1000)
+        floors.append(floor_of(embedder, vectors, list(queries)))
+    for name, ms in context_ms.items():
+        log(f"{name}: GetContext p50 {p50_p99(ms)[0]:.2f} ms")
+    return Compared(ref, context_ms, floors)
+
+
 # ------------------------------------------------------------------ set-up
 
 
@@ -606,6 +681,9 @@ def main() -> int:
         for _ in range(3)
     )
     rng = random.Random(args.seed)
+    compared = None
+    if args.compare_ref:
+        compared = compare_overhead(tmp, data_dir, args, embedder, vectors, queries)
 
     server = ServerProcess(
         data_dir, extra_args=["--no-own-session"] if args.no_own_session else []
@@ -654,6 +732,8 @@ def main() -> int:
         server.stop()
 
     report(args, blocks, floors, drains, indexer_batch, first_ms)
+    if compared is not None:
+        compared.report(args.archived)
     log(f"total {time.perf_counter() - began:.0f} s")
     if args.keep:
         log(f"kept {tmp}")

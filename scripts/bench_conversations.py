@@ -35,7 +35,6 @@ import argparse
 import contextlib
 import hashlib
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,7 +49,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import ServerProcess, log, wait_embedded
+from bench_common import ServerProcess, log, revision_env, wait_embedded
 from contextwm.cli.evaluation.labels import Label
 from contextwm.cli.evaluation.run import (
     Outcome,
@@ -172,29 +171,12 @@ class CachedEmbedder:
 @contextlib.contextmanager
 def subprocess_server(work: Path, ref: str | None) -> Iterator[str]:
     """A `contextwm serve` child process; ref: run the server code of that git revision."""
-    extra_env: dict[str, str] = {}
-    tree: Path | None = None
-    if ref is not None:
-        tree = work / f"tree-{ref}"
-        subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
-            check=True,
-            capture_output=True,
-        )
-        extra_env["PYTHONPATH"] = f"{tree / 'server'}:{tree / 'client'}"
     data = work / f"data-{ref or 'head'}"
     data.mkdir()
-    server = ServerProcess(data, env=extra_env)
-    try:
-        with server:
+    with contextlib.ExitStack() as stack:
+        env = stack.enter_context(revision_env(ref, work)) if ref is not None else {}
+        with ServerProcess(data, env=env) as server:
             yield server.target
-    finally:
-        if tree is not None:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                check=False,
-                capture_output=True,
-            )
 
 
 @contextlib.contextmanager
