@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,13 +28,14 @@ ROW_COST = 100
 
 Row = tuple[int, int, ItemState]  # an item's (seq, token count, state) by its row id
 Vector = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
 class _Conversation:
     items: dict[int, Item] = field(default_factory=dict)
     rows: dict[int, Row] = field(default_factory=dict)
-    vectors: dict[int, tuple[str, Vector]] = field(default_factory=dict)  # (model, vector)
+    vectors: dict[str, dict[int, Vector]] = field(default_factory=dict)  # by model, then seq
     chars: int = 0
 
 
@@ -55,59 +57,27 @@ class ItemMemo:
 
     def items(self, key: int, seqs: Sequence[int]) -> tuple[dict[int, Item], list[int]]:
         """The kept items of these seqs, and the seqs not kept."""
-        with self._lock:
-            memo = self._conversations.get(key)
-            if memo is None:
-                return {}, list(seqs)
-            self._conversations.move_to_end(key)
-            found = memo.items
-        out: dict[int, Item] = {}
-        missing: list[int] = []
-        for seq in seqs:
-            item = found.get(seq)
-            if item is None:
-                missing.append(seq)
-            else:
-                out[seq] = item
-        return out, missing
+        memo = self._read(key)
+        return _split(memo.items if memo else {}, seqs)
 
     def rows(self, key: int, rows: Sequence[int]) -> tuple[dict[int, Row], list[int]]:
         """The kept rows of these row ids, and the row ids not kept."""
-        with self._lock:
-            memo = self._conversations.get(key)
-            if memo is None:
-                return {}, list(rows)
-            self._conversations.move_to_end(key)
-            found = memo.rows
-        out: dict[int, Row] = {}
-        missing: list[int] = []
-        for row in rows:
-            value = found.get(row)
-            if value is None:
-                missing.append(row)
-            else:
-                out[row] = value
-        return out, missing
+        memo = self._read(key)
+        return _split(memo.rows if memo else {}, rows)
 
     def vectors(
         self, key: int, model: str, seqs: Sequence[int]
     ) -> tuple[dict[int, Vector], list[int]]:
         """The kept vectors of these items by model, and the seqs not kept."""
+        memo = self._read(key)
+        return _split(memo.vectors.get(model, {}) if memo else {}, seqs)
+
+    def _read(self, key: int) -> _Conversation | None:
         with self._lock:
             memo = self._conversations.get(key)
-            if memo is None:
-                return {}, list(seqs)
-            self._conversations.move_to_end(key)
-            found = memo.vectors
-        out: dict[int, Vector] = {}
-        missing: list[int] = []
-        for seq in seqs:
-            value = found.get(seq)
-            if value is None or value[0] != model:
-                missing.append(seq)
-            else:
-                out[seq] = value[1]
-        return out, missing
+            if memo is not None:
+                self._conversations.move_to_end(key)
+            return memo
 
     def keep(
         self,
@@ -137,9 +107,10 @@ class ItemMemo:
                     added += ROW_COST
             if vectors is not None:
                 model, by_seq = vectors
+                kept = memo.vectors.setdefault(model, {})
                 for seq, vector in by_seq.items():
-                    if seq not in memo.vectors:
-                        memo.vectors[seq] = (model, vector)
+                    if seq not in kept:
+                        kept[seq] = vector
                         added += vector.nbytes
             memo.chars += added
             self._chars += added
@@ -155,3 +126,17 @@ class ItemMemo:
             dropped = self._conversations.pop(key, None)
             if dropped is not None:
                 self._chars -= dropped.chars
+
+
+def _split(kept: Mapping[int, T], keys: Sequence[int]) -> tuple[dict[int, T], list[int]]:
+    """The kept values of these keys, and the keys without one. kept may gain entries
+    meanwhile (another thread's keep): single lookups are safe, iterating it would not be."""
+    out: dict[int, T] = {}
+    missing: list[int] = []
+    for k in keys:
+        value = kept.get(k)
+        if value is None:
+            missing.append(k)
+        else:
+            out[k] = value
+    return out, missing
