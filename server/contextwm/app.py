@@ -41,6 +41,7 @@ from contextwm.ports.store import Store
 from contextwm.reembedding.reembedder import Reembedder
 from contextwm.retention.apply import Retention
 from contextwm.retention.task import RetentionTask
+from contextwm.retrieval.paragraph_tokens import PARAGRAPH_TOKENS
 from contextwm.retrieval.retriever import Retriever
 from contextwm.settings import ServerSettings, SettingsError
 from contextwm.tls_files import ServerTls, load_server_tls, tls_configured
@@ -333,6 +334,7 @@ class Service:
                 retention=settings.retention,
             )
             engine.caches["token_counts"] = ShortCountCache()
+            engine.caches["paragraph_tokens"] = PARAGRAPH_TOKENS
             if batch_embedder is not None:
                 batch_embedder.ready()
                 if batch_embedder.model_name != embedder.model_name:
@@ -403,7 +405,11 @@ class Service:
             ToolSessions(sessions, window.tools),
             Transfers(engine),
             keys,
-            Erasure(engine, file_cache=files.cache, text_caches=[ShortCountCache()]),
+            Erasure(
+                engine,
+                file_cache=files.cache,
+                text_caches=[ShortCountCache(), PARAGRAPH_TOKENS],
+            ),
         )
         guard = Guard(keys, required=settings.require_api_keys)
         key_streams = OpenStreams(guard)

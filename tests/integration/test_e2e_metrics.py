@@ -90,7 +90,13 @@ def test_a_scrape_counts_what_was_done(start_service: StartService, tmp_path: Pa
 
     hits = {s.labels["cache"]: s.value for s in scrape.of("contextwm_cache_hits_total")}
     misses = {s.labels["cache"]: s.value for s in scrape.of("contextwm_cache_misses_total")}
-    caches = {"conversations", "token_counts", "contributor_embeddings", "contributor_pieces"}
+    caches = {
+        "conversations",
+        "token_counts",
+        "paragraph_tokens",
+        "contributor_embeddings",
+        "contributor_pieces",
+    }
     assert set(hits) == set(misses) == caches | {"workspace_chunks"}
     # The chunk cache, bounded in bytes, also reports its size.
     assert misses["workspace_chunks"] == 1

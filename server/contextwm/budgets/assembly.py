@@ -13,11 +13,11 @@ from contextwm.budgets.contributors import Contribution
 from contextwm.domain.categories import Category, CategoryBudget, ContributorType, category_of_role
 from contextwm.domain.items import Flag, ScoredItem
 from contextwm.ports.tokens import TokenCounter
+from contextwm.retrieval.paragraph_tokens import SEPARATOR
 from contextwm.retrieval.pipeline import (
     CONTEXT_HEADING,
     HISTORY_SUBHEADING,
     RECENT_HEADING,
-    SEPARATOR,
     SYSTEM_HEADING,
     LineCosts,
     Section,

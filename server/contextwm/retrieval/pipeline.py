@@ -19,6 +19,7 @@ from typing import Literal, Protocol
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import ScoredItem
 from contextwm.ports.tokens import TokenCounter
+from contextwm.retrieval.paragraph_tokens import PARAGRAPH_TOKENS, SEPARATOR
 
 SYSTEM_HEADING = "# System"
 HISTORY_HEADING = "# Relevant Historical Context"
@@ -26,10 +27,12 @@ CONTEXT_HEADING = "# Relevant Context"  # history among workspace pieces (catego
 HISTORY_SUBHEADING = "## Relevant history"
 RECENT_HEADING = "# Recent Context"
 QUERY_HEADING = "# Current Query"
-SEPARATOR = "\n\n"
 # A line's first word is looked at within this many characters (the counter caches texts
 # this short).
 SEAM_CHARS = 48
+# Seams of line starts seen, by encoding and the start's hash; cleared when this many.
+MAX_SEAMS = 100_000
+_SEAMS: dict[tuple[str, int], int] = {}
 
 SectionName = Literal["system", "history", "recent"]
 
@@ -120,24 +123,19 @@ def item_lines(items: Sequence[ScoredItem], *, dated: bool = True) -> list[str]:
     return parts
 
 
-def render_section(section: Section) -> str:
+def section_paragraphs(section: Section) -> list[str]:
+    """A section as the paragraphs it is rendered in: its heading, its blocks, then its
+    items (day headings among them)."""
     parts = [section.heading, *section.blocks]
     if section.items:
         if section.blocks and section.subheading:
             parts.append(section.subheading)
         parts.extend(item_lines(section.items, dated=section.dated))
-    return SEPARATOR.join(parts)
+    return parts
 
 
-def render(sections: Sequence[Section], query: str | None) -> str:
-    """The sections in order, then the query; empty sections are left out."""
-    return _join([render_section(s) for s in sections if s.items or s.blocks], query)
-
-
-def _join(rendered: list[str], query: str | None) -> str:
-    if query:
-        rendered = [*rendered, f"{QUERY_HEADING}{SEPARATOR}{query}"]
-    return SEPARATOR.join(rendered)
+def query_section(query: str) -> str:
+    return f"{QUERY_HEADING}{SEPARATOR}{query}"
 
 
 def query_cost(counter: TokenCounter, query: str | None, budget: int) -> int:
@@ -147,7 +145,7 @@ def query_cost(counter: TokenCounter, query: str | None, budget: int) -> int:
     Raises:
         InvalidArgument: when the budget cannot hold the query itself.
     """
-    cost = counter.count(f"{QUERY_HEADING}{SEPARATOR}{query}") if query else 0
+    cost = PARAGRAPH_TOKENS.shares(counter, [query_section(query)])[0] if query else 0
     if cost > budget:
         raise InvalidArgument(
             f"max_tokens={budget} cannot hold the query itself ({cost} tokens with its"
@@ -179,10 +177,20 @@ class LineCosts:
         """Tokens that a space before content adds: what it adds to the first word, where
         the content starts with a short one; else its own token, an upper bound."""
         start = content[:SEAM_CHARS]
-        words = start.split(maxsplit=1)
-        if not words or start[0].isspace() or len(words[0]) == SEAM_CHARS:
-            return 1
-        return self.counter.count(f" {words[0]}") - self.counter.count(words[0])
+        # By the start's hash, which keeps no text: a collision only misprices a line,
+        # which the exact count of the text then corrects.
+        key = (self.counter.encoding, hash(start))
+        seam = _SEAMS.get(key)
+        if seam is None:
+            words = start.split(maxsplit=1)
+            if not words or start[0].isspace() or len(words[0]) == SEAM_CHARS:
+                seam = 1
+            else:
+                seam = self.counter.count(f" {words[0]}") - self.counter.count(words[0])
+            if len(_SEAMS) >= MAX_SEAMS:
+                _SEAMS.clear()
+            _SEAMS[key] = seam
+        return seam
 
     def text(self, text: str) -> int:
         return self.counter.count(text) + 1
@@ -215,9 +223,10 @@ class Packer:
 
     def cost(self, s: ScoredItem, section: SectionName, heading: str) -> int:
         c = self.costs.line(s)
-        if (section, day_of(s.item.timestamp)) not in self._days:
-            c += self.costs.text(day_heading(s.item.timestamp))
-            if (section, year := year_of(s.item.timestamp)) not in self._years:
+        day = day_of(s.item.timestamp)
+        if (section, day) not in self._days:
+            c += self.costs.text(_day_heading(day))
+            if (section, year := _year(day)) not in self._years:
                 c += self.costs.year(year)
             if section not in self._sections:
                 c += self.costs.text(heading)
@@ -227,13 +236,18 @@ class Packer:
         self, s: ScoredItem, section: SectionName, heading: str, limit: int | None = None
     ) -> int:
         """Adds s when it fits (and costs at most limit); returns what it cost, 0 if not added."""
+        if s.item.token_count >= self.left:
+            # Cannot fit: a line costs its content, one token more for its role and
+            # separator at least (the space the role adds saves one token at most).
+            return 0
         c = self.cost(s, section, heading)
         if c > self.left or (limit is not None and c > limit):
             return 0
         self.left -= c
         self.chosen[s.item.seq] = (section, s)
-        self._days.add((section, day_of(s.item.timestamp)))
-        self._years.add((section, year_of(s.item.timestamp)))
+        day = day_of(s.item.timestamp)
+        self._days.add((section, day))
+        self._years.add((section, _year(day)))
         self._sections.add(section)
         return c
 
@@ -286,29 +300,29 @@ def assemble(layout: Layout, *, query: str | None, budget: int, counter: TokenCo
     layout.pack(budget - paid_query, LineCosts(counter))
     while True:
         sections = [s for s in layout.sections() if s.items or s.blocks]
-        rendered = [render_section(s) for s in sections]
-        text = _join(rendered, query)
-        total = counter.count(text)
+        paragraphs = [section_paragraphs(s) for s in sections]
+        if query:
+            paragraphs.append([query_section(query)])
+        shares = PARAGRAPH_TOKENS.shares(counter, [p for ps in paragraphs for p in ps])
+        total = sum(shares)
         if total <= budget or not layout.drop_weakest():
             break
-    # The parts add up to the total: every section but the longest is counted on its own,
-    # the longest is the rest (separators between sections included), so the text is
-    # never counted twice.
+    # Each section is charged its paragraphs with the separators after them; the query, last,
+    # has none after it. The shares add up to the text's exact count.
     parts = {"system": 0, "history": 0, "recent": 0}
-    if sections:
-        longest = max(range(len(sections)), key=lambda i: len(rendered[i]))
-        for i, s in enumerate(sections):
-            if i != longest:
-                parts[s.name] += counter.count(rendered[i])
-        parts[sections[longest].name] += total - paid_query - sum(parts.values())
+    at = 0
+    for s, ps in zip(sections, paragraphs, strict=False):
+        parts[s.name] += sum(shares[at : at + len(ps)])
+        at += len(ps)
     tokens = TokenAccount(
         budget=budget,
         total=total,
         recent=parts["recent"],
         history=parts["history"],
-        query=paid_query,
+        query=total - sum(parts.values()),
         recent_omitted=layout.omitted(),
         encoding=counter.encoding,
         system=parts["system"],
     )
+    text = SEPARATOR.join(p for ps in paragraphs for p in ps)
     return Fitted(tuple(sections), text, tokens)

@@ -1,0 +1,89 @@
+"""Exact token counts of a text made of paragraphs joined by blank lines, counted paragraph by
+paragraph so that a paragraph seen before (a window turn, a hit that comes back) costs a
+lookup instead of an encoding.
+
+Why the counts add up: tiktoken-style encodings (cl100k, o200k) split text into words by a
+pattern before they merge, and no word of that pattern runs past a line break into a
+character that is neither white space nor "/": a word may end in line breaks ("." + "\\n\\n"
+is one), but what follows them starts a word of its own. So a paragraph's tokens together
+with the blank line after it are the same in the joined text as counted alone, as long as
+the next paragraph begins with such a character. A paragraph that does not (indented code,
+a path) is counted together with the one before it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from contextwm.ports.tokens import TokenCounter
+
+SEPARATOR = "\n\n"
+# The cache holds paragraphs of at most this many characters in all.
+MAX_CHARS = 8_000_000
+
+
+def starts_a_word(paragraph: str) -> bool:
+    """Whether the paragraph's tokens cannot merge with the blank line before it."""
+    return bool(paragraph) and not paragraph[0].isspace() and paragraph[0] != "/"
+
+
+class ParagraphTokens:
+    """Counts paragraphs with their separator, least recently used first out of the cache.
+    Thread-safe; its hits and misses are a CacheCounts for the metrics."""
+
+    def __init__(self, max_chars: int = MAX_CHARS) -> None:
+        self._max_chars = max_chars
+        # (encoding, text, whether a separator follows it) -> tokens
+        self._counts: OrderedDict[tuple[str, str, bool], int] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def shares(self, counter: TokenCounter, paragraphs: Sequence[str]) -> list[int]:
+        """Each paragraph's share of the tokens of SEPARATOR.join(paragraphs): its own with the
+        separator after it (none after the last). The shares add up to the joined text's
+        count exactly; a paragraph counted with the one before it (see starts_a_word) has
+        a share of 0."""
+        shares = [0] * len(paragraphs)
+        start = 0
+        for end in range(1, len(paragraphs) + 1):
+            if end < len(paragraphs) and not starts_a_word(paragraphs[end]):
+                continue
+            unit = SEPARATOR.join(paragraphs[start:end])
+            shares[start] = self._count(counter, unit, followed=end < len(paragraphs))
+            start = end
+        return shares
+
+    def _count(self, counter: TokenCounter, text: str, *, followed: bool) -> int:
+        """Tokens of text, with SEPARATOR after it when followed."""
+        key = (counter.encoding, text, followed)
+        with self._lock:
+            cached = self._counts.get(key)
+            if cached is not None:
+                self._counts.move_to_end(key)
+                self.hits += 1
+                return cached
+            self.misses += 1
+        tokens = counter.count(text + SEPARATOR if followed else text)
+        with self._lock:
+            if key not in self._counts and len(text) <= self._max_chars:
+                self._counts[key] = tokens
+                self._chars += len(text)
+                while self._chars > self._max_chars:
+                    (_, dropped, _), _ = self._counts.popitem(last=False)
+                    self._chars -= len(dropped)
+        return tokens
+
+    def clear(self) -> None:
+        """Forgets every paragraph (an erasure's may be among them)."""
+        with self._lock:
+            self._counts.clear()
+            self._chars = 0
+
+
+# One per process, as the encodings' tables are: a paragraph counts the same in every
+# conversation of an encoding.
+PARAGRAPH_TOKENS = ParagraphTokens()
