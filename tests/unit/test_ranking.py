@@ -7,6 +7,7 @@ import math
 
 import pytest
 from contextwm.ports.lexical_store import TermPostings
+from contextwm.retrieval import ranking
 from contextwm.retrieval.ranking import (
     BM25_B,
     BM25_K1,
@@ -263,6 +264,35 @@ def test_context_keeps_the_signals_and_ties_go_to_the_older_turn() -> None:
     out = with_context(ranked)
     assert out == ranked  # too far apart to lift each other
     assert (out[1].similarity, out[1].lexical, out[1].measured) == (0.1, 0.9, False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.integers(1, 60), st.floats(-1, 1), max_size=40),
+    st.sampled_from([1, 3, 1000]),
+)
+def test_context_is_the_same_laid_out_by_seq_or_looked_up(
+    scores: dict[int, float], spread: int
+) -> None:
+    # Seqs packed together or far apart: both ways of finding a neighbour agree.
+    ranked = [Ranked(seq * spread, score, 0.0, 0.0) for seq, score in scores.items()]
+    laid_out = with_context(ranked)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ranking, "CONTEXT_SPAN", 0)  # always look neighbours up
+        looked_up = with_context(ranked)
+    assert [(r.seq, r.score) for r in laid_out] == [(r.seq, r.score) for r in looked_up]
+
+
+def test_neighbours_below_zero_lift_nothing() -> None:
+    ranked = [Ranked(seq, -0.1 * seq, 0.0, 0.0) for seq in range(1, 6)]
+    assert [r.score for r in with_context(ranked)] == [r.score for r in ranked]
+
+
+def test_postings_hold_their_rows_as_an_array_too() -> None:
+    p = postings(5, 7, 3, 11)
+    assert p.array.tolist() == [7, 3, 11] and p.array.dtype == "int64"
+    assert p == TermPostings(5, (7, 3, 11))  # the array takes no part in equality
+    assert TermPostings(0, ()).array.shape == (0,)
 
 
 @settings(max_examples=300, deadline=None)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from contextwm.domain.items import ItemFilter, ItemState
 
@@ -15,6 +18,12 @@ class TermPostings:
 
     count: int  # every item of the conversation containing the term, in any state
     rows: tuple[int, ...]  # the store's row ids of up to the limit asked, oldest first
+    # The same row ids in one block of memory: BM25 reads them query after query, and
+    # Python ints scattered over the heap cost it more than the sums.
+    array: npt.NDArray[np.int64] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "array", np.array(self.rows, dtype=np.int64))
 
 
 class LexicalStore(Protocol):

@@ -28,6 +28,9 @@ PEAK_DEPTH = 50
 # within CONTEXT_REACH turns of it. Chosen on two kinds of real conversation (docs/design.md).
 CONTEXT_SHARE = 0.2
 CONTEXT_REACH = 2
+# Seqs per candidate up to which the neighbour lookup lays scores out by seq (an array that
+# long), rather than searching for each neighbour.
+CONTEXT_SPAN = 64
 
 
 class Ranked(NamedTuple):
@@ -63,8 +66,8 @@ def matched_idf(
     if not lists:
         return {}
     # Arrays, not a loop: the feedback round weighs up to a couple of thousand rows.
-    rows = np.concatenate([np.asarray(p.rows, dtype=np.int64) for _, p in lists])
-    idf = np.concatenate([np.full(len(p.rows), _idf(t, p, items, boost)) for t, p in lists])
+    rows = np.concatenate([p.array for _, p in lists])
+    idf = np.repeat([_idf(t, p, items, boost) for t, p in lists], [len(p.rows) for _, p in lists])
     if complete:
         found = sum(len(p.rows) for _, p in complete)
         joins = np.ones(len(rows), dtype=bool)
@@ -109,7 +112,7 @@ def bm25(
     }
 
 
-def peakedness(scores: Sequence[float], population: int) -> float:
+def peakedness(scores: Sequence[float] | npt.NDArray[np.float64], population: int) -> float:
     """How far a signal's best score stands above the rest of its PEAK_DEPTH best, in
     standard deviations of those.
 
@@ -118,22 +121,37 @@ def peakedness(scores: Sequence[float], population: int) -> float:
         population: how many items were scored in all; those not in scores scored 0.
     """
     depth = min(PEAK_DEPTH, population)
-    top = sorted(scores, reverse=True)[:depth]
-    top += [0.0] * (depth - len(top))
-    if len(top) < 2:
+    if depth < 2:
         return 0.0
-    mean = sum(top) / len(top)
-    std = math.sqrt(sum((x - mean) ** 2 for x in top) / len(top))
-    return (top[0] - mean) / std if std > 0 else 0.0
+    values = np.asarray(scores, dtype=np.float64)
+    if len(values) > depth:
+        values = _best(values, depth)
+    zeros = depth - len(values)  # the items not scored, at 0
+    best = float(values.max()) if len(values) else 0.0
+    if zeros:
+        best = max(best, 0.0)
+    mean = float(values.sum()) / depth
+    spread = float(np.square(values - mean).sum()) + zeros * mean * mean
+    std = math.sqrt(spread / depth)
+    return (best - mean) / std if std > 0 else 0.0
 
 
-def _dense_normaliser(dense: Mapping[int, float]) -> tuple[float, float]:
+def _best(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.float64]:
+    """The k largest values, in no order."""
+    return values[(-values).argpartition(k - 1)[:k]]
+
+
+def _dense_normaliser(sims: npt.NDArray[np.float64]) -> tuple[float, float]:
     """(floor, span) mapping similarities onto 0..1: the best is 1, the DENSE_FLOOR_RANK-th 0."""
-    best = sorted(dense.values(), reverse=True)
-    if not best:
+    if not len(sims):
         return 0.0, 1.0
-    floor = best[min(DENSE_FLOOR_RANK, len(best)) - 1]
-    return floor, (best[0] - floor) or 1.0
+    best = float(sims.max())
+    floor = (
+        float(_best(sims, DENSE_FLOOR_RANK).min())
+        if len(sims) > DENSE_FLOOR_RANK
+        else float(sims.min())
+    )
+    return floor, (best - floor) or 1.0
 
 
 def fuse(
@@ -166,17 +184,17 @@ def fuse(
     peakedness: a query whose best BM25 hits stand far above the rest (a name, a number)
     leans on BM25, a paraphrase whose words are everywhere leans on similarity.
     """
-    top_lexical = max(lexical.values(), default=0.0) or 1.0
-    floor, span = _dense_normaliser(dense)
-    w_lex = w_dense = 0.5
-    if mode == "hybrid":
-        p_lex = peakedness(list(lexical.values()), population)
-        p_dense = peakedness([v - floor for v in dense.values()], population)
-        if p_lex + p_dense > 0:
-            w_lex, w_dense = p_lex / (p_lex + p_dense), p_dense / (p_lex + p_dense)
     # Arrays, not a loop: a query has a thousand candidates or more, twice with feedback.
     d_seqs, d_sims = _arrays(dense)
     l_seqs, l_raw = _arrays(lexical)
+    top_lexical = (float(l_raw.max()) if len(l_raw) else 0.0) or 1.0
+    floor, span = _dense_normaliser(d_sims)
+    w_lex = w_dense = 0.5
+    if mode == "hybrid":
+        p_lex = peakedness(l_raw, population)
+        p_dense = peakedness(d_sims - floor, population)
+        if p_lex + p_dense > 0:
+            w_lex, w_dense = p_lex / (p_lex + p_dense), p_dense / (p_lex + p_dense)
     seqs = np.union1d(d_seqs, l_seqs)
     n = len(seqs)
     at = np.searchsorted(seqs, d_seqs)
@@ -187,16 +205,6 @@ def fuse(
     raw = np.zeros(n, dtype=np.float64)
     raw[np.searchsorted(seqs, l_seqs)] = l_raw
     lex = raw / top_lexical
-    exempt = np.isin(seqs, np.fromiter(keep, dtype=np.int64, count=len(keep)))
-    if mode == "lexical":
-        ok = raw > 0.0
-    elif threshold is None:
-        ok = np.ones(n, dtype=bool)
-    elif mode == "dense":
-        ok = sim >= threshold
-    else:
-        ok = (raw > 0.0) | (sim >= threshold)
-    ok |= exempt  # as admitted() decides one candidate
     if mode == "dense":
         score = sim
     elif mode == "lexical":
@@ -204,7 +212,15 @@ def fuse(
     else:
         near = np.where(measured, np.maximum(0.0, (sim - floor) / span), 0.0)
         score = w_lex * lex + w_dense * near
-    seqs, score, sim, lex, measured = seqs[ok], score[ok], sim[ok], lex[ok], measured[ok]
+    ok: npt.NDArray[np.bool_] | None = None  # None: all pass
+    if mode == "lexical":
+        ok = raw > 0.0
+    elif threshold is not None:
+        ok = sim >= threshold if mode == "dense" else (raw > 0.0) | (sim >= threshold)
+    if ok is not None:
+        if keep:  # as admitted() decides one candidate
+            ok |= np.isin(seqs, np.fromiter(keep, dtype=np.int64, count=len(keep)))
+        seqs, score, sim, lex, measured = seqs[ok], score[ok], sim[ok], lex[ok], measured[ok]
     if in_context:
         score = _in_context(seqs, score)
     return _ranked(seqs, score, sim, lex, measured, limit)
@@ -229,35 +245,45 @@ def _ranked(
 ) -> list[Ranked]:
     """The best `limit` candidates (all when None), by score then seq."""
     order = np.lexsort((seqs, -score))[:limit]
-    return [
-        Ranked._make(row)
-        for row in zip(
-            seqs[order].tolist(),
-            score[order].tolist(),
-            sim[order].tolist(),
-            lex[order].tolist(),
-            measured[order].tolist(),
-            strict=True,
-        )
-    ]
+    rows = zip(
+        seqs[order].tolist(),
+        score[order].tolist(),
+        sim[order].tolist(),
+        lex[order].tolist(),
+        measured[order].tolist(),
+        strict=True,
+    )
+    return list(map(Ranked._make, rows))
 
 
 def _in_context(
     seqs: npt.NDArray[np.int64], score: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
     """score plus CONTEXT_SHARE of the best score among the candidates within CONTEXT_REACH
-    seqs of each (0 when there is none)."""
+    seqs of each (0 when there is none). seqs are distinct."""
     if not len(seqs):
         return score
-    order = np.argsort(seqs, kind="stable")
-    by_seq, score_by_seq = seqs[order], score[order]
-    best = np.zeros_like(score)
-    for step in range(-CONTEXT_REACH, CONTEXT_REACH + 1):
-        if step == 0:
-            continue
-        at = np.minimum(np.searchsorted(by_seq, seqs + step), len(by_seq) - 1)
-        best = np.maximum(best, np.where(by_seq[at] == seqs + step, score_by_seq[at], 0.0))
-    return score + CONTEXT_SHARE * best
+    low = int(seqs.min()) - CONTEXT_REACH
+    span = int(seqs.max()) - low + CONTEXT_REACH + 1
+    if span <= CONTEXT_SPAN * len(seqs):
+        # Scores laid out by seq, 0 where there is no candidate: a neighbour is one step away.
+        by_seq = np.zeros(span, dtype=np.float64)
+        at = seqs - low
+        by_seq[at] = score
+        steps = [by_seq[at + step] for step in range(-CONTEXT_REACH, CONTEXT_REACH + 1) if step]
+        best = np.maximum(np.maximum.reduce(steps), 0.0)
+    else:  # seqs far apart (a long conversation's few candidates): look each neighbour up
+        order = np.argsort(seqs, kind="stable")
+        sorted_seqs, sorted_score = seqs[order], score[order]
+        best = np.zeros_like(score)
+        for step in range(-CONTEXT_REACH, CONTEXT_REACH + 1):
+            if step == 0:
+                continue
+            at = np.minimum(np.searchsorted(sorted_seqs, seqs + step), len(sorted_seqs) - 1)
+            found = np.where(sorted_seqs[at] == seqs + step, sorted_score[at], 0.0)
+            best = np.maximum(best, found)
+    lifted: npt.NDArray[np.float64] = score + CONTEXT_SHARE * best
+    return lifted
 
 
 def admitted(
