@@ -50,7 +50,7 @@ MAX_POSTINGS = 100
 # by less than that share; newer items are not among its first rows anyway); a rarer term's
 # until the conversation has a new item.
 COUNT_DRIFT = 0.05
-MAX_CACHED_TERMS = 2048
+MAX_CACHED_TERMS = 4096
 # How much the time a query names moves an item inside it (fit 1) up: its fused score
 # (0..1) is multiplied by 1 + TIME_BOOST, so the time words favour relevant items of that
 # time over relevant items of another, and TIME_FLOOR is added, so that an item of that
@@ -201,18 +201,21 @@ class Ranker:
         out: dict[str, TermPostings] = {}
         missing: list[str] = []
         for t in terms:
-            entry = cached.get(t)
+            entry = cached.pop(t, None)
             if entry is not None and _current(rt, *entry):
                 out[t] = entry[0]
+                cached[t] = entry  # last in the dict's order: the last to go
             else:
                 missing.append(t)
         if missing:
             read = self.store.term_postings(rt.key, missing, MAX_POSTINGS)
             if as_of is not None:
-                if len(cached) + len(read) > MAX_CACHED_TERMS:
-                    cached.clear()
                 for t, postings in read.items():
                     cached[t] = (postings, *as_of)
+                # The least recently used go. list() copies the keys in one step under the
+                # GIL, so a query beside this one cannot change the dict while it is read.
+                for t in list(cached)[: max(0, len(cached) - MAX_CACHED_TERMS)]:
+                    cached.pop(t, None)
             out.update(read)
         return out
 
