@@ -1,10 +1,10 @@
-"""A query's words are looked up while it is embedded, outside the conversation's lock; a
-change to the conversation in between must not let a stale lookup into the answer."""
+"""A query's words are looked up outside the conversation's lock; a change to the
+conversation between the lookup and the ranking must not let a stale lookup into the
+answer."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from contextwm.agent_loop.loop import AgentLoop
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.items import NewItem
-from contextwm.ports.embedder import Embedder, Vectors
+from contextwm.ports.embedder import Embedder
 from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import Ranker
 from contextwm.retrieval.requests import ContextRequest
@@ -27,24 +27,10 @@ NS, CID = "default", "c"
 RARE = "the zebrafish tank manual is in room 12"
 
 
-class HookedEmbedder(HashingEmbedder):
-    """Runs a hook once, on the next embed call: a change made while a query is embedded."""
-
-    def __init__(self) -> None:
-        super().__init__(32)
-        self.hook: Callable[[], None] | None = None
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        hook, self.hook = self.hook, None
-        if hook is not None:
-            hook()
-        return super().embed(texts)
-
-
 @pytest.fixture
-def parts(tmp_path: Path) -> Iterator[tuple[ContextEngine, HookedEmbedder]]:
+def engine(tmp_path: Path) -> Iterator[ContextEngine]:
     store = SqliteStore(tmp_path / "db.sqlite3")
-    embedder = HookedEmbedder()
+    embedder = HashingEmbedder(32)
     engine = ContextEngine(
         store,
         embedder,
@@ -57,22 +43,21 @@ def parts(tmp_path: Path) -> Iterator[tuple[ContextEngine, HookedEmbedder]]:
     AgentLoop(engine).create_checkpoint(NS, CID, "before")
     engine.append(NS, CID, [NewItem(role="user", content=RARE)])
     engine.append(NS, CID, [NewItem(role="user", content=f"later turn {k}") for k in range(6)])
-    yield engine, embedder
+    yield engine
     store.close()
 
 
-class SignallingReader(QueryReader):
-    """Says when a query's words have been looked up."""
+class ChangingReader(QueryReader):
+    """Makes a change right after it has looked up a query's words, before the ranking."""
 
-    def __init__(self, embedder: Embedder, ranker: Ranker) -> None:
+    def __init__(self, embedder: Embedder, ranker: Ranker, change: Callable[[], object]) -> None:
         super().__init__(embedder, ranker)
-        self.looked_up = threading.Event()
+        self.change = change
 
     def _words(self, *args: Any) -> Any:
-        try:
-            return super()._words(*args)
-        finally:
-            self.looked_up.set()
+        words = super()._words(*args)
+        self.change()
+        return words
 
 
 def _returned(retriever: Retriever) -> list[str]:
@@ -80,32 +65,22 @@ def _returned(retriever: Retriever) -> list[str]:
     return [s.item.content for s in (*ctx.recent, *ctx.history)]
 
 
-def test_the_words_of_the_query_find_an_archived_item(
-    parts: tuple[ContextEngine, HookedEmbedder],
-) -> None:
-    engine, _ = parts
+def test_the_words_of_the_query_find_an_archived_item(engine: ContextEngine) -> None:
     assert RARE in _returned(Retriever(engine))
 
 
-def test_a_change_while_the_query_is_embedded_voids_the_words_looked_up_before_it(
-    parts: tuple[ContextEngine, HookedEmbedder],
-) -> None:
-    engine, embedder = parts
+def test_a_change_after_the_words_are_looked_up_voids_them(engine: ContextEngine) -> None:
     retriever = Retriever(engine)
-    reader = retriever.reader = SignallingReader(engine.embedder, retriever.ranking.ranker)
-
-    def revert_once_looked_up() -> None:
-        assert reader.looked_up.wait(10)
-        AgentLoop(engine).restore_checkpoint(NS, CID, "before")  # reverts the rare item
-
-    embedder.hook = revert_once_looked_up
+    retriever.reader = ChangingReader(
+        engine.embedder,
+        retriever.ranking.ranker,
+        # Reverts the rare item, which the lookup found.
+        lambda: AgentLoop(engine).restore_checkpoint(NS, CID, "before"),
+    )
     assert RARE not in _returned(retriever)
 
 
-def test_an_event_that_anchors_a_time_range_stays_in_the_search(
-    parts: tuple[ContextEngine, HookedEmbedder],
-) -> None:
-    engine, _ = parts
+def test_an_event_that_anchors_a_time_range_stays_in_the_search(engine: ContextEngine) -> None:
     engine.append(NS, CID, [NewItem(role="user", content="I had a car accident on the highway")])
     engine.append(NS, CID, [NewItem(role="user", content=f"calm turn {k}") for k in range(3)])
     retriever = Retriever(engine)

@@ -1,10 +1,9 @@
 """Reads a request's query: the time it names, the text to search for, its vector, and its
-words looked up while the vector is computed."""
+words looked up."""
 
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -15,10 +14,6 @@ from contextwm.ports.embedder import Embedder
 from contextwm.retrieval.ranker import CANDIDATES, Ranker
 from contextwm.retrieval.timehints import TimeHint, parse_time_hint, strip_time_phrase
 from contextwm.window.window import Vector
-
-# Threads that look up a query's words while the request's thread embeds it: the embedding
-# releases the GIL, so the lookup (about 1 ms at 10k items) is mostly hidden behind it.
-LEXICAL_THREADS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +44,6 @@ class QueryReader:
     def __init__(self, embedder: Embedder, ranker: Ranker) -> None:
         self.embedder = embedder
         self.ranker = ranker
-        self._lexical = ThreadPoolExecutor(LEXICAL_THREADS, thread_name_prefix="cwm-lexical")
 
     def read(
         self,
@@ -61,17 +55,15 @@ class QueryReader:
         look_up: tuple[tuple[ItemState, ...], int] | None = None,
     ) -> Query:
         """The query: its time phrase read against as_of, the rest embedded and, when look_up
-        gives (states, limit), its words looked up in items in those states at the same time
-        (no lock held: the lookup reads the store, and the ranking takes the lock)."""
+        gives (states, limit), its words looked up in items in those states (no lock held:
+        the lookup reads the store, and the ranking takes the lock)."""
         text = (query or "").strip() or None
         hint, search = self.timed(rt, text, as_of) if (text and time_hints) else (None, text)
         if not search:
             return Query(text, hint, "", None)
-        looking: Future[Words] | None = None
-        if look_up is not None:
-            looking = self._lexical.submit(self._words, rt, search, *look_up)
         vector = self.embed(search)
-        return Query(text, hint, search, vector, looking.result() if looking else None)
+        words = self._words(rt, search, *look_up) if look_up is not None else None
+        return Query(text, hint, search, vector, words)
 
     def _words(
         self, rt: ConversationRuntime, text: str, states: tuple[ItemState, ...], limit: int
