@@ -48,6 +48,7 @@ from contextwm.tls_files import ServerTls, load_server_tls, tls_configured
 from contextwm.tool_availability.service import ToolSessions
 from contextwm.transfer.service import Transfers
 from contextwm.transport.access import CallAccess
+from contextwm.transport.conversations.convert import ITEM_MESSAGES
 from contextwm.transport.server import GrpcServer
 from contextwm.transport.servicer import ContextServicer
 from contextwm.transport.store_probe import StoreProbe
@@ -335,6 +336,7 @@ class Service:
             )
             engine.caches["token_counts"] = ShortCountCache()
             engine.caches["paragraph_tokens"] = PARAGRAPH_TOKENS
+            engine.caches["item_messages"] = ITEM_MESSAGES
             if batch_embedder is not None:
                 batch_embedder.ready()
                 if batch_embedder.model_name != embedder.model_name:
@@ -408,7 +410,7 @@ class Service:
             Erasure(
                 engine,
                 file_cache=files.cache,
-                text_caches=[ShortCountCache(), PARAGRAPH_TOKENS],
+                text_caches=[ShortCountCache(), PARAGRAPH_TOKENS, ITEM_MESSAGES],
             ),
         )
         guard = Guard(keys, required=settings.require_api_keys)

@@ -94,6 +94,7 @@ def test_a_scrape_counts_what_was_done(start_service: StartService, tmp_path: Pa
         "conversations",
         "token_counts",
         "paragraph_tokens",
+        "item_messages",
         "contributor_embeddings",
         "contributor_pieces",
     }

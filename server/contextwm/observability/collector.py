@@ -35,7 +35,8 @@ BYTES_PER_DIMENSION = 4
 CACHES_HELP = (
     "by cache: conversations (found in memory, else loaded from the store), token_counts"
     " (token counts of short texts, shared by the process), paragraph_tokens (token counts of"
-    " the paragraphs of contexts, shared by the process), contributor_embeddings (vectors"
+    " the paragraphs of contexts, shared by the process), item_messages (items as response"
+    " messages, shared by the process), contributor_embeddings (vectors"
     " of workspace files and docs), contributor_pieces (contributors rendered and trimmed)."
 )
 

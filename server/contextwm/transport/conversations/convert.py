@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from types import MappingProxyType
 from typing import TypeVar
@@ -33,6 +35,8 @@ from contextwm.transport.retention.convert import (
 from contextwm.transport.timestamps import from_proto_timestamp, to_proto_timestamp
 
 __all__ = [
+    "ITEM_MESSAGES",
+    "ItemMessages",
     "from_proto_file",
     "from_proto_new_item",
     "from_proto_settings_patch",
@@ -187,6 +191,52 @@ def to_proto_item(item: Item, compaction: pb.Compaction | None = None) -> pb.Ite
     if item.file is not None:
         msg.file.CopyFrom(to_proto_file(item.file))
     return msg
+
+
+# Item messages are kept for the items that responses return again: a window turn, or a hit
+# that the next query finds too, is the same Item object call after call (kept by the window
+# or by the store's memory of archived items), and building its message costs several times
+# more than copying it into a response.
+MAX_ITEMS = 4096
+
+
+class ItemMessages:
+    """Messages by the identity of their item, which the cache holds on to (so no other
+    object can take its id), least recently used out first. Thread-safe; its hits and misses
+    are a CacheCounts for the metrics."""
+
+    def __init__(self, max_items: int = MAX_ITEMS) -> None:
+        self._max = max_items
+        self._messages: OrderedDict[int, tuple[Item, pb.Item]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def message(self, item: Item) -> pb.Item:
+        """The item's message; callers copy it into theirs and never change it."""
+        key = id(item)
+        with self._lock:
+            entry = self._messages.get(key)
+            if entry is not None and entry[0] is item:
+                self._messages.move_to_end(key)
+                self.hits += 1
+                return entry[1]
+            self.misses += 1
+        msg = to_proto_item(item)
+        with self._lock:
+            self._messages[key] = (item, msg)
+            while len(self._messages) > self._max:
+                self._messages.popitem(last=False)
+        return msg
+
+    def clear(self) -> None:
+        """Forgets every message (an erasure's items may be among them)."""
+        with self._lock:
+            self._messages.clear()
+
+
+# One per process: the items are the process's.
+ITEM_MESSAGES = ItemMessages()
 
 
 def to_proto_append_result(r: AppendedItem) -> pb.AppendResult:

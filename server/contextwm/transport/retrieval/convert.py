@@ -12,7 +12,7 @@ from contextwm.retrieval.pipeline import TokenAccount
 from contextwm.retrieval.requests import EnhancedContext
 from contextwm.retrieval.timehints import TimeHint
 from contextwm.transport.budgets.convert import to_proto_allocation, to_proto_category
-from contextwm.transport.conversations.convert import to_proto_conversation_state, to_proto_item
+from contextwm.transport.conversations.convert import ITEM_MESSAGES, to_proto_conversation_state
 from contextwm.transport.timestamps import from_proto_timestamp, to_proto_datetime
 
 __all__ = [
@@ -35,7 +35,7 @@ _MODES: dict[int, str] = {
 def to_proto_scored(s: ScoredItem) -> pb.ScoredItem:
     p = s.parts
     return pb.ScoredItem(
-        item=to_proto_item(s.item),
+        item=ITEM_MESSAGES.message(s.item),
         score=s.score,
         parts=pb.ScoreParts(
             recency=p.recency,
