@@ -14,7 +14,9 @@ from stale_conversations import QUERY, content
 pytestmark = pytest.mark.slow
 
 STALE = ("a", "b", "c")
-ITEMS = 60  # 180 items: the run outlasts the half second SIGTERM may take to act
+# 300 items in batches of 2: the run outlasts the half second SIGTERM may take to act several
+# times over, on a fast machine too (180 items in batches of 8 did not, at times).
+ITEMS = 100
 
 
 def test_reembed_through_the_embedding_process_survives_a_sigterm(tmp_path: Path) -> None:
@@ -30,8 +32,8 @@ def test_reembed_through_the_embedding_process_survives_a_sigterm(tmp_path: Path
     finally:
         assert old.terminate() == 0
 
-    # The bundled model, embedding in a child process (the default), 8 items a batch.
-    env = {"CONTEXTWM_INDEXER_BATCH_SIZE": "8"}
+    # The bundled model, embedding in a child process (the default), 2 items a batch.
+    env = {"CONTEXTWM_INDEXER_BATCH_SIZE": "2"}
     server = ServerProcess(tmp_path, env=env)
     try:
         with Client(server.target) as client:
