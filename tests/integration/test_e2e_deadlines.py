@@ -22,9 +22,11 @@ class StalledEmbedder(HashingEmbedder):
     def __init__(self) -> None:
         super().__init__()
         self.release = threading.Event()
+        self.stalled = threading.Event()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if any("STALL" in t for t in texts):
+            self.stalled.set()
             self.release.wait(60)
         return super().embed(texts)
 
@@ -59,6 +61,8 @@ def test_a_call_past_its_deadline_stops_waiting_for_vectors(
             stub = pb_grpc.ContextServiceStub(channel)
             item = pb.NewItem(role="user", content="STALL the indexer on this turn")
             stub.Append(pb.AppendRequest(conversation_id="c", item=item))
+            # The indexer holds the item: a reader cannot embed it itself, and waits.
+            assert embedder.stalled.wait(WAIT)
             request = (
                 pb.GetContextRequest(conversation_id="c", query="turn", max_tokens=500)
                 if call == "GetContext"

@@ -66,7 +66,6 @@ class CategoryContexts:
     def __init__(self, engine: ContextEngine, ranking: ContextRanker, reader: QueryReader) -> None:
         # The engine is where the parts are built; budgets keep only those they use.
         self.runtimes = engine.runtimes
-        self.vectors = engine.vectors
         self.counters = engine.counters
         self.limits = engine.limits
         self.store: ItemStore = engine.store
@@ -109,7 +108,6 @@ class CategoryContexts:
                 " workspace_root or start the server with --workspace"
             )
         named = [workspace.relative(p) for p in asked.files] if workspace else []
-        self.vectors.wait_indexed(rt)
         counter = self.counters(settings.encoding)
         retrieves = weights[ContributorType.RETRIEVAL] > 0
         words = retrieves and request.mode != "dense"

@@ -45,6 +45,13 @@ class IndexStore(
     under which vectors are written."""
 
 
+class EmbedForReader(Protocol):
+    def __call__(self, rt: ConversationRuntime, texts: Sequence[str]) -> Vector | None:
+        """The texts' vectors, computed with the conversation's pending items, whose vectors
+        are stored and placed before it returns; None when it took none of them."""
+        ...
+
+
 class Vectors:
     """Thread-safe; every method takes the conversation's lock it needs."""
 
@@ -66,6 +73,9 @@ class Vectors:
         self.wait_seconds = wait_seconds
         # What the indexer paces itself by: readers waiting for vectors go first.
         self.waiters = VectorWaiters()
+        # Set by the indexer: embeds a reader's texts together with the conversation's
+        # pending items (see Indexer.embed_for_reader); None where no indexer runs.
+        self.embed_for_reader: EmbedForReader | None = None
 
     def apply(self, key: int, seqs: Sequence[int], vectors: Vector) -> None:
         """Stores freshly computed vectors and puts them where they belong: on the window

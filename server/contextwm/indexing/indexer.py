@@ -12,7 +12,10 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from contextwm.conversations.embedding_model import stale_model
 from contextwm.conversations.engine import ContextEngine
+from contextwm.conversations.runtime import ConversationRuntime
+from contextwm.domain import deadlines
 from contextwm.indexing.pacing import BUSY_SHARE, next_batch_size, pause_after
 from contextwm.indexing.stats import EmbeddingStats
 from contextwm.ports.embedder import Embedder, Vectors
@@ -41,6 +44,12 @@ RESCAN_SECONDS = 30.0
 # batches are urgent: a backlog embedded at low priority beside busy processes would never
 # drain. An agent's appends, embedded as they come, leave nothing behind.
 BEHIND_SECONDS = 5.0
+# A reader waiting for at most this many items embeds them itself, with its query, in one
+# forward pass: an agent appends a turn and asks for its context at once, and a query pass
+# of up to four texts costs little more than one (the query embedder's own batch).
+READER_ITEMS = 3
+# How long an idle indexer leaves a new append to a reader before it embeds it itself.
+READER_GRACE_SECONDS = 0.05
 
 
 class IndexerStore(VectorClaims, EventStore, StoreLifecycle, Protocol):
@@ -111,10 +120,15 @@ class Indexer:
         # Set by a deletion: SQLite reuses the highest ids once they are free, so items
         # appended after it may lie behind the cursor.
         self._rescan = threading.Event()
+        # Items some thread of this server is embedding (by item id): the indexer's and
+        # readers' (see embed_for_reader) are never the same, so none is applied twice.
+        self._in_flight: set[int] = set()
+        self._in_flight_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="contextwm-indexer", daemon=True)
         self.stats = EmbeddingStats()
         engine.appends.on_append = self._wake.set
         engine.vector_waiters.on_wait = self._reader_waits.set
+        engine.vectors.embed_for_reader = self.embed_for_reader
         engine.on_delete = self._rescan.set
 
     def start(self) -> None:
@@ -143,18 +157,21 @@ class Indexer:
         if self._rescan.is_set():
             self._rescan.clear()
             self._cursor = 0
-        pending = self._waited_for()
+        with self._in_flight_lock:
+            pending = self._take(self._waited_for())
         urgent = bool(pending)
         if not pending:
-            pending = self._store.claim_pending(
-                engine.embedder.model_name,
-                size or self._batch_size,
-                self._cursor,
-                self._owner,
-                self._lease,
-            )
-            urgent = self._behind(bool(pending))
-            if not pending:
+            with self._in_flight_lock:
+                claimed = self._store.claim_pending(
+                    engine.embedder.model_name,
+                    size or self._batch_size,
+                    self._cursor,
+                    self._owner,
+                    self._lease,
+                )
+                pending = self._take(claimed)
+            urgent = self._behind(bool(claimed))
+            if not claimed:
                 if self._cursor and time.monotonic() - self._scanned_at > RESCAN_SECONDS:
                     # An item's id is given when its append begins, so one committed after a
                     # later-numbered item (another conversation's append, on a store several
@@ -163,13 +180,62 @@ class Indexer:
                     self._cursor = 0
                 return 0
             # A batch may hold only claims that ran out behind the cursor: it stays put.
-            self._cursor = max(self._cursor, pending[-1].item_id)
+            # (Items a reader is embedding are passed: their reader stores them.)
+            self._cursor = max(self._cursor, claimed[-1].item_id)
         try:
             self._embed(pending, urgent)
         except BaseException:
             self._release(pending)
             raise
+        finally:
+            self._done(pending)
         return len(pending)
+
+    def embed_for_reader(self, rt: ConversationRuntime, texts: Sequence[str]) -> Vectors | None:
+        """The texts' vectors, computed on the caller's thread in one pass with the items of
+        rt that are still pending, when there are at most READER_ITEMS of them and this
+        server can claim some (the others are in another batch); their vectors are stored
+        and placed before it returns. None when it took none: the caller waits for the
+        indexer as before.
+        """
+        engine = self._engine
+        model = engine.embedder.model_name
+        pending = rt.pending
+        if not 0 < pending <= READER_ITEMS or stale_model(rt, model) is not None:
+            return None
+        deadlines.check("embedding the items appended before the query")
+        with self._in_flight_lock:
+            # No more than are pending: the store looks from the newest item back until it
+            # has found as many as asked for, through the whole conversation if need be.
+            claimed = self._take(
+                self._store.claim_pending_of(model, rt.key, pending, self._owner, self._lease)
+            )
+        if not claimed:
+            return None
+        try:
+            began = time.perf_counter()
+            vectors = engine.embedder.embed([*(p.text for p in claimed), *texts])
+            self.stats.record(len(claimed), time.perf_counter() - began)
+            engine.vectors.apply(rt.key, [p.seq for p in claimed], vectors[: len(claimed)])
+        except BaseException:
+            self._release(claimed)
+            raise
+        finally:
+            self._done(claimed)
+        return vectors[len(claimed) :]
+
+    def _take(self, pending: Sequence[PendingVector]) -> list[PendingVector]:
+        """Those of pending that no thread of this server is embedding, marked as the
+        caller's (_in_flight_lock held, since before pending was read: an item another
+        thread stored meanwhile is no longer pending, or still marked)."""
+        taken = [p for p in pending if p.item_id not in self._in_flight]
+        self._in_flight.update(p.item_id for p in taken)
+        return taken
+
+    def _done(self, pending: Sequence[PendingVector]) -> None:
+        """The caller's items are stored, or left pending for the next batch."""
+        with self._in_flight_lock:
+            self._in_flight.difference_update(p.item_id for p in pending)
 
     def _behind(self, found: bool) -> bool:
         """Whether pending items have been found at every claim for BEHIND_SECONDS, given
@@ -256,12 +322,22 @@ class Indexer:
                 log.exception("indexer housekeeping failed; trying again later")
             if done == 0:
                 size = self._batch_size  # the next appends may be the start of a burst
-                self._wake.wait(timeout=MAINTAIN_SECONDS)
+                if self._wake.wait(timeout=MAINTAIN_SECONDS):
+                    self._leave_to_reader()
             else:
                 batch_seconds = time.monotonic() - started
                 append_seconds = self._engine.appends.busy.seconds - appends_before
                 size = next_batch_size(self._batch_size, batch_seconds, append_seconds)
                 self.pace(batch_seconds, append_seconds)
+
+    def _leave_to_reader(self) -> None:
+        """After an append wakes an idle indexer: a short pause, in which an agent's next
+        read, which usually follows at once, embeds the turn with its query (see
+        embed_for_reader) in the time this thread would take to start on it. Ends early
+        when a reader waits for vectors (it found too many to embed itself) or on stop."""
+        self._reader_waits.clear()
+        if not self._engine.vector_waiters.any:  # checked after clear(): none is missed
+            self._reader_waits.wait(READER_GRACE_SECONDS)
 
     def pace(self, batch_seconds: float, append_seconds: float) -> float:
         """Pauses after a batch as pause_after says, ending early when the appends stop

@@ -56,14 +56,34 @@ class QueryReader:
     ) -> Query:
         """The query: its time phrase read against as_of, the rest embedded and, when look_up
         gives (states, limit), its words looked up in items in those states (no lock held:
-        the lookup reads the store, and the ranking takes the lock)."""
+        the lookup reads the store, and the ranking takes the lock). Returns once what was
+        appended before is embedded (see vector).
+
+        Raises:
+            DeadlineExceeded: the caller's deadline passed while waiting for vectors.
+        """
         text = (query or "").strip() or None
         hint, search = self.timed(rt, text, as_of) if (text and time_hints) else (None, text)
         if not search:
+            self.ranker.indexes.wait_indexed(rt)
             return Query(text, hint, "", None)
-        vector = self.embed(search)
+        vector = self.vector(rt, search)
         words = self._words(rt, search, *look_up) if look_up is not None else None
         return Query(text, hint, search, vector, words)
+
+    def vector(self, rt: ConversationRuntime, text: str) -> Vector:
+        """text's vector, once what was appended to rt before is embedded (read-your-writes,
+        bounded by the server's wait): a few pending items are embedded in the same pass,
+        more are the indexer's while the text is embedded.
+
+        Raises:
+            DeadlineExceeded: the caller's deadline passed while waiting for vectors.
+        """
+        vectors = self.ranker.indexes
+        together = vectors.embed_for_reader(rt, [text]) if vectors.embed_for_reader else None
+        vector = together[0] if together is not None else self.embed(text)
+        vectors.wait_indexed(rt)
+        return vector
 
     def _words(
         self, rt: ConversationRuntime, text: str, states: tuple[ItemState, ...], limit: int

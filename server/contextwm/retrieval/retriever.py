@@ -51,7 +51,6 @@ class Retriever:
         check_context_request(request, self.limits)
         rt = self.runtimes.get(namespace, conversation_id)
         require_current([rt], self.ranking.model_name, request.mode)
-        self.vectors.wait_indexed(rt)
         settings = rt.record.settings
         counter = self.counters(settings.encoding)
         asked = self.reader.read(

@@ -61,11 +61,12 @@ def search(
     found: list[_Found] = []
     for n, rt in enumerate(searched, start=1):
         deadlines.check(f"searching conversation {n} of {len(searched)}")
-        vectors.wait_indexed(rt)
         hint, text = reader.timed(rt, query, request.as_of) if request.time_hints else (None, query)
         first_hint = first_hint or hint
-        if text not in query_vec_cache:
-            query_vec_cache[text] = reader.embed(text)
+        if text in query_vec_cache:
+            vectors.wait_indexed(rt)
+        else:
+            query_vec_cache[text] = reader.vector(rt, text)
         with rt.lock:
             if rt.deleted:
                 continue
