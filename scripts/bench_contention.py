@@ -27,7 +27,10 @@ items appended through the API and embedded by the server's indexer:
    so it follows whichever engine the server uses), with the server idle, right before and
    right after that block (bench_retrieval.measure_floor); the overhead is against the mean
    of the two.
-3. the backlog under load: while a GetContext loop runs against the big conversation (a
+3. the agent loop's pattern, on the quiet machine: each question asked alone, then again
+   right after one user turn is appended to the big conversation, which the context waits to
+   see embedded (read-your-writes); p50 and p99 of both, and of the append (no goal).
+4. the backlog under load: while a GetContext loop runs against the big conversation (a
    thread of this process, calls back to back), --backlog items appended to a third
    conversation through AppendBatch (calls of 100); rate = items / time from the first append
    until its pending_embeddings is 0. Then the crash: another --backlog items appended the
@@ -154,6 +157,15 @@ class Drain:
     @property
     def rate(self) -> float:
         return self.items / max(self.seconds, 1e-9)
+
+
+@dataclass
+class AgentLoop:
+    """GetContext alone, and right after an append of one turn that it waits to see."""
+
+    alone_ms: list[float] = field(default_factory=list)
+    after_append_ms: list[float] = field(default_factory=list)
+    append_ms: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -307,6 +319,25 @@ def run_block(
     s50, s99 = p50_p99(block.search_ms)
     log(f"{name}: GetContext p50 {gc50:.1f} p99 {gc99:.1f}, Search p50 {s50:.1f} p99 {s99:.1f}")
     return block
+
+
+def agent_loop(client: Client, gen: TextGenerator, queries: Sequence[str]) -> AgentLoop:
+    """An agent's turn, on the quiet machine: each question asked alone, then again right
+    after a user turn is appended (read-your-writes: the context waits for the turn's
+    vector), so that both see the same machine."""
+    loop = AgentLoop()
+    for q in queries:
+        t0 = time.perf_counter()
+        client.get_context(BIG, q, max_tokens=MAX_TOKENS)
+        t1 = time.perf_counter()
+        client.append(BIG, gen.text("user")[0], role="user")
+        t2 = time.perf_counter()
+        client.get_context(BIG, q, max_tokens=MAX_TOKENS)
+        t3 = time.perf_counter()
+        loop.alone_ms.append((t1 - t0) * 1000)
+        loop.append_ms.append((t2 - t1) * 1000)
+        loop.after_append_ms.append((t3 - t2) * 1000)
+    return loop
 
 
 def floor_of(embedder: Embedder, vectors: Any, queries: list[str]) -> Floor:
@@ -711,6 +742,9 @@ def main() -> int:
                 wait_idle(server.pid)
                 blocks.append(run_block(client, server.pid, name, beside, queries, rng))
             wait_embedded(client, [BIG, IMPORTED])
+            wait_idle(server.pid)
+            agent = agent_loop(client, gen, queries)
+            wait_embedded(client, [BIG])
         wait_idle(server.pid)
         log(f"raw embedding of the backlog texts, batches of {indexer_batch}, server idle")
         raw = raw_rate(embedder, backlog, indexer_batch)
@@ -731,7 +765,7 @@ def main() -> int:
     finally:
         server.stop()
 
-    report(args, blocks, floors, drains, indexer_batch, first_ms)
+    report(args, blocks, floors, agent, drains, indexer_batch, first_ms)
     if compared is not None:
         compared.report(args.archived)
     log(f"total {time.perf_counter() - began:.0f} s")
@@ -799,6 +833,30 @@ def latency_rows(blocks: list[Block]) -> tuple[list[list[str]], list[list[str]]]
     return rows, goals
 
 
+def agent_loop_report(loop: AgentLoop) -> None:
+    """Prints GetContext alone and right after an append (no goal)."""
+    alone, after, append = (
+        p50_p99(ms) for ms in (loop.alone_ms, loop.after_append_ms, loop.append_ms)
+    )
+    print_table(
+        "GetContext right after an append, as an agent loop asks (ms; quiet; no goal): each"
+        " question alone, then again right after one user turn is appended, which the context"
+        " waits to see embedded",
+        ["call", "calls", "p50", "p99"],
+        [
+            ["GetContext alone", str(len(loop.alone_ms)), f"{alone[0]:.2f}", f"{alone[1]:.2f}"],
+            ["Append (one turn)", str(len(loop.append_ms)), f"{append[0]:.2f}", f"{append[1]:.2f}"],
+            [
+                "GetContext after the append",
+                str(len(loop.after_append_ms)),
+                f"{after[0]:.2f}",
+                f"{after[1]:.2f}",
+            ],
+        ],
+    )
+    print(f"  the append costs GetContext {after[0] - alone[0]:+.2f} ms at the p50")
+
+
 def overhead_report(archived: int, context_p50: float, floors: list[Floor]) -> list[str]:
     """Prints the overhead beyond the model (the quiet block's GetContext p50 minus the mean
     of the floors measured before and after it); returns its goal row. A floor above the
@@ -833,6 +891,7 @@ def report(
     args: argparse.Namespace,
     blocks: list[Block],
     floors: list[Floor],
+    agent: AgentLoop,
     drains: list[Drain],
     indexer_batch: int,
     first_ms: float,
@@ -887,6 +946,7 @@ def report(
     )
 
     goals.append(overhead_report(args.archived, gc0[0], floors))
+    agent_loop_report(agent)
 
     drain_rows = []
     for d in drains:
