@@ -8,11 +8,12 @@ from contextwm.ports.embedder import Embedder, Vectors
 
 
 class RecordingEmbedder:
-    """The real model, recording the size of every batch it embeds."""
+    """The real model, recording every batch it embeds: its size, and its texts."""
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.batches: list[int] = []
+        self.calls: list[list[str]] = []
 
     @property
     def model_name(self) -> str:
@@ -29,4 +30,5 @@ class RecordingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.batches.append(len(texts))
+        self.calls.append(list(texts))
         return self.inner.embed(texts)

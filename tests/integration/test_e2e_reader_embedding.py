@@ -5,74 +5,61 @@ indexer. The indexer is stopped here, so only the reader can embed them."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator
 
+import pytest
 from conftest import StartService
-from contextwm.ports.embedder import Embedder, Vectors
+from contextwm.app import Service
+from contextwm.ports.embedder import Embedder
 from contextwm_client import Client, ConversationSettings, NewItem
-
-
-class TextRecorder:
-    """The real model, recording the texts of every call."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.calls: list[list[str]] = []
-
-    @property
-    def model_name(self) -> str:
-        return self.inner.model_name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls.append(list(texts))
-        return self.inner.embed(texts)
-
+from recording_embedder import RecordingEmbedder
 
 TURN = "The spare key to the boathouse is taped under the blue canoe."
 
 
-def test_a_context_right_after_an_append_embeds_the_turn_with_its_query(
-    start_service: StartService, embedder: Embedder
-) -> None:
-    recorder = TextRecorder(embedder)
-    service = start_service(model=recorder, index_wait_seconds=5.0)
+@pytest.fixture
+def recorder(embedder: Embedder) -> RecordingEmbedder:
+    return RecordingEmbedder(embedder)
+
+
+@pytest.fixture
+def stopped(start_service: StartService, recorder: RecordingEmbedder) -> Iterator[Client]:
+    """A client of a server whose indexer is stopped: only readers embed what is appended."""
+    service: Service = start_service(model=recorder, index_wait_seconds=5.0)
     service.indexer.stop()
     with Client(f"127.0.0.1:{service.port}") as client:
-        client.append("c", TURN, role="user")
-        ctx = client.get_context("c", "where is the boathouse key hidden?", max_tokens=500)
-        assert ctx.unindexed_items == 0
-        assert [TURN, "where is the boathouse key hidden?"] in recorder.calls
-        turn = next(s for s in ctx.recent if s.item.content == TURN)
-        assert turn.parts.similarity > 0.3  # measured against the vector embedded just now
-        # Stored like the indexer's: a search finds it by meaning alone, with nothing pending.
-        found = client.search(
-            "canoe storage", conversation_id="c", mode="dense", top_k=1, include_window=True
-        )
-        assert [h.item.content for h in found.hits] == [TURN]
-        assert client.get_conversation("c").pending_embeddings == 0
+        yield client
+
+
+def test_a_context_right_after_an_append_embeds_the_turn_with_its_query(
+    stopped: Client, recorder: RecordingEmbedder
+) -> None:
+    stopped.append("c", TURN, role="user")
+    ctx = stopped.get_context("c", "where is the boathouse key hidden?", max_tokens=500)
+    assert ctx.unindexed_items == 0
+    assert [TURN, "where is the boathouse key hidden?"] in recorder.calls
+    turn = next(s for s in ctx.recent if s.item.content == TURN)
+    assert turn.parts.similarity > 0.3  # measured against the vector embedded just now
+    # Stored like the indexer's: a search finds it by meaning alone, with nothing pending.
+    found = stopped.search(
+        "canoe storage", conversation_id="c", mode="dense", top_k=1, include_window=True
+    )
+    assert [h.item.content for h in found.hits] == [TURN]
+    assert stopped.get_conversation("c").pending_embeddings == 0
 
 
 def test_a_search_right_after_an_append_embeds_the_turn_too(
-    start_service: StartService, embedder: Embedder
+    stopped: Client, recorder: RecordingEmbedder
 ) -> None:
-    recorder = TextRecorder(embedder)
-    service = start_service(model=recorder, index_wait_seconds=5.0)
-    service.indexer.stop()
-    with Client(f"127.0.0.1:{service.port}") as client:
-        client.append("c", TURN, role="user")
-        found = client.search("canoe", conversation_id="c", mode="dense", include_window=True)
-        assert [h.item.content for h in found.hits] == [TURN]
-        assert [TURN, "canoe"] in recorder.calls
+    stopped.append("c", TURN, role="user")
+    found = stopped.search("canoe", conversation_id="c", mode="dense", include_window=True)
+    assert [h.item.content for h in found.hits] == [TURN]
+    assert [TURN, "canoe"] in recorder.calls
 
 
 def test_more_items_than_a_query_pass_holds_are_left_to_the_indexer(
-    start_service: StartService, embedder: Embedder
+    start_service: StartService, recorder: RecordingEmbedder
 ) -> None:
-    recorder = TextRecorder(embedder)
     service = start_service(model=recorder, index_wait_seconds=0.2)
     service.indexer.stop()
     with Client(f"127.0.0.1:{service.port}") as client:
