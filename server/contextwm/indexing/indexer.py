@@ -182,6 +182,8 @@ class Indexer:
             # A batch may hold only claims that ran out behind the cursor: it stays put.
             # (Items a reader is embedding are passed: their reader stores them.)
             self._cursor = max(self._cursor, claimed[-1].item_id)
+            if not pending:
+                return 0
         try:
             self._embed(pending, urgent)
         except BaseException:
