@@ -38,3 +38,7 @@ class Lru(Generic[K, V]):
             self._values.move_to_end(key)
             while len(self._values) > self._max:
                 self._values.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()

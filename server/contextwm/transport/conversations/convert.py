@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from types import MappingProxyType
 from typing import TypeVar
@@ -22,6 +20,7 @@ from contextwm.domain.conversations import (
 )
 from contextwm.domain.errors import InvalidArgument
 from contextwm.domain.items import FileRef, Item, ItemState, NewItem, flag_names, parse_flags
+from contextwm.lru import Lru
 from contextwm.transport.budgets.convert import (
     from_proto_budget_patches,
     from_proto_contributor_weights,
@@ -206,33 +205,28 @@ class ItemMessages:
     are a CacheCounts for the metrics."""
 
     def __init__(self, max_items: int = MAX_ITEMS) -> None:
-        self._max = max_items
-        self._messages: OrderedDict[int, tuple[Item, pb.Item]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self._messages: Lru[int, tuple[Item, pb.Item]] = Lru(max_items)
+
+    @property
+    def hits(self) -> int:
+        return self._messages.hits
+
+    @property
+    def misses(self) -> int:
+        return self._messages.misses
 
     def message(self, item: Item) -> pb.Item:
         """The item's message; callers copy it into theirs and never change it."""
-        key = id(item)
-        with self._lock:
-            entry = self._messages.get(key)
-            if entry is not None and entry[0] is item:
-                self._messages.move_to_end(key)
-                self.hits += 1
-                return entry[1]
-            self.misses += 1
+        entry = self._messages.get(id(item))
+        if entry is not None and entry[0] is item:
+            return entry[1]
         msg = to_proto_item(item)
-        with self._lock:
-            self._messages[key] = (item, msg)
-            while len(self._messages) > self._max:
-                self._messages.popitem(last=False)
+        self._messages.put(id(item), (item, msg))
         return msg
 
     def clear(self) -> None:
         """Forgets every message (an erasure's items may be among them)."""
-        with self._lock:
-            self._messages.clear()
+        self._messages.clear()
 
 
 # One per process: the items are the process's.
