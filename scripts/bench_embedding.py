@@ -6,7 +6,9 @@ Measures, in this process and in one run, the bundled all-MiniLM-L6-v2 on:
   main thread with every core, as `contextwm serve` did before ONNX Runtime;
 * onnx: ONNX Runtime, the default (`minilm`), a query embedded on a worker thread, as a
   request thread of the server does;
-* int8: ONNX Runtime with int8 matrix multiplies (`minilm-int8`), the same way.
+* int8: ONNX Runtime with int8 matrix multiplies (`minilm-int8`), the same way;
+* onnx 1 thread: the default's model with one thread per query, the thread count the
+  default's two are chosen against (no goal).
 
 For each: one query's embedding p50/p99 on a quiet machine, beside one and beside two
 busy-loop processes (`python -c "while True: pass"`) started by this process, and beside two
@@ -38,11 +40,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bench_common import TextGenerator, busy_loops, log, p50_p99, print_table, verdict
+from contextwm.adapters.embedder_onnx import OnnxEmbedder
 from contextwm.adapters.embedders import make_embedder
 from contextwm.adapters.main_thread import MainThread
 from contextwm.ports.embedder import Embedder
 
-ENGINES = {"torch": "minilm-torch", "onnx": "minilm", "int8": "minilm-int8"}
+ENGINES = ("torch", "onnx", "int8", "onnx 1 thread")
+BATCH_ENGINES = ENGINES[:3]  # one thread per query says nothing of batches
 # (label, busy loops, in a session of their own)
 LOADS = (
     ("quiet", 0, False),
@@ -108,7 +112,12 @@ def batch_rate(embedder: Embedder, texts: Sequence[str], size: int) -> float:
 def main() -> int:
     args = parse_args()
     log("loading the engines (onnx exports on first use)")
-    embedders = {name: make_embedder(kind, MainThread()) for name, kind in ENGINES.items()}
+    embedders: dict[str, Embedder] = {
+        "torch": make_embedder("minilm-torch", MainThread()),
+        "onnx": make_embedder("minilm"),
+        "int8": make_embedder("minilm-int8"),
+        "onnx 1 thread": OnnxEmbedder(threads=1),
+    }
     queries = texts_for(args, 100 + args.queries)[100:]
     batch_texts = texts_for(args, args.batch_texts)
     for embedder in embedders.values():
@@ -128,10 +137,10 @@ def main() -> int:
         log(f"batched rates beside {load} busy loop(s)")
         with busy_loops(load, settle=0.5):
             for size in BATCH_SIZES:
-                for name, embedder in embedders.items():
-                    rates[name, size, load] = batch_rate(embedder, batch_texts, size)
+                for name in BATCH_ENGINES:
+                    rates[name, size, load] = batch_rate(embedders[name], batch_texts, size)
     sample = batch_texts[:500]
-    vectors = {name: embedder.embed(sample) for name, embedder in embedders.items()}
+    vectors = {name: embedders[name].embed(sample) for name in BATCH_ENGINES}
     agreement = {
         name: (
             float((vectors[name] * vectors["torch"]).sum(axis=1).min()),
@@ -173,7 +182,7 @@ def report(
                     *[f"{rates[name, size, load]:.0f}" for size in BATCH_SIZES],
                     f"{best(rates, name, load) / best(rates, 'torch', load):.2f}",
                 ]
-                for name in ENGINES
+                for name in BATCH_ENGINES
             ],
         )
     print_table(
@@ -202,6 +211,19 @@ def report(
     print(
         f"onnx vectors min cosine {agreement['onnx'][0]:.6f} (>= 0.99999): "
         f"{verdict(agreement['onnx'][0] >= 0.99999)}"
+    )
+    one = latency["onnx 1 thread", "quiet"][0]
+    one_loaded = max(latency["onnx 1 thread", label][0] for label, count, _ in LOADS if count)
+    print("\n== the thread count (no goal)")
+    print(f"one thread's quiet query p50 {one / torch_quiet:.2f} x torch's (the goal: <= 0.5)")
+    print(
+        f"one thread's quiet query p50 {one / onnx_quiet:.2f} x two threads': beside two busy"
+        " loops the process's threads get about one core between them, so two threads take"
+        " about that much longer there at best"
+    )
+    print(
+        f"one thread under load, worst {one_loaded / one:.2f} x its quiet p50,"
+        f" {one_loaded / onnx_quiet:.2f} x two threads' quiet p50"
     )
 
 
