@@ -21,7 +21,8 @@ server built from an earlier commit (a temporary git worktree run with this virt
 environment); ``--variant`` asks again with other options in the same run; ``--cached-server``
 runs this checkout's server in this process with the selectors' cached vectors (same model,
 same vectors, minutes faster: a development shortcut), and ``--keep-data DIR`` with it keeps
-the replayed store in DIR, so a later run with the same DIR asks without replaying.
+the replayed store in DIR, so a later run with the same DIR asks without replaying;
+``--query-embedder MODEL`` with it sets the server's ``query_embedder``.
 """
 
 from __future__ import annotations
@@ -180,13 +181,22 @@ def subprocess_server(work: Path, ref: str | None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def cached_server(data: Path, cache: VectorCache, model: Any, store: str = "") -> Iterator[str]:
+def cached_server(
+    data: Path, cache: VectorCache, model: Any, store: str = "", query_embedder: str = ""
+) -> Iterator[str]:
     """This checkout's server in-process on data (or on the PostgreSQL database at store),
-    embedding through the vector cache."""
+    embedding through the vector cache (queries too, unless query_embedder names a model of
+    their own, which embeds them uncached)."""
     from contextwm.app import Service
     from contextwm.settings import ServerSettings
 
-    settings = ServerSettings(port=0, data_dir=data, store=store, indexer_process=False)
+    settings = ServerSettings(
+        port=0,
+        data_dir=data,
+        store=store,
+        indexer_process=False,
+        query_embedder=query_embedder,
+    )
     service = Service.start(settings, embedder=CachedEmbedder(model, cache))
     try:
         yield f"127.0.0.1:{service.port}"
@@ -288,6 +298,13 @@ def arguments(description: str, data: Path | None) -> argparse.ArgumentParser:
         help="with --cached-server: the server's model, whose vectors the selectors use too",
     )
     parser.add_argument(
+        "--query-embedder",
+        default="",
+        choices=("", "minilm", "minilm-int8"),
+        help="with --cached-server: the server's query_embedder setting (the dense selectors"
+        " rank by the server's own search, so by the same query vectors)",
+    )
+    parser.add_argument(
         "--postgresql",
         action="store_true",
         help="with --cached-server: also a server on PostgreSQL (a cluster this run starts)",
@@ -334,7 +351,15 @@ def run(
             texts = [t.content for c in conversations for t in c.turns]
             cache.fill(texts + [q.text for q in questions], model.embed)
             store = args.keep_data or work / "data-cached"
-            servers.append((SERVICE + " [cached vectors]", cached_server(store, cache, model)))
+            servers.append(
+                (
+                    SERVICE
+                    + " [cached vectors"
+                    + (f", queries {args.query_embedder}" if args.query_embedder else "")
+                    + "]",
+                    cached_server(store, cache, model, query_embedder=args.query_embedder),
+                )
+            )
             if args.postgresql:
                 servers.append(
                     (

@@ -316,8 +316,19 @@ class Service:
                     settings.embedder, niceness=settings.indexer_niceness
                 )
             embedder = embedder or make_embedder(settings.embedder, main_thread)
+            query_embedder = None
+            if settings.query_embedder not in ("", settings.embedder):
+                query_embedder = make_embedder(settings.query_embedder, main_thread)
+                if query_embedder.dimension != embedder.dimension:
+                    raise RuntimeError(
+                        f"query_embedder {query_embedder.model_name!r} makes vectors of"
+                        f" {query_embedder.dimension} dimensions, the embedder"
+                        f" {embedder.model_name!r} of {embedder.dimension}"
+                    )
             # Warm up what loads lazily, so the first request does not pay for it (about 1 s).
-            embedder.embed(["warm-up"])
+            for loaded in (embedder, query_embedder):
+                if loaded is not None:
+                    loaded.embed(["warm-up"])
             token_counter(settings.conversation.encoding).count("warm-up")
             engine = ContextEngine(
                 store,
@@ -333,6 +344,7 @@ class Service:
                 max_loaded_conversations=settings.max_loaded_conversations,
                 workspaces=Workspaces(settings.workspace_root, settings.workspace_allowed_roots),
                 retention=settings.retention,
+                query_embedder=query_embedder,
             )
             engine.caches["token_counts"] = ShortCountCache()
             engine.caches["paragraph_tokens"] = PARAGRAPH_TOKENS

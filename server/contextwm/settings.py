@@ -38,6 +38,8 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 # The embedder setting's values: the bundled MiniLM on ONNX Runtime, the same quantised to
 # int8 (its own vectors and index), the same on PyTorch, and a fast stand-in for tests.
 EMBEDDERS = ("minilm", "minilm-int8", "minilm-torch", "hashing")
+# The engines of one model, whose vectors can be compared with each other's.
+MINILM = ("minilm", "minilm-int8", "minilm-torch")
 
 
 def without_password(url: str) -> str:
@@ -96,6 +98,9 @@ class ServerSettings:
     log_level: str = "info"
     sqlite_synchronous: str = "NORMAL"
     embedder: str = "minilm"  # one of EMBEDDERS
+    # What embeds queries, when not the embedder (one of MINILM, with a MiniLM embedder):
+    # minilm-int8 keeps a query's time steady on a busy machine, the stored vectors unchanged.
+    query_embedder: str = ""
     index_wait_seconds: float = 5.0
     indexer_batch_size: int = 32
     # Embed appended items in a child process (the bundled model only), this much nicer.
@@ -624,6 +629,15 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
             "embedder must be minilm (the bundled model), minilm-int8 (the same, quantised: "
             "faster, slightly different vectors), minilm-torch (the bundled model on PyTorch) "
             "or hashing (tests)"
+        )
+    if settings.query_embedder and not (
+        settings.query_embedder in MINILM and settings.embedder in MINILM
+    ):
+        raise SettingsError(
+            f"query_embedder = {settings.query_embedder!r} with embedder ="
+            f" {settings.embedder!r}: a query must be embedded by the stored vectors' model,"
+            " so query_embedder is empty (the embedder) or one of minilm, minilm-int8 and"
+            " minilm-torch with a MiniLM embedder"
         )
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):
         if root and not Path(root).is_dir():

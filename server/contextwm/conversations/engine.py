@@ -94,9 +94,12 @@ class ContextEngine:
         workspaces: Workspaces | None = None,
         retention: RetentionPolicies | None = None,
         max_loaded_conversations: int = 256,
+        query_embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        # Queries' vectors are compared with the stored ones, never stored themselves.
+        self.query_embedder = query_embedder or embedder
         self.index_files = index_files
         self.counters = counters
         self.defaults = defaults or ConversationSettings()

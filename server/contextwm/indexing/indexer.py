@@ -128,7 +128,10 @@ class Indexer:
         self.stats = EmbeddingStats()
         engine.appends.on_append = self._wake.set
         engine.vector_waiters.on_wait = self._reader_waits.set
-        engine.vectors.embed_for_reader = self.embed_for_reader
+        # A reader embeds items with its query only in a pass of the items' own model.
+        self._readers_embed = engine.query_embedder is engine.embedder
+        if self._readers_embed:
+            engine.vectors.embed_for_reader = self.embed_for_reader
         engine.on_delete = self._rescan.set
 
     def start(self) -> None:

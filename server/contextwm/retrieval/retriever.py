@@ -35,7 +35,7 @@ class Retriever:
         self.store: NamespaceSearchStore = engine.store
         ranker = Ranker(engine.store, engine.vectors, engine.embedder.model_name)
         self.ranking = ContextRanker(ranker)
-        self.reader = QueryReader(engine.embedder, ranker)
+        self.reader = QueryReader(engine.query_embedder, ranker)
 
     def get_context(
         self, namespace: str, conversation_id: str, request: ContextRequest
