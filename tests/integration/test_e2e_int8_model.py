@@ -9,19 +9,9 @@ from pathlib import Path
 
 import pytest
 from contextwm_client import Client, ConversationSettings, FailedPreconditionError, NewItem
+from heron_notes import FACT, FILLER, QUERY
 from server_process import ServerProcess
 from stale_conversations import vector_models
-
-FACT = "The staging database for project Heron runs on host db-heron-7."
-QUERY = "Which machine hosts Heron's staging database?"
-FILLER = [
-    f"Note {i}: the {topic} review moved to {day}."
-    for i, (topic, day) in enumerate(
-        (t, d)
-        for t in ("design", "budget", "hiring", "security", "roadmap")
-        for d in ("Monday", "Tuesday", "Thursday", "Friday")
-    )
-]
 
 
 def test_a_server_on_the_int8_model_serves_its_own_vectors(tmp_path: Path) -> None:

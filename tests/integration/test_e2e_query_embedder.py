@@ -12,19 +12,10 @@ from conftest import StartService
 from contextwm.adapters.embedder_fake import HashingEmbedder
 from contextwm.ports.embedder import Embedder
 from contextwm_client import Client, ConversationSettings, NewItem
+from heron_notes import FACT, FILLER, QUERY
 from recording_embedder import RecordingEmbedder
 from stale_conversations import vector_models
 
-FACT = "The staging database for project Heron runs on host db-heron-7."
-QUERY = "Which machine hosts Heron's staging database?"
-FILLER = [
-    f"Note {i}: the {topic} review moved to {day}."
-    for i, (topic, day) in enumerate(
-        (t, d)
-        for t in ("design", "budget", "hiring", "security", "roadmap")
-        for d in ("Monday", "Tuesday", "Thursday", "Friday")
-    )
-]
 TURN = "The spare key to the boathouse is taped under the blue canoe."
 
 

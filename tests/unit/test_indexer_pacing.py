@@ -12,15 +12,13 @@ from pathlib import Path
 
 import pytest
 from contextwm.adapters.embedder_fake import HashingEmbedder
-from contextwm.adapters.faiss_index import FaissIndexFiles
-from contextwm.adapters.sqlite import SqliteStore
-from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.conversations.activity import BusyMeter
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.items import NewItem
 from contextwm.indexing.indexer import PACE_SLICE_SECONDS, Indexer
 from contextwm.indexing.pacing import DRAIN_BATCH, next_batch_size, pause_after
 from contextwm.ports.embedder import Vectors
+from hashing_engine import hashing_engine
 
 
 def test_pause_after() -> None:
@@ -56,12 +54,8 @@ def test_busy_meter_sums_the_time_of_concurrent_calls() -> None:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[ContextEngine]:
-    store = SqliteStore(tmp_path / "db.sqlite3")
-    embedder = HashingEmbedder(32)
-    yield ContextEngine(
-        store, embedder, FaissIndexFiles(tmp_path / "indexes", embedder.dimension), token_counter
-    )
-    store.close()
+    with hashing_engine(tmp_path) as engine:
+        yield engine
 
 
 class Burst:
@@ -104,20 +98,10 @@ def _burst_pause(directory: str) -> float:
     """The pause after a batch while a burst of appends runs, in a process of its own: the
     measure is the share of time the burst's threads spend appending, which threads left over
     from other tests (servers, indexers, embedders) would take from it."""
-    store = SqliteStore(Path(directory) / "db.sqlite3")
-    embedder = HashingEmbedder(32)
-    engine = ContextEngine(
-        store,
-        embedder,
-        FaissIndexFiles(Path(directory) / "indexes", embedder.dimension),
-        token_counter,
-    )
-    try:
+    with hashing_engine(Path(directory)) as engine:
         indexer = Indexer(engine, busy_duty=0.1)
         with Burst(engine):
             return indexer.pace(batch_seconds=0.1, append_seconds=0.1)  # pause_after: 0.9 s
-    finally:
-        store.close()
 
 
 def test_a_burst_of_appends_holds_the_indexer_back(tmp_path: Path) -> None:

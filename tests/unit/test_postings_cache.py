@@ -7,16 +7,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from contextwm.adapters.embedder_fake import HashingEmbedder
-from contextwm.adapters.faiss_index import FaissIndexFiles
 from contextwm.adapters.sqlite import SqliteStore
-from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.items import NewItem
 from contextwm.ports.lexical_store import TermPostings
 from contextwm.retrieval import ranker as ranker_module
 from contextwm.retrieval.ranker import Ranker
+from hashing_engine import hashing_engine
 
 NS, CID = "default", "c"
 WORDS = ["otter", "heron", "badger", "marten", "stoat"]
@@ -36,18 +34,10 @@ class CountingStore(SqliteStore):
 def parts(tmp_path: Path) -> Iterator[tuple[ContextEngine, CountingStore]]:
     store = CountingStore(tmp_path / "db.sqlite3")
     store.read = []
-    embedder = HashingEmbedder(32)
-    engine = ContextEngine(
-        store,
-        embedder,
-        FaissIndexFiles(tmp_path / "indexes", embedder.dimension),
-        token_counter,
-        index_wait_seconds=0.0,
-    )
-    engine.create_conversation(NS, CID, SettingsPatch(window_max_items=2))
-    engine.append(NS, CID, [NewItem(role="user", content=f"the {w} swims") for w in WORDS])
-    yield engine, store
-    store.close()
+    with hashing_engine(tmp_path, store, index_wait_seconds=0.0) as engine:
+        engine.create_conversation(NS, CID, SettingsPatch(window_max_items=2))
+        engine.append(NS, CID, [NewItem(role="user", content=f"the {w} swims") for w in WORDS])
+        yield engine, store
 
 
 def test_postings_are_read_once_then_the_least_recently_used_go(

@@ -9,10 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contextwm.adapters.embedder_fake import HashingEmbedder
-from contextwm.adapters.faiss_index import FaissIndexFiles
-from contextwm.adapters.sqlite import SqliteStore
-from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.agent_loop.loop import AgentLoop
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch
@@ -22,6 +18,7 @@ from contextwm.retrieval.query import QueryReader
 from contextwm.retrieval.ranker import Ranker
 from contextwm.retrieval.requests import ContextRequest
 from contextwm.retrieval.retriever import Retriever
+from hashing_engine import hashing_engine
 
 NS, CID = "default", "c"
 RARE = "the zebrafish tank manual is in room 12"
@@ -29,22 +26,14 @@ RARE = "the zebrafish tank manual is in room 12"
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[ContextEngine]:
-    store = SqliteStore(tmp_path / "db.sqlite3")
-    embedder = HashingEmbedder(32)
-    engine = ContextEngine(
-        store,
-        embedder,
-        FaissIndexFiles(tmp_path / "indexes", embedder.dimension),
-        token_counter,
-        index_wait_seconds=0.0,
-    )
-    engine.create_conversation(NS, CID, SettingsPatch(window_max_items=4))
-    engine.append(NS, CID, [NewItem(role="user", content=f"filler turn {k}") for k in range(6)])
-    AgentLoop(engine).create_checkpoint(NS, CID, "before")
-    engine.append(NS, CID, [NewItem(role="user", content=RARE)])
-    engine.append(NS, CID, [NewItem(role="user", content=f"later turn {k}") for k in range(6)])
-    yield engine
-    store.close()
+    with hashing_engine(tmp_path, index_wait_seconds=0.0) as engine:
+        engine.create_conversation(NS, CID, SettingsPatch(window_max_items=4))
+        fillers = [NewItem(role="user", content=f"filler turn {k}") for k in range(6)]
+        engine.append(NS, CID, fillers)
+        AgentLoop(engine).create_checkpoint(NS, CID, "before")
+        engine.append(NS, CID, [NewItem(role="user", content=RARE)])
+        engine.append(NS, CID, [NewItem(role="user", content=f"later turn {k}") for k in range(6)])
+        yield engine
 
 
 class ChangingReader(QueryReader):

@@ -7,34 +7,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contextwm.adapters.embedder_fake import HashingEmbedder
-from contextwm.adapters.faiss_index import FaissIndexFiles
-from contextwm.adapters.sqlite import SqliteStore
-from contextwm.adapters.tokens_bpe import token_counter
 from contextwm.conversations.engine import ContextEngine
 from contextwm.domain.conversations import SettingsPatch
 from contextwm.domain.errors import Unavailable
 from contextwm.domain.history import EventKind
 from contextwm.domain.items import NewItem
+from hashing_engine import hashing_engine
 
 NS, CID = "default", "c"
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[ContextEngine]:
-    store = SqliteStore(tmp_path / "db.sqlite3")
-    embedder = HashingEmbedder(32)
-    engine = ContextEngine(
-        store,
-        embedder,
-        FaissIndexFiles(tmp_path / "indexes", embedder.dimension),
-        token_counter,
-        index_wait_seconds=0.0,
-    )
-    engine.create_conversation(NS, CID, SettingsPatch())
-    engine.append(NS, CID, [NewItem(role="user", content="first")])
-    yield engine
-    store.close()
+    with hashing_engine(tmp_path, index_wait_seconds=0.0) as engine:
+        engine.create_conversation(NS, CID, SettingsPatch())
+        engine.append(NS, CID, [NewItem(role="user", content="first")])
+        yield engine
 
 
 def test_a_commit_numbers_its_events_and_publishes_them_after_the_block(
