@@ -1,7 +1,7 @@
 """A server whose queries another engine of the same model embeds (`query_embedder =
 "minilm-int8"`), end to end: the stored vectors stay the embedder's, every query goes to the
-int8 model, dense context still finds what a question asks for, and a reader no longer
-embeds a just-appended turn with its query (the indexer does, without waiting for one)."""
+int8 model, dense context still finds what a question asks for, and a reader that embeds a
+just-appended turn does so in a pass of the stored vectors' model, its query apart."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def test_queries_go_to_the_int8_model_and_stored_vectors_stay_full_precision(
         assert FACT in [s.content for s in ctx.history]
         assert ctx.unindexed_items == 0
 
+        service.indexer.stop()  # only the reader can embed the turn now
         client.append("c", TURN, role="user")
         ctx = client.get_context("c", "where is the boathouse key hidden?", max_tokens=500)
         assert ctx.unindexed_items == 0
@@ -39,7 +40,7 @@ def test_queries_go_to_the_int8_model_and_stored_vectors_stay_full_precision(
         assert turn.parts.similarity > 0.3
     asked = [text for call in recorder.calls for text in call]
     assert QUERY not in asked and "where is the boathouse key hidden?" not in asked
-    assert FACT in asked and [TURN] in recorder.calls  # the indexer's, alone
+    assert FACT in asked and [TURN] in recorder.calls  # the reader's pass, the query apart
     assert vector_models(tmp_path / "data0", "") == {"all-MiniLM-L6-v2": 2 + len(FILLER)}
 
 

@@ -128,10 +128,7 @@ class Indexer:
         self.stats = EmbeddingStats()
         engine.appends.on_append = self._wake.set
         engine.vector_waiters.on_wait = self._reader_waits.set
-        # A reader embeds items with its query only in a pass of the items' own model.
-        self._readers_embed = engine.query_embedder is engine.embedder
-        if self._readers_embed:
-            engine.vectors.embed_for_reader = self.embed_for_reader
+        engine.vectors.embed_for_reader = self.embed_for_reader
         engine.on_delete = self._rescan.set
 
     def start(self) -> None:
@@ -201,7 +198,8 @@ class Indexer:
         rt that are still pending, when there are at most READER_ITEMS of them and this
         server can claim some (the others are in another batch); their vectors are stored
         and placed before it returns. None when it took none: the caller waits for the
-        indexer as before.
+        indexer as before. With a query embedder of its own, the texts are its, in a pass
+        after the items'.
         """
         engine = self._engine
         model = engine.embedder.model_name
@@ -217,9 +215,12 @@ class Indexer:
             )
         if not claimed:
             return None
+        together = engine.query_embedder is engine.embedder
         try:
             began = time.perf_counter()
-            vectors = engine.embedder.embed([*(p.text for p in claimed), *texts])
+            vectors = engine.embedder.embed(
+                [*(p.text for p in claimed), *(texts if together else ())]
+            )
             self.stats.record(len(claimed), time.perf_counter() - began)
             engine.vectors.apply(rt.key, [p.seq for p in claimed], vectors[: len(claimed)])
         except BaseException:
@@ -227,7 +228,7 @@ class Indexer:
             raise
         finally:
             self._done(claimed)
-        return vectors[len(claimed) :]
+        return vectors[len(claimed) :] if together else engine.query_embedder.embed(texts)
 
     def _take(self, pending: Sequence[PendingVector]) -> list[PendingVector]:
         """Those of pending that no thread of this server is embedding, marked as the
