@@ -635,9 +635,9 @@ def settings_from(sources: Sequence[Source]) -> ServerSettings:
     ):
         raise SettingsError(
             f"query_embedder = {settings.query_embedder!r} with embedder ="
-            f" {settings.embedder!r}: a query must be embedded by the stored vectors' model,"
-            " so query_embedder is empty (the embedder) or one of minilm, minilm-int8 and"
-            " minilm-torch with a MiniLM embedder"
+            f" {settings.embedder!r}: queries must be embedded by the stored vectors' model"
+            " (on any of its engines), so query_embedder is empty (the embedder) or one of"
+            " minilm, minilm-int8 and minilm-torch with a MiniLM embedder"
         )
     for root in (settings.workspace_root, *settings.workspace_allowed_roots):
         if root and not Path(root).is_dir():
