@@ -26,3 +26,16 @@ def test_lookups_are_counted_as_hits_and_misses() -> None:
     cache.get("a")
     cache.get("b")
     assert (cache.hits, cache.misses) == (2, 2)
+
+
+def test_sizes_bound_the_values_and_a_value_too_big_is_not_kept() -> None:
+    cache: Lru[str, str] = Lru(5, size=lambda _, value: len(value))
+    cache.put("a", "aa")
+    cache.put("b", "bbb")
+    cache.put("c", "c")  # 6 > 5: "a" goes
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (None, "bbb", "c")
+    cache.put("b", "b")  # replaced: its old size is given back
+    cache.put("d", "ddd")
+    assert (cache.get("b"), cache.get("c"), cache.get("d")) == ("b", "c", "ddd")
+    cache.put("e", "eeeeee")  # bigger than the bound: the others stay
+    assert (cache.get("e"), cache.get("d")) == (None, "ddd")

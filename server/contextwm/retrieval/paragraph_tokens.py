@@ -13,10 +13,9 @@ a path) is counted together with the one before it.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
+from contextwm.lru import Lru
 from contextwm.ports.tokens import TokenCounter
 
 SEPARATOR = "\n\n"
@@ -34,13 +33,19 @@ class ParagraphTokens:
     Thread-safe; its hits and misses are a CacheCounts for the metrics."""
 
     def __init__(self, max_chars: int = MAX_CHARS) -> None:
-        self._max_chars = max_chars
-        # (encoding, text, whether a separator follows it) -> tokens
-        self._counts: OrderedDict[tuple[str, str, bool], int] = OrderedDict()
-        self._chars = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        # (encoding, text, whether a separator follows it) -> tokens, bounded by the texts'
+        # characters
+        self._counts: Lru[tuple[str, str, bool], int] = Lru(
+            max_chars, size=lambda key, _: len(key[1])
+        )
+
+    @property
+    def hits(self) -> int:
+        return self._counts.hits
+
+    @property
+    def misses(self) -> int:
+        return self._counts.misses
 
     def shares(self, counter: TokenCounter, paragraphs: Sequence[str]) -> list[int]:
         """Each paragraph's share of the tokens of SEPARATOR.join(paragraphs): its own with the
@@ -60,28 +65,15 @@ class ParagraphTokens:
     def _count(self, counter: TokenCounter, text: str, *, followed: bool) -> int:
         """Tokens of text, with SEPARATOR after it when followed."""
         key = (counter.encoding, text, followed)
-        with self._lock:
-            cached = self._counts.get(key)
-            if cached is not None:
-                self._counts.move_to_end(key)
-                self.hits += 1
-                return cached
-            self.misses += 1
-        tokens = counter.count(text + SEPARATOR if followed else text)
-        with self._lock:
-            if key not in self._counts and len(text) <= self._max_chars:
-                self._counts[key] = tokens
-                self._chars += len(text)
-                while self._chars > self._max_chars:
-                    (_, dropped, _), _ = self._counts.popitem(last=False)
-                    self._chars -= len(dropped)
+        tokens = self._counts.get(key)
+        if tokens is None:
+            tokens = counter.count(text + SEPARATOR if followed else text)
+            self._counts.put(key, tokens)
         return tokens
 
     def clear(self) -> None:
         """Forgets every paragraph (an erasure's may be among them)."""
-        with self._lock:
-            self._counts.clear()
-            self._chars = 0
+        self._counts.clear()
 
 
 # One per process, as the encodings' tables are: a paragraph counts the same in every
